@@ -1,0 +1,82 @@
+"""The three training recipes of chapter 12, each line saying why.
+
+``overfit``: the tiny-set check (does the loss drive the parameters at all?);
+``historical``: the original notebook's recipe; ``modern``: the best recipe here.
+"""
+
+from __future__ import annotations
+
+from .config import ModelConfig, TrainConfig
+
+PRESETS: dict[str, tuple[ModelConfig, TrainConfig]] = {
+    "overfit": (
+        ModelConfig(dropout=0.0),  # the original's shape; no dropout: we want memorisation
+        TrainConfig(
+            train_subset=8,  # a handful of pairs: a working pipeline fits them exactly
+            epochs=300,  # one batch per epoch, so 300 optimiser steps
+            batch_size=8,
+            lr=1e-3,
+            schedule="constant",  # no warm-up: the check should take seconds
+            eval_every=300,  # only the final accuracy matters
+        ),
+    ),
+    "historical": (
+        ModelConfig(  # the original notebook's model
+            emb_dim=32,
+            num_heads=4,
+            feedforward_dim=64,
+            num_enc_layers=4,
+            num_dec_layers=4,
+            dropout=0.2,
+            position_encoding="simple",  # n / K in every feature, as the original
+        ),
+        TrainConfig(
+            epochs=60,
+            batch_size=64,
+            lr=1e-3,  # after the warm-up
+            optimizer="adam",
+            betas=(0.9, 0.995),  # the original's betas and eps
+            eps=1e-9,
+            schedule="step_warmup",  # 6e-6 for the first steps, then a jump to lr
+            warmup_lr=6e-6,
+            warmup_steps=1000,
+            label_smoothing=0.1,  # the original trained with a label-smoothed loss
+            eval_every=1,
+        ),
+    ),
+    "modern": (
+        ModelConfig(
+            emb_dim=64,  # wider and shallower trains faster on two CPU cores
+            num_heads=4,
+            feedforward_dim=128,
+            num_enc_layers=2,
+            num_dec_layers=2,
+            dropout=0.1,
+            position_encoding="sinusoid",  # distinct positions at every scale
+        ),
+        TrainConfig(
+            epochs=80,  # the one-cycle schedule is planned over this many epochs
+            batch_size=64,
+            lr=3e-3,  # one-cycle peak
+            optimizer="adamw",
+            betas=(0.9, 0.98),
+            eps=1e-9,
+            weight_decay=0.01,
+            schedule="onecycle",  # warm up, then anneal to ~0: large steps early, precise late
+            grad_clip=1.0,  # post-norm can spike early; clipping keeps the peak lr safe
+            eval_every=5,
+            exact_match_every=5,
+            stop_at_exact_match=None,
+        ),
+    ),
+}
+
+
+def get_preset(name: str) -> tuple[ModelConfig, TrainConfig]:
+    """Fresh copies of a preset's (ModelConfig, TrainConfig)."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}: expected one of {', '.join(PRESETS)}")
+    from dataclasses import replace
+
+    model_config, train_config = PRESETS[name]
+    return replace(model_config), replace(train_config)

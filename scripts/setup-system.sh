@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Debian packages the tests need: chromium (browser tests) and bubblewrap (sandboxed grading).
+# Installs what is missing when apt-get is available and we are root; otherwise says what to do.
+set -euo pipefail
+need=()
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+command -v prlimit >/dev/null 2>&1 || need+=(util-linux)
+[ ${#need[@]} -eq 0 ] && exit 0
+if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+  echo "installing Debian packages: ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" fonts-dejavu-core >/dev/null
+else
+  echo "missing: ${need[*]}. Install them with your system's package manager" >&2
+  echo "(Debian/Ubuntu: sudo apt-get install ${need[*]}), then run make again." >&2
+  exit 1
+fi
