@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -167,6 +168,27 @@ def load_checkpoint(path: str | Path) -> Transformer:
     model = Transformer(ModelConfig(**blob["model_config"]))
     model.load_state_dict(blob["state_dict"])
     return model.eval()
+
+
+def checkpoint_root() -> Path:
+    """Where ``make checkpoints`` puts the presets' runs: $ENCDEC_CHECKPOINTS, else the nearest
+    ``build/checkpoints`` above the current folder (chapters execute inside ``book/``)."""
+    env = os.environ.get("ENCDEC_CHECKPOINTS")
+    if env:
+        return Path(env)
+    for folder in [Path.cwd(), *Path.cwd().parents]:
+        if (folder / "build" / "checkpoints").is_dir():
+            return folder / "build" / "checkpoints"
+    raise FileNotFoundError("no build/checkpoints folder above the current one: run `make checkpoints`")
+
+
+def load_run(preset: str) -> tuple[Transformer, dict]:
+    """The trained model (eval mode) and metrics of one preset's run from ``make checkpoints``."""
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}: expected one of {', '.join(PRESETS)}")
+    folder = checkpoint_root() / preset
+    metrics = json.loads((folder / "metrics.json").read_text())
+    return load_checkpoint(folder / "model.pt"), metrics
 
 
 def main(argv: list[str] | None = None) -> dict:
