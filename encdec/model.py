@@ -199,6 +199,7 @@ class Transformer(nn.Module):
 
     def forward(self, ques_b: Tensor, ques_pos: Tensor, ans_b: Tensor, ans_pos: Tensor) -> Tensor:
         """Teacher-forced logits (N, Ka-1, V): position t predicts answer token t+1."""
+        self._check_ids("ques_b", ques_b)
         self._check_ids("ans_b", ans_b)
         self._check_pos("ans_pos", ans_pos, ans_b)
         if ques_b.shape[0] != ans_b.shape[0]:

@@ -1,0 +1,63 @@
+"""Training: the tiny-set overfit, honest metrics over every batch, checkpoints, the CLI."""
+
+import json
+
+import pytest
+import torch
+
+from encdec.config import ModelConfig
+from encdec.data import load_arithmetic
+from encdec.model import Transformer
+from encdec.presets import PRESETS, get_preset
+from encdec.train import load_checkpoint, main, save_checkpoint, token_accuracy
+
+
+def test_presets_are_the_three_of_the_book():
+    assert set(PRESETS) == {"overfit", "historical", "modern"}
+    model_config, train_config = get_preset("historical")
+    assert model_config.position_encoding == "simple" and train_config.betas == (0.9, 0.995)
+    assert train_config.schedule == "step_warmup"
+    with pytest.raises(ValueError, match="unknown preset 'fast'"):
+        get_preset("fast")
+
+
+def test_token_accuracy_counts_every_batch_not_the_last():
+    torch.manual_seed(0)
+    data = load_arithmetic()
+    model = Transformer(ModelConfig(emb_dim=16, num_heads=2, feedforward_dim=16, num_enc_layers=1, num_dec_layers=1))
+    q, a = data.val_questions, data.val_answers
+    whole = token_accuracy(model, q, a, batch_size=500)
+    for batch_size in (7, 64, 256):
+        loss, accuracy = token_accuracy(model, q, a, batch_size=batch_size)
+        assert accuracy == whole[1]  # exact: the same counts, whatever the batching
+        assert loss == pytest.approx(whole[0], rel=1e-6)
+    logits = model.eval()(q, model.positions(9), a, model.positions(5))
+    manual = (logits.argmax(-1) == a[:, 1:]).float().mean().item()
+    assert whole[1] == pytest.approx(manual, abs=1e-6)
+
+
+def test_overfit_preset_memorises_its_tiny_set_and_cli_writes_files(tmp_path):
+    metrics = main(["--preset", "overfit", "--out", str(tmp_path)])
+    assert metrics["train_token_accuracy"] == 1.0 and metrics["train_exact_match"] == 1.0
+    written = json.loads((tmp_path / "metrics.json").read_text())
+    for key in ("val_token_accuracy", "val_exact_match", "val_unseen_exact_match", "train_seconds", "history"):
+        assert key in written
+    assert written["num_val"] == 500 and 0 < written["num_val_unseen"] < 500
+    model = load_checkpoint(tmp_path / "model.pt")
+    assert not model.training
+    q = load_arithmetic().train_questions[:8]
+    a = load_arithmetic().train_answers[:8]
+    assert token_accuracy(model, q, a)[1] == 1.0  # the checkpoint is the trained model
+
+
+def test_checkpoint_round_trip_and_errors(tmp_path):
+    model = Transformer(ModelConfig(emb_dim=16, num_heads=2, feedforward_dim=16, num_enc_layers=1, num_dec_layers=1))
+    save_checkpoint(model, tmp_path / "m.pt")
+    loaded = load_checkpoint(tmp_path / "m.pt")
+    for (name, p), (_, q) in zip(model.state_dict().items(), loaded.state_dict().items()):
+        assert torch.equal(p, q), name
+    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+        load_checkpoint(tmp_path / "missing.pt")
+    torch.save({"weights": 1}, tmp_path / "other.pt")
+    with pytest.raises(ValueError, match="not an encdec checkpoint"):
+        load_checkpoint(tmp_path / "other.pt")
