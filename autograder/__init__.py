@@ -1,0 +1,1 @@
+"""The course's grading side: nbgrader preprocessors (``trusted``), reference outputs, fixtures."""

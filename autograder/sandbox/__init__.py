@@ -1,0 +1,1 @@
+"""The grading sandbox: bubblewrap + prlimit around each autograded notebook's kernel."""

@@ -1,0 +1,166 @@
+"""nbgrader/jupyter_client classes that run every autograded notebook in the sandbox.
+
+- `SandboxKernelManager` starts the `encdec-sandbox` kernelspec (shipped in this folder, so
+  nothing is installed into anyone's home) over ZeroMQ `ipc` sockets in a private folder:
+  the kernel has no network, so TCP on localhost cannot reach it. Before the start it hands the
+  working folder to a fresh sandbox uid; after the kernel is gone it takes the folder back and
+  removes links and special files the kernel may have planted there.
+- `SandboxedExecute` replaces nbgrader's `Execute` preprocessor: it refuses to run when the
+  sandbox cannot start, enforces a wall-clock limit per notebook on top of nbgrader's limit per
+  cell, and contains a kernel that dies (`os._exit`, memory limit) or ignores interrupts: the
+  cells that could not run get an error output (so their tests score zero) and the grading of
+  the notebook goes on, instead of nbgrader dropping every notebook of the student.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from time import monotonic
+
+from jupyter_client import kernelspec
+from jupyter_core.utils import run_sync
+from jupyter_client.manager import AsyncKernelManager
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbformat.notebooknode import NotebookNode
+from nbgrader.preprocessors import Execute
+from traitlets import Integer, Unicode, default
+
+from .sandbox import Limits, UidSlot, check_available, prepare_workdir, readonly_paths, \
+    reclaim_workdir, write_policy
+
+KERNEL_NAME = "encdec-sandbox"
+KERNELS_DIR = Path(__file__).resolve().parent / "kernels"
+
+
+class SandboxKernelManager(AsyncKernelManager):
+    """Starts kernels only through the sandbox's kernelspec, over private `ipc` sockets."""
+
+    memory_mb = Integer(Limits.memory_mb, help="Address-space limit of the kernel (MiB).").tag(config=True)
+    cpu_seconds = Integer(Limits.cpu_seconds, help="CPU-time limit of each kernel process (s).").tag(config=True)
+    nproc = Integer(Limits.nproc, help="Processes and threads the kernel may have.").tag(config=True)
+    fsize_mb = Integer(Limits.fsize_mb, help="Largest file the kernel may write (MiB).").tag(config=True)
+    tmp_mb = Integer(Limits.tmp_mb, help="Size of the kernel's private /tmp (MiB).").tag(config=True)
+    threads = Integer(Limits.threads, help="OMP/MKL threads of the kernel.").tag(config=True)
+
+    def __init__(self, **kwargs):
+        kwargs["kernel_name"] = KERNEL_NAME
+        super().__init__(**kwargs)
+        self.transport = "ipc"
+        self._slot: UidSlot | None = None
+        self._sockdir: Path | None = None
+        self._workdir: Path | None = None
+        self.planted: list[str] = []
+
+    @default("kernel_spec_manager")
+    def _kernel_spec_manager_default(self):
+        return kernelspec.KernelSpecManager(kernel_dirs=[str(KERNELS_DIR)], ensure_native_kernel=False)
+
+    def limits(self) -> Limits:
+        return Limits(memory_mb=self.memory_mb, cpu_seconds=self.cpu_seconds, nproc=self.nproc,
+                      fsize_mb=self.fsize_mb, tmp_mb=self.tmp_mb, threads=self.threads)
+
+    async def _async_pre_start_kernel(self, **kw):
+        check_available()
+        self._workdir = Path(kw.get("cwd") or os.getcwd()).resolve()
+        self._sockdir = Path(tempfile.mkdtemp(prefix="encdec-k-"))
+        self._slot = UidSlot()
+        uid = self._slot.uid
+        os.chown(self._sockdir, uid, uid)
+        self.ip = str(self._sockdir / "k")
+        self.connection_file = str(self._sockdir / "connection.json")
+        prepare_workdir(self._workdir, uid)
+        write_policy(self._sockdir, {
+            "uid": uid, "workdir": str(self._workdir), "sockdir": str(self._sockdir),
+            "readonly": [str(p) for p in readonly_paths()],
+            "limits": dataclasses.asdict(self.limits()),
+        })
+        env = dict(kw.get("env") or os.environ)
+        env.pop("JPY_PARENT_PID", None)  # its parent is outside the sandbox's pid namespace
+        kw["env"] = env
+        return await super()._async_pre_start_kernel(**kw)
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        if self._slot is not None:
+            if self._workdir is not None:
+                self.planted += reclaim_workdir(self._workdir, self._slot.uid)
+            self._slot.release()
+            self._slot = None
+        if self._sockdir is not None:
+            shutil.rmtree(self._sockdir, ignore_errors=True)
+            self._sockdir = None
+
+    # AsyncKernelManager exposes the coroutines under the public names; keep ours there too.
+    pre_start_kernel = _async_pre_start_kernel
+    cleanup_resources = _async_cleanup_resources
+
+
+def _error_output(ename: str, message: str) -> NotebookNode:
+    return NotebookNode(output_type="error", ename=ename, evalue=message,
+                        traceback=[f"{ename}: {message}"])
+
+
+class SandboxedExecute(Execute):
+    """nbgrader's Execute, run in the sandbox, with a notebook time limit and crash containment."""
+
+    kernel_name = Unicode(KERNEL_NAME, help="Always the sandbox kernel.").tag(config=True)
+    notebook_timeout = Integer(
+        600, help="Wall-clock seconds for the whole notebook; cells after it are not run."
+    ).tag(config=True)
+    interrupt_grace = Integer(
+        5, help="Seconds a timed-out cell has to stop after the interrupt before its kernel is killed."
+    ).tag(config=True)
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
+        super().__init__(**kwargs)
+
+    @default("iopub_timeout")
+    def _iopub_timeout_default(self):
+        return self.interrupt_grace
+
+    def preprocess(self, nb, resources=None, km=None):
+        check_available()
+        self.kernel_name = KERNEL_NAME
+        self._deadline = monotonic() + self.notebook_timeout
+        self._stopped: str | None = None
+        return super().preprocess(nb, resources, km)
+
+    def _get_timeout(self, cell):
+        timeout = super()._get_timeout(cell)
+        left = max(1, int(self._deadline - monotonic()) + 1)
+        return left if timeout is None else min(timeout, left)
+
+    def preprocess_cell(self, cell, resources, index):
+        runs = cell.cell_type == "code" and cell.source.strip()
+        if runs and self._stopped is None and monotonic() > self._deadline:
+            self._stopped = f"the notebook ran out of time ({self.notebook_timeout} s for all cells)"
+        if runs and self._stopped is not None:
+            cell.outputs = [_error_output("CellNotRun", f"not run: {self._stopped}")]
+            return cell, self.resources
+        try:
+            return super().preprocess_cell(cell, resources, index)
+        except DeadKernelError:
+            self._stopped = ("the kernel died in an earlier cell (os._exit, a crash, or the memory, "
+                             "CPU or process limit of the grading sandbox)")
+            cell.outputs.append(_error_output("DeadKernelError",
+                                              "the kernel died while running this cell"))
+        except CellTimeoutError:
+            self._stopped = "an earlier cell ignored the interrupt after its time limit; kernel stopped"
+            cell.outputs.append(_error_output(
+                "CellTimeoutError", "this cell exceeded its time limit and ignored the interrupt"))
+            self._kill_kernel()
+        if monotonic() > self._deadline and self._stopped is None:
+            self._stopped = f"the notebook ran out of time ({self.notebook_timeout} s for all cells)"
+        return cell, self.resources
+
+    def _kill_kernel(self) -> None:
+        if self.km is not None and self.km.has_kernel:
+            try:
+                run_sync(self.km.shutdown_kernel)(now=True)
+            except Exception as err:  # noqa: BLE001 - the notebook is graded either way
+                self.log.warning("could not stop the sandboxed kernel: %s", err)
+

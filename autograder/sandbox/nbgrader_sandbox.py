@@ -1,0 +1,44 @@
+# nbgrader configuration fragment: every notebook that `nbgrader autograde` executes runs in the
+# grading sandbox (autograder/sandbox/sandbox.py says what the kernel can see and do).
+# The root nbgrader_config.py loads this file last, so it applies to stock nbgrader run from the
+# repository root, to the formgrader and to `python -m autograder.driver` alike.
+#
+# Limits can be changed after this file is loaded, e.g. in nbgrader_config.py:
+#   c.SandboxKernelManager.memory_mb = 6144      # address space of one kernel
+#   c.SandboxedExecute.timeout = 60              # seconds per cell (nbgrader's Execute.timeout)
+#   c.SandboxedExecute.notebook_timeout = 600    # seconds per notebook
+import sys
+from pathlib import Path
+
+try:
+    _here = Path(__file__).resolve()  # noqa: F821 - set by the config loader
+except NameError:
+    _here = Path("nbgrader_config.py").resolve()
+_repo = _here.parents[2] if _here.name == "nbgrader_sandbox.py" else _here.parent
+_autograding = len(sys.argv) > 1 and sys.argv[1] == "autograde"
+
+try:
+    if str(_repo) not in sys.path:
+        sys.path.insert(0, str(_repo))
+    from autograder.sandbox.kernel import SandboxedExecute
+    from autograder.sandbox.sandbox import check_available
+    from nbgrader.converters.autograde import Autograde
+    from nbgrader.preprocessors import Execute
+
+    _c = get_config()  # noqa: F821 - provided by the traitlets config loader
+    _current = _c.Autograde.get("autograde_preprocessors")
+    if not isinstance(_current, list):
+        _current = list(Autograde.class_traits()["autograde_preprocessors"].default_value)
+    _names = {"nbgrader.preprocessors.Execute", "nbgrader.preprocessors.execute.Execute"}
+    _swapped = [SandboxedExecute if (p is Execute or p in _names) else p for p in _current]
+    if SandboxedExecute not in _swapped:
+        raise RuntimeError("c.Autograde.autograde_preprocessors has no Execute step to sandbox")
+    _c.Autograde.autograde_preprocessors = _swapped
+    if _autograding:
+        check_available()
+except Exception as _err:  # noqa: BLE001
+    # traitlets logs errors in config files and carries on without them, which here would mean
+    # running student code unconfined: stop instead (SystemExit is not an Exception).
+    if _autograding:
+        raise SystemExit(f"nbgrader autograde: the grading sandbox is not available: {_err}")
+    print(f"warning: grading sandbox not configured: {_err}", file=sys.stderr)
