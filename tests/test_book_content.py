@@ -1,0 +1,309 @@
+"""The book's pages carry every section of their lesson seeds, import the package instead of
+redefining it, and show package code only through ``literalinclude`` targets that exist.
+
+Fast: reads the markdown sources, builds nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOK = ROOT / "book"
+PACKAGE = ROOT / "encdec"
+
+NOTEBOOK_PAGES = ["ch11_cross_attention", "ch12_what_you_trained", "ch13_generation", "historical_notes"]
+ALL_PAGES = ["index", *NOTEBOOK_PAGES, "instructor_guide"]
+
+# The sections of each seed, in the seed's order (a heading must start with each entry).
+EXPECTED_SECTIONS = {
+    "ch11_cross_attention": [
+        "30-second recall",
+        "Before we start",
+        "The problem",
+        "Stage 1",
+        "Stage 2",
+        "Stage 3",
+        "Cross-attention in the trained model",
+        "Thought experiment in reverse",
+        "Your code",
+        "Why do we still need the residual",
+        "Misconception diagnosis",
+        "Deep dive",
+        "End-of-lesson deep checks",
+        "Transfer questions",
+        "Closed-book explanations",
+        "Then I implemented",
+        "Connection",
+    ],
+    "ch12_what_you_trained": [
+        "30-second recall",
+        "Before we start",
+        "The problem",
+        "Shift, mask and teacher forcing are not synonyms",
+        "Why can training run in parallel",
+        "Worked backward",
+        "Who trains, and who does not",
+        "Your code",
+        "Historical experiment evidence",
+        "Misconception diagnosis",
+        "Deep dive",
+        "End-of-lesson deep checks",
+        "Transfer questions",
+        "Closed-book explanations",
+        "Then I implemented",
+        "Connection",
+    ],
+    "ch13_generation": [
+        "Attention: what one forward call does",
+        "Inference",
+        "Why is the output",
+        "The key technique: causal masking",
+        "Training: teacher forcing",
+        "Encoder–decoder",
+        "1. What is right",
+        "2. The puzzle",
+        "3. The corrected flow",
+        "The KV cache",
+        "Measured",
+        "Summary",
+    ],
+    "historical_notes": [
+        "1. Its `DecoderBlock` check failed even correct solutions",
+        "2. Its \"sinusoid\" formula collapsed",
+        "3. Its validation accuracy counted only the last batch",
+        "4. Its inference ran the decoder without the causal mask",
+        "5. About 1 in 5 validation questions also appeared in training",
+    ],
+    "index": ["For students", "For instructors"],
+    "instructor_guide": ["1. Generate and release", "2. Collect", "3. Autograde", "4. Feedback", "5. Export"],
+}
+
+# Inline checks and recall questions whose answers must sit in folded dropdowns.
+MIN_DROPDOWNS = {"ch11_cross_attention": 10, "ch12_what_you_trained": 10, "ch13_generation": 2}
+
+# The seed's numbers, each computed by a code cell (a fragment of the computing code must appear).
+LIVE_COMPUTATIONS = {
+    "ch11_cross_attention": [
+        'load_run("modern")',
+        "get_subsequent_mask(ans_b)",
+        "masked_softmax(scores, row_mask)",
+        ".last_attention",
+        "A[:, 0, 3, 7]",
+        "cross(enc_states, dec_states, dec_states)",  # reversed Q: (N, Kq, Ka)
+        "torch.randn(1, 196, M)",  # captioning
+        "attention_cross.forward = zero",  # cross-attention removed
+        "causal | padding",
+    ],
+    "ch12_what_you_trained": [
+        "shift_targets(ans_b)",
+        "-math.log(0.20)",
+        "-math.log(p_correct)",
+        "F.one_hot",
+        ".backward()",
+        'load_run("overfit")',
+        'load_run("historical")',
+        "exact_match(model, unseen_q, unseen_a)",
+        '["history"]',  # the loss curve
+        "model(q32, model.positions(9), a32, model.positions(5))",
+    ],
+    "ch13_generation": [
+        "use_cache=True",
+        "use_cache=False",
+        "torch.equal(cached, uncached)",
+        "Q @ K.T",
+        "time.perf_counter()",
+        "new_caches(model)",
+    ],
+    "historical_notes": [
+        "position_encoding_sinusoid(K, M)",
+        "int(2i / M)",
+        "n_correct / total",
+        "num_correct / total",
+        "unseen_mask",
+        "model.decoder(x, memory, None)",
+    ],
+}
+
+WIDGETS = {
+    "ch11_cross_attention": ["MaskToggle()", "SoftmaxMaskCompare()", "CrossAttentionExplorer()", "AttentionMapViewer.from_model(model)"],
+    "ch12_what_you_trained": ["ShiftTeacherForcing()", "CrossEntropySlider()"],
+    "ch13_generation": ["PrefillDecodeStepper.from_model(model)"],
+}
+
+FENCE = re.compile(r"^(`{3,}|~{3,})(.*)$")
+
+
+def read(page: str) -> str:
+    return (BOOK / f"{page}.md").read_text(encoding="utf-8")
+
+
+def blocks(text: str) -> list[tuple[str, str, list[str]]]:
+    """Top-level fenced blocks as (fence info, body); nested fences stay inside their parent."""
+    out, lines, i = [], text.splitlines(), 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        fence, info = m.group(1), m.group(2).strip()
+        body, i = [], i + 1
+        while i < len(lines) and lines[i].rstrip() != fence:
+            body.append(lines[i])
+            i += 1
+        out.append((info, "\n".join(body), body))
+        i += 1
+    return out
+
+
+def headings(text: str) -> list[str]:
+    """Markdown headings outside fenced blocks (a `#` comment in a code cell is not a heading)."""
+    found, fence = [], None
+    for line in text.splitlines():
+        m = FENCE.match(line)
+        if fence is None and m:
+            fence = m.group(1)
+        elif fence is not None and line.rstrip() == fence:
+            fence = None
+        elif fence is None and line.startswith("#"):
+            found.append(line.lstrip("#").strip())
+    return found
+
+
+def code_cells(text: str) -> list[str]:
+    return [body for info, body, _ in blocks(text) if info.startswith("{code-cell}")]
+
+
+def package_names() -> tuple[set[str], set[str]]:
+    """Classes and top-level functions the package defines."""
+    classes, functions = set(), set()
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                classes.add(node.name)
+            elif isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+                functions.add(node.name)
+    return classes, functions
+
+
+def find_pyobject(path: Path, dotted: str) -> bool:
+    """True when ``dotted`` (``name`` or ``Class.method``) is defined in the module at ``path``."""
+    nodes = ast.parse(path.read_text(encoding="utf-8")).body
+    for part in dotted.split("."):
+        match = [n for n in nodes if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == part]
+        if not match:
+            return False
+        nodes = match[0].body
+    return True
+
+
+def test_toc_lists_every_page():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]] + [ch["file"] for part in toc["parts"] for ch in part["chapters"]]
+    assert files == [f"book/{p}" for p in ALL_PAGES]
+    for page in ALL_PAGES:
+        assert (BOOK / f"{page}.md").is_file(), page
+
+
+@pytest.mark.parametrize("page", NOTEBOOK_PAGES)
+def test_notebook_pages_are_myst_notebooks(page):
+    text = read(page)
+    assert text.startswith("---\n"), f"{page}: no front matter"
+    header = yaml.safe_load(text.split("---\n")[1])
+    assert header["jupytext"]["text_representation"]["format_name"] == "myst"
+    assert header["kernelspec"]["name"] == "python3"
+    assert code_cells(text), f"{page}: no code cells"
+
+
+@pytest.mark.parametrize("page", list(EXPECTED_SECTIONS))
+def test_sections_in_seed_order(page):
+    found = headings(read(page))
+    position = -1
+    for section in EXPECTED_SECTIONS[page]:
+        hits = [i for i, h in enumerate(found) if h.startswith(section) and i > position]
+        assert hits, f"{page}: section {section!r} missing or out of order (headings: {found})"
+        position = hits[0]
+
+
+@pytest.mark.parametrize("page", list(MIN_DROPDOWNS))
+def test_answers_are_folded(page):
+    dropdowns = [info for info, _, _ in blocks(read(page)) if info.startswith("{dropdown}")]
+    assert len(dropdowns) >= MIN_DROPDOWNS[page], f"{page}: {len(dropdowns)} dropdowns"
+
+
+@pytest.mark.parametrize("page", list(LIVE_COMPUTATIONS))
+def test_seed_numbers_are_computed_by_cells(page):
+    code = "\n".join(code_cells(read(page)))
+    for fragment in LIVE_COMPUTATIONS[page]:
+        assert fragment in code, f"{page}: no code cell computes {fragment!r}"
+
+
+@pytest.mark.parametrize("page", list(WIDGETS))
+def test_widgets_are_placed_where_they_teach(page):
+    code = "\n".join(code_cells(read(page)))
+    for widget in WIDGETS[page]:
+        assert widget in code, f"{page}: widget {widget} not used"
+        name = widget.split("(")[0].split(".")[0]
+        assert re.search(rf"from encdec\.widgets import .*\b{name}\b", code), f"{page}: {name} not imported from encdec.widgets"
+
+
+@pytest.mark.parametrize("page", NOTEBOOK_PAGES)
+def test_code_cells_parse_and_never_redefine_the_package(page):
+    classes, functions = package_names()
+    assert {"DecoderBlock", "Transformer", "KVCache"} <= classes and "get_subsequent_mask" in functions
+    for cell in code_cells(read(page)):
+        tree = ast.parse(cell)  # every cell is valid Python
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                assert node.name not in classes, f"{page} redefines class {node.name}"
+            if isinstance(node, ast.FunctionDef):
+                assert node.name not in functions, f"{page} redefines function {node.name}"
+
+
+@pytest.mark.parametrize("page", ALL_PAGES)
+def test_literalincludes_point_at_package_objects(page):
+    includes = [(info, body) for info, body, _ in blocks(read(page)) if info.startswith("{literalinclude}")]
+    for info, body in includes:
+        target = (BOOK / info.split(None, 1)[1].strip()).resolve()
+        assert target.is_file(), f"{page}: {target} does not exist"
+        assert PACKAGE in target.parents, f"{page}: includes {target}, outside the package"
+        options = dict(re.findall(r"^:(\w+):\s*(.*)$", body, flags=re.M))
+        assert "pyobject" in options, f"{page}: literalinclude of {target.name} without :pyobject:"
+        assert find_pyobject(target, options["pyobject"]), f"{page}: {options['pyobject']} not in {target.name}"
+
+
+def test_chapters_show_the_lesson_code_through_literalinclude():
+    expected = {
+        "ch11_cross_attention": {("model.py", "DecoderBlock.forward"), ("attention.py", "get_subsequent_mask")},
+        "ch12_what_you_trained": {("model.py", "Transformer.forward"), ("model.py", "shift_targets")},
+        "ch13_generation": {("generate.py", "greedy_decode"), ("attention.py", "KVCache")},
+        "historical_notes": {("model.py", "position_encoding_sinusoid")},
+    }
+    for page, wanted in expected.items():
+        found = set()
+        for info, body, _ in blocks(read(page)):
+            if info.startswith("{literalinclude}"):
+                pyobject = re.search(r"^:pyobject:\s*(\S+)", body, flags=re.M)
+                found.add((Path(info.split(None, 1)[1]).name, pyobject.group(1) if pyobject else None))
+        assert wanted <= found, f"{page}: missing {wanted - found}"
+
+
+def test_no_outputs_or_machine_paths_committed():
+    assert not list(BOOK.glob("*.ipynb")), "book/ holds .ipynb files: chapters are MyST markdown without outputs"
+    for page in ALL_PAGES:
+        text = read(page)
+        for literal in ("/work/", "/tmp/", "/root/", "/home/"):
+            assert literal not in text, f"{page} names a machine path {literal!r}"
+
+
+def test_training_never_runs_at_build_time():
+    for page in NOTEBOOK_PAGES:
+        code = "\n".join(code_cells(read(page)))
+        assert not re.search(r"(?<![.\w])train\(", code), f"{page} calls encdec.train.train"
+        assert "torch.optim" not in code and "python -m encdec.train" not in code, f"{page} trains"
