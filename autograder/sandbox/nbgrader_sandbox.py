@@ -24,13 +24,16 @@ try:
     from autograder.sandbox.sandbox import check_available
     from nbgrader.converters.autograde import Autograde
     from nbgrader.preprocessors import Execute
+    from traitlets.utils.importstring import import_item
 
     _c = get_config()  # noqa: F821 - provided by the traitlets config loader
     _current = _c.Autograde.get("autograde_preprocessors")
     if not isinstance(_current, list):
         _current = list(Autograde.class_traits()["autograde_preprocessors"].default_value)
-    _names = {"nbgrader.preprocessors.Execute", "nbgrader.preprocessors.execute.Execute"}
-    _swapped = [SandboxedExecute if (p is Execute or p in _names) else p for p in _current]
+    # Every execution step (nbgrader's Execute or a subclass of it) becomes the sandboxed one,
+    # which also contains dead and stuck kernels.
+    _classes = [import_item(p) if isinstance(p, str) else p for p in _current]
+    _swapped = [SandboxedExecute if issubclass(k, Execute) else p for k, p in zip(_classes, _current)]
     if SandboxedExecute not in _swapped:
         raise RuntimeError("c.Autograde.autograde_preprocessors has no Execute step to sandbox")
     _c.Autograde.autograde_preprocessors = _swapped

@@ -158,6 +158,9 @@ def bwrap_command(policy: dict, kernel_argv: list[str]) -> list[str]:
         "OMP_NUM_THREADS": str(limits.threads),
         "MKL_NUM_THREADS": str(limits.threads),
         "PYTHONHASHSEED": "0",
+        # pid 1 is the sandbox's init: ipykernel then neither polls a parent nor prints the
+        # "Ctrl-C will not work" banner meant for terminals.
+        "JPY_PARENT_PID": "1",
     }
     for key, value in env.items():
         cmd += ["--setenv", key, value]
