@@ -1,0 +1,74 @@
+// CrossEntropySlider: P(correct) -> loss -log p, and the gradient p - one_hot for each token.
+
+function ceExample(vocab, correct, rival, pCorrect, pRef, rivalRef) {
+  // The worked example: at P(correct) = pRef the rival has rivalRef and the other tokens share
+  // the rest evenly; other P(correct) rescale the wrong tokens in those proportions.
+  const scale = (1 - pCorrect) / (1 - pRef);
+  const others = vocab.length - 2;
+  const probs = vocab.map((tok) => tok === correct ? pCorrect
+    : tok === rival ? rivalRef * scale : ((1 - pRef - rivalRef) / others) * scale);
+  const grad = probs.map((p, k) => p - (vocab[k] === correct ? 1 : 0));
+  return { probs, grad, loss: -Math.log(pCorrect) };
+}
+
+function render({ model, el }) {
+  const root = widgetRoot(el, "CrossEntropySlider");
+  const slider = h("input", { type: "range", min: 0.01, max: 0.99, step: 0.01, "data-testid": "p-slider", "aria-label": "P(correct)" });
+  slider.addEventListener("input", () => push(model, { p_correct: Number(slider.value) }));
+  const pValue = h("b", { "data-testid": "p-value" });
+  const body = h("div", {});
+  root.append(h("div", { class: "encdec-toolbar" },
+    h("label", {}, `P(correct token "${model.get("correct")}") `, slider, " ", pValue)), body);
+
+  function draw() {
+    const vocab = model.get("vocab"), correct = model.get("correct"), rival = model.get("rival");
+    const p = model.get("p_correct");
+    if (Number(slider.value) !== p) slider.value = p;
+    pValue.textContent = fmt(p, 2);
+    const ex = ceExample(vocab, correct, rival, p, model.get("p_reference"), model.get("rival_reference"));
+
+    const W = 620, H = 230, top = 20, mid = 110, scaleY = 85, colW = W / vocab.length;
+    const svgNS = "http://www.w3.org/2000/svg";
+    const s = (tag, attrs, text) => {
+      const e = document.createElementNS(svgNS, tag);
+      for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+      if (text !== undefined) e.textContent = text;
+      return e;
+    };
+    const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", class: "encdec-svg", role: "img",
+      "aria-label": "gradient p minus one-hot per vocabulary token" });
+    svg.append(s("line", { x1: 0, x2: W, y1: mid, y2: mid, class: "axis" }));
+    svg.append(s("text", { x: 4, y: top - 6, class: "tick" }, "+1"), s("text", { x: 4, y: mid + scaleY + 12, class: "tick" }, "−1"));
+    vocab.forEach((tok, k) => {
+      const g = ex.grad[k];
+      const x = k * colW + colW * 0.2, w = colW * 0.6;
+      const y = g >= 0 ? mid - g * scaleY : mid, hgt = Math.max(Math.abs(g) * scaleY, 0.5);
+      const rect = s("rect", { x, y, width: w, height: hgt, class: g < 0 ? "neg" : "pos", "data-token": tok });
+      rect.append(s("title", {}, `${tok}: p = ${fmt(ex.probs[k])}, gradient p − one_hot = ${fmt(g)}`));
+      svg.append(rect);
+      svg.append(s("text", { x: k * colW + colW / 2, y: H - 8, class: "label" + (tok === correct ? " correct" : ""), "text-anchor": "middle" },
+        tok.length > 4 ? tok.slice(0, 3) + "." : tok));
+      if (tok === correct || tok === rival) {
+        svg.append(s("text", { x: k * colW + colW / 2, y: g >= 0 ? y - 4 : y + hgt + 12, class: "value", "text-anchor": "middle",
+          "data-testid": `grad-${tok}` }, fmt(g)));
+      }
+    });
+
+    body.replaceChildren(
+      h("div", { class: "encdec-columns" },
+        h("div", { class: "encdec-big" }, "loss = −log ", fmt(p, 2), " = ", h("b", { "data-testid": "loss" }, fmt(ex.loss))),
+        h("div", { class: "encdec-note" },
+          `P("${rival}") = `, h("span", { "data-testid": `prob-${rival}` }, fmt(ex.probs[vocab.indexOf(rival)])),
+          `, the other ${vocab.length - 2} tokens share `, fmt(1 - p - ex.probs[vocab.indexOf(rival)]))),
+      svg,
+      h("p", { class: "encdec-caption" },
+        `Bars: the gradient of the loss with respect to each logit, p − one_hot. The correct token "${correct}" gets `,
+        h("b", {}, fmt(ex.grad[vocab.indexOf(correct)])), " (gradient descent raises its logit); every wrong token gets +p ",
+        "(lowered in proportion to how much probability it took). The bars sum to 0."));
+  }
+
+  draw();
+  return watch(model, ["p_correct", "vocab", "correct", "rival"], draw);
+}
+
+export default { render };

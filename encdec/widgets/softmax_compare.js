@@ -1,0 +1,62 @@
+// SoftmaxMaskCompare: one reader's row; mask-then-softmax beside softmax-then-zero.
+
+function render({ model, el }) {
+  const root = widgetRoot(el, "SoftmaxMaskCompare");
+  // Controls are built once (a slider replaced mid-drag would stop following the mouse).
+  const slider = h("input", { type: "range", min: -4, max: 10, step: 0.1,
+    "data-testid": "future-slider", "aria-label": "score of the future sources" });
+  slider.addEventListener("input", () => push(model, { future_score: Number(slider.value) }));
+  const sliderValue = h("b", { "data-testid": "future-value" });
+  const readers = h("span", {});
+  const body = h("div", {});
+  root.append(
+    h("div", { class: "encdec-toolbar" }, h("span", { class: "encdec-label" }, "Reader:"), readers),
+    h("div", { class: "encdec-toolbar" }, h("label", {}, "Score of every future source: ", slider, " ", sliderValue)),
+    body);
+
+  function draw() {
+    const tokens = model.get("tokens");
+    const reader = model.get("reader");
+    const future = model.get("future_score");
+    const row = model.get("scores").map((s, j) => (j > reader ? future : s));
+    const right = maskedSoftmaxRow(row, row.map((_, j) => j > reader));
+    const wrong = softmax(row).map((w, j) => (j > reader ? 0 : w));
+
+    if (Number(slider.value) !== future) slider.value = future;
+    sliderValue.textContent = fmt(future, 1);
+    readers.replaceChildren(...tokens.map((tok, i) => h("button", {
+      class: "encdec-btn" + (i === reader ? " active" : ""), "data-reader": i,
+      onclick: () => push(model, { reader: i }) }, `${i} ${tok}`)));
+
+    const bar = (w, cls) => h("div", { class: "encdec-bar-wrap" },
+      h("div", { class: `encdec-bar ${cls}`, style: `width: ${(100 * w).toFixed(1)}%` }));
+    const line = (label, weights, key, cls) => h("tr", { "data-testid": `row-${key}` },
+      h("th", { class: "encdec-rowhead" }, label),
+      weights.map((w, j) => h("td", { class: "encdec-num" + (j > reader ? " future" : ""), "data-testid": `w-${key}-${j}` },
+        h("span", { class: "w" }, fmt(w)), bar(w, cls))),
+      h("td", { class: "encdec-sum" + (Math.abs(sum(weights) - 1) > 5e-4 ? " warn" : " ok"), "data-testid": `sum-${key}` },
+        fmt(sum(weights))));
+
+    body.replaceChildren(
+      h("table", { class: "encdec-grid encdec-compare" },
+        h("thead", {}, h("tr", {}, h("th", {}, "source"),
+          tokens.map((tok, j) => h("th", { class: j > reader ? "future" : "" }, h("span", { class: "encdec-idx" }, j), " ", tok,
+            j > reader ? h("div", { class: "encdec-tag" }, "future") : null)),
+          h("th", {}, "sum"))),
+        h("tbody", {},
+          h("tr", {}, h("th", { class: "encdec-rowhead" }, "score"),
+            row.map((s, j) => h("td", { class: "encdec-num" + (j > reader ? " future" : ""), "data-testid": `score-${j}` }, fmt(s, 2))),
+            h("td", {})),
+          line("mask, then softmax", right, "mask", "good"),
+          line("softmax, then zero", wrong, "zero", "bad"))),
+      h("p", { class: "encdec-caption" },
+        `Reader ${reader} (${tokens[reader]}) may read sources 0–${reader}. Masking first takes the future out of `,
+        "the denominator, so the allowed weights still sum to 1. Zeroing after softmax leaves a row that sums to ",
+        h("b", {}, fmt(sum(wrong))), ": the future still shrank the weights it should not touch, the more so the larger its score."));
+  }
+
+  draw();
+  return watch(model, ["tokens", "scores", "reader", "future_score"], draw);
+}
+
+export default { render };

@@ -1,0 +1,27 @@
+# The course book (`make book`): widget and MathJax assets, then Jupyter Book 1.x with warnings
+# as errors into _build/html. Chapters execute at build (execute_notebooks: cache); the cache is
+# cleared when the package or a checkpoint changes (scripts/book_assets.py --check-cache).
+BOOK_OUT := _build
+NPM_STAMP := node_modules/.npm-ci-done
+
+# npm ci: the exact front-end versions of package-lock.json (re-run when the lock changes).
+$(NPM_STAMP): package.json package-lock.json
+	@command -v npm >/dev/null || { echo "npm is needed for the book's widget assets: install Node.js with npm"; exit 1; }
+	npm ci --ignore-scripts --no-audit --no-fund
+	touch $@
+
+define BUILD_BOOK
+$(PY) scripts/book_assets.py --check-cache $(BOOK_OUT)
+$(BIN)/jupyter-book build . --path-output . --warningiserror --keep-going
+endef
+
+.PHONY: book-assets book-only
+book-assets: $(VENV)/.installed $(NPM_STAMP)
+	$(PY) scripts/book_assets.py
+
+book: $(VENV)/.installed checkpoints $(NPM_STAMP)
+	$(BUILD_BOOK)
+
+# The same build without (re)making checkpoints: for editing the book when they already exist.
+book-only: $(VENV)/.installed $(NPM_STAMP)
+	$(BUILD_BOOK)

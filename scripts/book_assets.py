@@ -1,0 +1,155 @@
+"""Copy the front-end assets the static book needs into build/widget_assets/_widget_assets.
+
+The book's widgets run in the browser through the Jupyter widgets HTML manager, which loads
+modules with RequireJS; math is typeset by MathJax. By default myst-nb and Sphinx point pages at
+CDNs; this script makes local copies so the built site works with no network and as file://:
+
+- RequireJS and ``@jupyter-widgets/html-manager`` (with its fonts) and MathJax, from
+  ``node_modules`` (``npm ci`` installs the versions pinned in package-lock.json);
+- anywidget's AMD front end, from the installed anywidget wheel (so its version always matches
+  the Python package that wrote the widget state);
+- ``config.js``, which tells RequireJS where those modules are, relative to itself.
+
+Sphinx publishes the folder at the site root through ``html_extra_path`` (``_config.yml``). The
+assets stay out of any ``_static`` folder: Jupyter Book 1.x would inject every script there into
+every page. ``--check-cache`` also clears the notebook execution cache when the package
+(widgets included) or a checkpoint changed, since a cache hit would keep old widget JavaScript.
+
+Usage: python scripts/book_assets.py [--out build/widget_assets] [--check-cache _build]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ASSETS = "_widget_assets"  # the folder name pages refer to (see _config.yml)
+HTML_MANAGER_SERIES = "1.0."  # html-manager 1.0.x renders ipywidgets 8 state
+
+# AMD modules the HTML manager's bundle defines by name. Pointing them at the bundle's own path
+# makes each module's ``module.uri`` (which webpack uses to find its fonts) the bundle folder.
+BUNDLED_MODULES = (
+    "@jupyter-widgets/base",
+    "@jupyter-widgets/base7",
+    "@jupyter-widgets/controls",
+    "@jupyter-widgets/controls7",
+    "@jupyter-widgets/html-manager",
+    "@jupyter-widgets/html-manager/dist/libembed-amd",
+)
+
+CONFIG_JS = """\
+// Written by scripts/book_assets.py: RequireJS module paths, relative to this file, so the
+// widgets load from the book itself (served or opened as file://), never from a CDN.
+(function () {
+  var base = document.currentScript.src.replace(/[^/]*$/, "");
+  var bundle = base + "html-manager/embed-amd";
+  var paths = { anywidget: base + "anywidget/index" };
+  %(bundled)s.forEach(function (name) { paths[name] = bundle; });
+  window.require.config({ paths: paths });
+})();
+"""
+
+SOURCE_MAP = re.compile(rb"^//# sourceMappingURL=.*$", re.MULTILINE)
+
+
+def _package_version(folder: Path) -> str:
+    return json.loads((folder / "package.json").read_text())["version"]
+
+
+def _copy_js(src: Path, dst: Path) -> None:
+    """Copy a script without its sourceMappingURL comment (the maps are not shipped)."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_bytes(SOURCE_MAP.sub(b"", src.read_bytes()))
+
+
+def build_assets(out: Path, node_modules: Path = ROOT / "node_modules") -> dict:
+    """Write every asset under ``out / ASSETS``; return the manifest (versions, files)."""
+    import anywidget
+
+    manager = node_modules / "@jupyter-widgets" / "html-manager"
+    requirejs = node_modules / "requirejs"
+    mathjax = node_modules / "mathjax"
+    for folder in (manager, requirejs, mathjax):
+        if not (folder / "package.json").is_file():
+            raise SystemExit(f"{folder} is missing: run `npm ci` in the repository root first")
+    versions = {
+        "@jupyter-widgets/html-manager": _package_version(manager),
+        "requirejs": _package_version(requirejs),
+        "mathjax": _package_version(mathjax),
+        "anywidget": anywidget.__version__,
+    }
+    if not versions["@jupyter-widgets/html-manager"].startswith(HTML_MANAGER_SERIES):
+        raise SystemExit(
+            f"@jupyter-widgets/html-manager {versions['@jupyter-widgets/html-manager']} found; "
+            f"expected {HTML_MANAGER_SERIES}x (ipywidgets 8): check package-lock.json and run `npm ci`"
+        )
+    anywidget_amd = Path(anywidget.__file__).parent / "nbextension" / "index.js"
+    if not anywidget_amd.is_file():
+        raise SystemExit(f"anywidget's AMD front end is missing from the installed wheel: {anywidget_amd}")
+
+    staging = out / (ASSETS + ".tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    _copy_js(requirejs / "require.js", staging / "require.js")
+    dist = manager / "dist"
+    _copy_js(dist / "embed-amd.js", staging / "html-manager" / "embed-amd.js")
+    for font in dist.iterdir():  # the bundle's fonts sit next to it, named by content hash
+        if font.suffix in {".woff", ".woff2", ".ttf", ".eot", ".svg"}:
+            shutil.copy2(font, staging / "html-manager" / font.name)
+    _copy_js(anywidget_amd, staging / "anywidget" / "index.js")
+    shutil.copytree(mathjax / "es5", staging / "mathjax", ignore=shutil.ignore_patterns("*.map", "node-main*"))
+    (staging / "config.js").write_text(CONFIG_JS % {"bundled": json.dumps(list(BUNDLED_MODULES))})
+    manifest = {"versions": versions, "files": sorted(str(p.relative_to(staging)) for p in staging.rglob("*") if p.is_file() and "mathjax" not in p.parts)}
+    (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    final = out / ASSETS
+    shutil.rmtree(final, ignore_errors=True)
+    staging.rename(final)
+    return manifest
+
+
+def source_hash(root: Path = ROOT) -> str:
+    """Hash of what executed chapters depend on beyond their own text: the package and checkpoints."""
+    digest = hashlib.sha256()
+    files = [p for p in (root / "encdec").rglob("*") if p.suffix in {".py", ".js", ".css"} and "__pycache__" not in p.parts]
+    files += list((root / "build" / "checkpoints").glob("*/model.pt"))
+    for path in sorted(files):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def check_cache(build_dir: Path, root: Path = ROOT) -> bool:
+    """Clear ``build_dir/.jupyter_cache`` when the package or checkpoints changed; True if cleared."""
+    stamp = build_dir / ".encdec_source_hash"
+    current = source_hash(root)
+    previous = stamp.read_text().strip() if stamp.is_file() else None
+    cleared = False
+    if previous != current:
+        cache = build_dir / ".jupyter_cache"
+        if cache.exists():
+            shutil.rmtree(cache)
+            cleared = True
+    build_dir.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(current + "\n")
+    return cleared
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "build" / "widget_assets")
+    parser.add_argument("--check-cache", type=Path, metavar="BUILD_DIR",
+                        help="clear BUILD_DIR/.jupyter_cache if the package or a checkpoint changed")
+    args = parser.parse_args(argv)
+    manifest = build_assets(args.out)
+    print(f"widget assets in {args.out / ASSETS}: " + ", ".join(f"{k} {v}" for k, v in manifest["versions"].items()))
+    if args.check_cache and check_cache(args.check_cache):
+        print(f"package or checkpoints changed: cleared {args.check_cache / '.jupyter_cache'}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

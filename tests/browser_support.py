@@ -1,0 +1,130 @@
+"""Helpers of the browser tests and the book benchmark: serve the built book on 127.0.0.1, drive
+Debian's chromium with Playwright, and block (and record) every request to another host."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import shutil
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+ROOT = Path(__file__).resolve().parent.parent
+BOOK_HTML = ROOT / "_build" / "html"
+LOCAL_HOSTS = {"127.0.0.1", "localhost"}
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+# Chapter pages of _toc.yml (the gallery is checked on its own).
+CHAPTERS = [
+    "book/index",
+    "book/ch11_cross_attention",
+    "book/ch12_what_you_trained",
+    "book/ch13_generation",
+    "book/historical_notes",
+    "book/instructor_guide",
+]
+
+
+def require_built_book(html: Path = BOOK_HTML) -> Path:
+    """The built site, or a clear failure: the browser tests test the build, they never skip it."""
+    if not (html / "book" / "widgets_gallery.html").is_file():
+        raise AssertionError(f"the built book is missing ({html}): run `make book` first")
+    return html
+
+
+def chromium_path() -> str:
+    path = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
+    if path is None:
+        raise AssertionError("Debian's chromium is missing: run `make system` (apt-get install chromium)")
+    return path
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest output clean
+        pass
+
+
+@contextlib.contextmanager
+def serve(folder: Path):
+    """Serve ``folder`` on 127.0.0.1 (a free port) in a thread; yield the base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@dataclass
+class PageLog:
+    """What went wrong on a page: uncaught errors, console errors, blocked or failed requests."""
+
+    page_errors: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+    blocked: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+    def problems(self) -> dict[str, list[str]]:
+        return {k: v for k, v in vars(self).items() if v}
+
+
+def is_local(url: str) -> bool:
+    parsed = urlparse(url)
+    if parsed.scheme in {"file", "data", "blob", "about"}:
+        return True
+    return parsed.hostname in LOCAL_HOSTS
+
+
+def block_external(context, log: PageLog) -> None:
+    """Abort every request whose host is not 127.0.0.1/localhost, and record it."""
+
+    def handle(route):
+        url = route.request.url
+        if is_local(url):
+            route.continue_()
+        else:
+            log.blocked.append(url)
+            route.abort()
+
+    context.route("**/*", handle)
+
+
+def watch_page(page, log: PageLog) -> None:
+    page.on("pageerror", lambda exc: log.page_errors.append(str(exc)))
+    page.on("console", lambda msg: log.console_errors.append(msg.text) if msg.type == "error" else None)
+    page.on("requestfailed", lambda req: log.failed.append(f"{req.url} ({req.failure})") if is_local(req.url) else None)
+
+
+@contextlib.contextmanager
+def browser():
+    """A headless chromium (Debian's) with no network access beyond what the test routes allow."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+WIDGET_SELECTOR = ".encdec-widget[data-widget='{name}']"
+
+
+def wait_for_widget(page, name: str, timeout_ms: int = 20000):
+    """The rendered root element of the first widget called ``name`` on the page."""
+    locator = page.locator(WIDGET_SELECTOR.format(name=name)).first
+    locator.wait_for(state="visible", timeout=timeout_ms)
+    return locator
