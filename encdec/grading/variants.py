@@ -1,0 +1,341 @@
+"""Known-buggy versions of the exercises, each named in the lesson's words.
+
+The grader runs them on the same inputs and weights as the student's code: when the student's
+wrong output equals a variant's output, the feedback names that misconception. Chapter 11
+(decoder block, mask), chapter 12 (target shift, loss) and chapter 13 (KV cache) teach the
+correct versions; ``encdec.model`` and ``encdec.generate`` hold them.
+
+Every variant takes the reference module with the check's weights and the check's inputs.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from ..attention import get_subsequent_mask, masked_softmax
+from ..data import BOS_ID, EOS_ID
+from ..generate import new_caches
+from ..model import sequence_loss
+
+# --- lesson wording, one sentence per misconception -------------------------------------------
+
+MISCONCEPTIONS = {
+    "mask_after_softmax": (
+        "mask applied after softmax: the future scores were already in the softmax denominator, "
+        "so the allowed weights are too small and rows no longer sum to 1. Mask the scores "
+        "(set forbidden ones to a very negative number) before the softmax."
+    ),
+    "no_mask": (
+        "no mask: masked self-attention let answer position i read positions after i (label "
+        "leakage). Pass the causal mask to the decoder's self-attention."
+    ),
+    "mask_inverted": (
+        "mask inverted: True means *forbidden*, so the upper triangle (j > i, reader i's future) "
+        "must be True; the allowed past was hidden and the future shown."
+    ),
+    "mask_diagonal": (
+        "the diagonal is masked too: reader i may read its own position j = i; only j > i is "
+        "the future (torch.triu(..., diagonal=1))."
+    ),
+    "mask_not_expanded": (
+        "the mask has no batch axis: expand the (K, K) triangle to (N, K, K), one per sequence."
+    ),
+    "cross_q_from_encoder": (
+        "cross-attention Q taken from the encoder (Q/K/V swapped): Q must come from the decoder "
+        "state (answer-so-far, length Ka), K and V from the encoder memory (length Kq); with Q "
+        "from the encoder the weights are (N, Kq, Ka) and each question position queries the answer."
+    ),
+    "cross_kv_from_decoder": (
+        "cross-attention K/V taken from the decoder: K and V must both be the encoder memory "
+        "enc_inp, the 'reference book' every answer position reads."
+    ),
+    "cross_reads_dec_inp": (
+        "cross-attention read the decoder input instead of the self-attention output: its query "
+        "must be out_2 = layer_norm_1(dec_inp + out_1), the answer-so-far after masked self-attention."
+    ),
+    "cross_skipped": (
+        "cross-attention skipped: the decoder never reads the question, so the answer cannot "
+        "depend on it."
+    ),
+    "residual_1_missing": (
+        "a residual is missing around masked self-attention: layer_norm_1 must see dec_inp + out_1, "
+        "keeping the identity path."
+    ),
+    "residual_2_missing": (
+        "a residual is missing around cross-attention: layer_norm_2 must see out_2 + out_3."
+    ),
+    "residual_3_missing": (
+        "a residual is missing around the MLP: layer_norm_3 must see out_4 + out_5."
+    ),
+    "prenorm": (
+        "norm before the residual (pre-norm): this block is post-norm, "
+        "x = LayerNorm(x + sublayer(x)); pre-norm (x + sublayer(LayerNorm(x))) is the modern "
+        "variant, not this lesson's block."
+    ),
+    "norm_inside_residual": (
+        "norm before the residual: the sublayer output was normalised and then added to x; the "
+        "lesson's block adds the residual first, then normalises: LayerNorm(x + sublayer(x))."
+    ),
+    "norms_swapped": (
+        "layer norms used in the wrong places: layer_norm_1 follows self-attention, layer_norm_2 "
+        "cross-attention, layer_norm_3 the MLP (each has its own gain and bias)."
+    ),
+    "mlp_skipped": (
+        "the MLP was skipped: after cross-attention each position goes through feed_forward, "
+        "with its own residual and layer_norm_3."
+    ),
+    "no_shift": (
+        "no shift: the decoder input must drop the last answer token (ans_b[:, :-1]) and the "
+        "labels drop the first (ans_b[:, 1:]), so position t predicts token t+1."
+    ),
+    "shift_reversed": (
+        "shift reversed: the decoder input is ans_b[:, :-1] (starts with BOS) and the labels are "
+        "ans_b[:, 1:] (end with EOS), not the other way round."
+    ),
+    "labels_not_sliced": (
+        "labels not sliced: the labels are ans_b[:, 1:], one per decoder position (N, Ka-1); "
+        "the first answer token BOS is never a label."
+    ),
+    "input_not_sliced": (
+        "decoder input not sliced: the last answer token has no successor to predict, so the "
+        "decoder input is ans_b[:, :-1]."
+    ),
+    "labels_not_shifted": (
+        "labels not shifted: the loss compared position t with its own input token; the label "
+        "of position t is answer token t+1 (ans_b[:, 1:])."
+    ),
+    "loss_sum": "the loss was summed: use the mean cross-entropy over all N*(Ka-1) positions.",
+    "pos_not_sliced": (
+        "position encodings not sliced: the decoder input keeps Ka-1 tokens, so it takes the "
+        "first Ka-1 positions, ans_pos[:, :-1]."
+    ),
+    "pos_shifted": (
+        "position encodings sliced from the wrong end: token t keeps position t, so the decoder "
+        "input adds ans_pos[:, :-1], not ans_pos[:, 1:]."
+    ),
+    "no_question_positions": (
+        "the question's position encodings were not added: q_emb_inp = emb_layer(ques_b) + ques_pos."
+    ),
+    "mask_from_full_answer": (
+        "the mask was built from the unsliced answer: build it from the decoder input "
+        "ans_b[:, :-1] so it is (N, Ka-1, Ka-1)."
+    ),
+    "encoder_every_step": (
+        "the encoder re-ran every decoding step: its memory (N, Kq, M) does not change while the "
+        "answer grows. Run it once before the loop and reuse it."
+    ),
+    "no_cache": (
+        "no KV cache used: the decoder re-read the whole prefix at every step. With the cache, "
+        "feed the whole prefix once (prefill), then only the newest token."
+    ),
+    "prefix_refed_into_cache": (
+        "the whole prefix was fed again while the cache already held it: the cache appended "
+        "duplicate keys. After prefill feed only the newest token."
+    ),
+    "cache_not_passed": (
+        "the newest token was decoded without the cache: it could not read the earlier answer "
+        "tokens. Pass the same caches (new_caches(model)) to every step."
+    ),
+    "pos_not_advanced": (
+        "position encodings not sliced for the new token: the token at step t needs position t "
+        "(ans_pos[:, t:t+1]), not position 0."
+    ),
+    "cache_overwrites": (
+        "the cache kept only the newest keys and values: update must append along the time axis "
+        "(torch.cat([...], dim=2)) and return everything cached so far."
+    ),
+    "cache_wrong_axis": (
+        "keys and values were appended along the wrong axis: (N, H, T, Dh) grows along T, dim=2."
+    ),
+    "not_causal": (
+        "an earlier position changed when only a later answer token changed: the future leaked "
+        "into the past (causal mask missing or inverted)."
+    ),
+    "ignores_question": (
+        "the output did not change when the question changed: the decoder is not reading the "
+        "encoder memory through cross-attention."
+    ),
+}
+
+
+# --- chapter 11: mask and masked softmax ------------------------------------------------------
+
+def mask_variants(seq: Tensor) -> dict[str, Tensor]:
+    N, K = seq.shape
+    ones = torch.ones((K, K), dtype=torch.bool)
+    return {
+        "mask_inverted": ~torch.triu(ones, diagonal=1).expand(N, K, K),
+        "mask_diagonal": torch.triu(ones, diagonal=0).expand(N, K, K),
+        "mask_not_expanded": torch.triu(ones, diagonal=1),
+    }
+
+
+def softmax_variants(scores: Tensor, mask: Tensor) -> dict[str, Tensor]:
+    return {
+        "mask_after_softmax": torch.softmax(scores, dim=-1).masked_fill(mask, 0.0),
+        "no_mask": torch.softmax(scores, dim=-1),
+        "mask_inverted": masked_softmax(scores, ~mask),
+    }
+
+
+# --- chapter 11: the decoder block ------------------------------------------------------------
+
+def block_variants(b: nn.Module, dec: Tensor, enc: Tensor, mask: Tensor) -> dict[str, Tensor]:
+    """Buggy DecoderBlock.forward bodies, run with block ``b``'s submodules."""
+    sa, ca, ff = b.attention_self, b.attention_cross, b.feed_forward
+    ln1, ln2, ln3 = b.layer_norm_1, b.layer_norm_2, b.layer_norm_3
+
+    def post(self_mask=mask, q_cross="out_2", res=(True, True, True), norms=(ln1, ln2, ln3), mlp=True, cross=True):
+        n1, n2, n3 = norms
+        out_1 = sa(dec, dec, dec, self_mask)
+        out_2 = n1(dec + out_1 if res[0] else out_1)
+        q = out_2 if q_cross == "out_2" else dec
+        out_3 = ca(q, enc, enc)
+        out_4 = (n2(out_2 + out_3 if res[1] else out_3)) if cross else n2(out_2)
+        if not mlp:
+            return out_4
+        out_5 = ff(out_4)
+        return n3(out_4 + out_5 if res[2] else out_5)
+
+    def prenorm():
+        x = dec + sa(ln1(dec), ln1(dec), ln1(dec), mask)
+        x = x + ca(ln2(x), enc, enc)
+        return x + ff(ln3(x))
+
+    def norm_inside():
+        out_2 = dec + ln1(sa(dec, dec, dec, mask))
+        out_4 = out_2 + ln2(ca(out_2, enc, enc))
+        return out_4 + ln3(ff(out_4))
+
+    makers = {
+        "no_mask": lambda: post(self_mask=None),
+        "mask_inverted": lambda: post(self_mask=~mask),
+        "cross_reads_dec_inp": lambda: post(q_cross="dec"),
+        "cross_skipped": lambda: post(cross=False),
+        "residual_1_missing": lambda: post(res=(False, True, True)),
+        "residual_2_missing": lambda: post(res=(True, False, True)),
+        "residual_3_missing": lambda: post(res=(True, True, False)),
+        "prenorm": prenorm,
+        "norm_inside_residual": norm_inside,
+        "norms_swapped": lambda: post(norms=(ln2, ln1, ln3)),
+        "norms_swapped_23": lambda: post(norms=(ln1, ln3, ln2)),
+        "mlp_skipped": lambda: post(mlp=False),
+        "mlp_skipped_no_norm": lambda: ln3(post(mlp=False)),
+    }
+    return _run_all(makers)
+
+
+# --- chapter 12: shift, forward, loss ---------------------------------------------------------
+
+def shift_variants(ans_b: Tensor) -> dict[str, tuple[Tensor, Tensor]]:
+    return {
+        "no_shift": (ans_b, ans_b),
+        "shift_reversed": (ans_b[:, 1:], ans_b[:, :-1]),
+        "labels_not_sliced": (ans_b[:, :-1], ans_b),
+        "input_not_sliced": (ans_b, ans_b[:, 1:]),
+    }
+
+
+def forward_variants(m: nn.Module, ques_b, ques_pos, ans_b, ans_pos) -> dict[str, Tensor]:
+    """Buggy Transformer.forward bodies, run with model ``m``'s submodules."""
+
+    def run(dec_ids, dec_pos, mask="causal", qpos=True):
+        q = m.emb_layer(ques_b) + (ques_pos if qpos else 0)
+        enc_out = m.encoder(q)
+        x = m.emb_layer(dec_ids) + dec_pos
+        if mask == "causal":
+            mk = get_subsequent_mask(dec_ids)
+        elif mask == "inverted":
+            mk = ~get_subsequent_mask(dec_ids)
+        else:
+            mk = None
+        return m.proj_to_vocab(m.decoder(x, enc_out, mk))
+
+    makers = {
+        "no_shift": lambda: run(ans_b, ans_pos),
+        "shift_reversed": lambda: run(ans_b[:, 1:], ans_pos[:, 1:]),
+        "pos_shifted": lambda: run(ans_b[:, :-1], ans_pos[:, 1:]),
+        "no_mask": lambda: run(ans_b[:, :-1], ans_pos[:, :-1], mask=None),
+        "mask_inverted": lambda: run(ans_b[:, :-1], ans_pos[:, :-1], mask="inverted"),
+        "no_question_positions": lambda: run(ans_b[:, :-1], ans_pos[:, :-1], qpos=False),
+    }
+    return _run_all(makers)
+
+
+def loss_variants(logits: Tensor, ans_b: Tensor) -> dict[str, Tensor]:
+    V = logits.shape[-1]
+    return _run_all({
+        "labels_not_shifted": lambda: sequence_loss(logits, ans_b[:, :-1]),
+        "shift_reversed": lambda: sequence_loss(logits, ans_b[:, :-1]),
+        "loss_sum": lambda: nn.functional.cross_entropy(
+            logits.reshape(-1, V), ans_b[:, 1:].reshape(-1), reduction="sum"
+        ),
+    })
+
+
+# --- chapter 13: KV cache and cached greedy decoding ------------------------------------------
+
+def update_variants(steps: list[tuple[Tensor, Tensor]]) -> dict[str, list[Tensor]]:
+    """Keys returned after each update, for caches that overwrite or append on the wrong axis."""
+    out: dict[str, list[Tensor]] = {"cache_overwrites": [k for k, _ in steps]}
+    for dim, name in ((-1, "cache_wrong_axis"), (1, "cache_wrong_axis_heads"), (0, "cache_wrong_axis_batch")):
+        ks, acc = [], None
+        try:
+            for k, _ in steps:
+                acc = k if acc is None else torch.cat([acc, k], dim=dim)
+                ks.append(acc)
+        except RuntimeError:  # the sizes do not fit that axis: ks stops where the student's did
+            pass
+        out[name] = ks
+    return out
+
+
+@torch.no_grad()
+def decode_variants(model: nn.Module, ques_b: Tensor, max_new_tokens: int) -> dict[str, Tensor]:
+    """Token ids of buggy cached decoders (no early stop: EOS rows are padded with EOS)."""
+
+    def loop(mode: str) -> Tensor:
+        N = ques_b.shape[0]
+        tokens = torch.full((N, 1), BOS_ID, dtype=torch.long)
+        ans_pos = model.positions(1 + max_new_tokens)
+        memory = model.encode(ques_b)
+        caches = new_caches(model)
+        done = torch.zeros(N, dtype=torch.bool)
+        for t in range(max_new_tokens):
+            T = tokens.shape[1]
+            if mode == "pos_not_advanced":
+                x = model.emb_layer(tokens[:, -1:]) + ans_pos[:, :1]
+                h = model.decoder(x, memory, None, caches=caches)
+            elif mode == "prefix_refed_into_cache":  # no mask fits T new + cached keys
+                h = model.decoder(model.emb_layer(tokens) + ans_pos[:, :T], memory, None, caches=caches)
+            else:  # cache_not_passed
+                x = model.emb_layer(tokens[:, -1:]) + ans_pos[:, T - 1 : T]
+                h = model.decoder(x, memory, None)
+            nxt = model.proj_to_vocab(h[:, -1]).argmax(-1)
+            nxt = torch.where(done, torch.full_like(nxt, EOS_ID), nxt)
+            done = done | (nxt == EOS_ID)
+            tokens = torch.cat([tokens, nxt[:, None]], dim=1)
+        return tokens
+
+    return _run_all({m: (lambda m=m: loop(m)) for m in ("pos_not_advanced", "prefix_refed_into_cache", "cache_not_passed")})
+
+
+def _run_all(makers: dict) -> dict:
+    """Run every variant; one that raises on these inputs simply cannot match."""
+    out = {}
+    with torch.no_grad():
+        for name, make in makers.items():
+            try:
+                out[name] = make()
+            except Exception:  # noqa: BLE001 (a variant that fails has nothing to compare)
+                continue
+    return out
+
+
+def base_name(variant: str) -> str:
+    """``norms_swapped_23`` -> ``norms_swapped``: several variants share one misconception."""
+    for key in sorted(MISCONCEPTIONS, key=len, reverse=True):
+        if variant == key or variant.startswith(key + "_"):
+            return key
+    return variant
