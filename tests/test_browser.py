@@ -1,0 +1,250 @@
+"""The built book in headless chromium, offline: every request to another host is blocked.
+
+Needs `make book` first (these tests fail, not skip, when _build/html is missing). Screenshots
+of every chapter and the gallery go to build/test-artifacts/screenshots/.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import pytest
+
+from browser_support import (
+    BOOK_HTML,
+    CHAPTERS,
+    ROOT,
+    PageLog,
+    block_external,
+    browser,
+    require_built_book,
+    serve,
+    wait_for_widget,
+    watch_page,
+)
+
+pytestmark = pytest.mark.browser
+SCREENSHOTS = ROOT / "build" / "test-artifacts" / "screenshots"
+GALLERY = "book/widgets_gallery"
+
+
+def fmt(x: float, digits: int = 3) -> str:
+    return f"{x:.{digits}f}"
+
+
+def softmax(row):
+    top = max(row)
+    exps = [math.exp(x - top) for x in row]
+    return [e / sum(exps) for e in exps]
+
+
+@pytest.fixture(scope="module")
+def site():
+    html = require_built_book()
+    with serve(html) as base, browser() as chromium:
+        yield base, chromium
+
+
+class Opened:
+    def __init__(self, chromium, url):
+        self.log = PageLog()
+        self.context = chromium.new_context(viewport={"width": 1280, "height": 900})
+        block_external(self.context, self.log)
+        self.page = self.context.new_page()
+        watch_page(self.page, self.log)
+        self.page.goto(url, wait_until="load")
+
+    def widgets_rendered(self, timeout_ms: int = 20000) -> int:
+        """Wait until every widget view on the page has rendered; return how many there are."""
+        expected = self.page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
+        if expected:
+            self.page.wait_for_function(
+                "n => document.querySelectorAll('.encdec-widget').length >= n", arg=expected, timeout=timeout_ms
+            )
+        return expected
+
+
+@pytest.fixture
+def open_page(site):
+    base, chromium = site
+    opened = []
+
+    def _open(path: str, url: str | None = None) -> Opened:
+        page = Opened(chromium, url or f"{base}{path}.html")
+        opened.append(page)
+        return page
+
+    yield _open
+    for page in opened:
+        page.context.close()
+
+
+def test_missing_build_fails_with_a_clear_message(tmp_path):
+    with pytest.raises(AssertionError, match="run `make book` first"):
+        require_built_book(tmp_path / "html")
+
+
+def test_widget_assets_match_the_python_packages():
+    import anywidget
+
+    manifest = json.loads((require_built_book() / "_widget_assets" / "manifest.json").read_text())
+    assert manifest["versions"]["anywidget"] == anywidget.__version__
+    assert manifest["versions"]["@jupyter-widgets/html-manager"].startswith("1.0.")
+    page = (BOOK_HTML / f"{GALLERY}.html").read_text()
+    scripts = re.findall(r'<script[^>]*src="([^"]+)"', page)
+    assert not [s for s in scripts if "://" in s], "a page loads a script from another host"
+    assert any("_widget_assets/html-manager/embed-amd.js" in s for s in scripts)
+    assert not any("_static/_widget_assets" in s for s in scripts)
+
+
+@pytest.mark.parametrize("path", CHAPTERS + [GALLERY])
+def test_page_loads_offline_and_renders_its_widgets(open_page, path):
+    p = open_page(path)
+    n = p.widgets_rendered()
+    if p.page.locator(".math").count():  # MathJax is a local copy too
+        p.page.wait_for_selector("mjx-container", timeout=20000)
+    p.page.wait_for_timeout(300)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    p.page.screenshot(path=str(SCREENSHOTS / f"{path.split('/')[-1]}.png"), full_page=True)
+    assert p.log.problems() == {}, f"{path}: {p.log.problems()}"
+    if path == GALLERY:
+        assert n == 7
+
+
+def test_mask_toggle_click_gives_the_new_softmax(open_page):
+    from encdec.widgets.numerics import DEFAULT_SCORES_5
+
+    p = open_page(GALLERY)
+    w = wait_for_widget(p.page, "MaskToggle")
+    cell = w.locator("td[data-row='2'][data-col='3']")
+    assert "forbidden" in cell.get_attribute("class")
+    cell.click()  # allow reader 2 ("0") to read source 3 ("4")
+    expected = softmax(DEFAULT_SCORES_5[2][:4]) + [0.0]
+    shown = [w.locator(f"td[data-row='2'][data-col='{j}'] .w").inner_text() for j in range(4)]
+    assert shown == [fmt(x) for x in expected[:4]]
+    assert w.locator("td[data-row='2'][data-col='4'] .w").inner_text() == "✕"
+    assert [w.locator(f"[data-testid='rowsum-{i}']").inner_text() for i in range(5)] == ["1.000"] * 5
+    assert w.locator("[data-testid='preset']").inner_text() == "custom mask"
+    w.locator("button[data-preset='none']").click()
+    assert w.locator("td[data-row='0'][data-col='4'] .w").inner_text() == fmt(softmax(DEFAULT_SCORES_5[0])[4])
+    w.locator("button[data-preset='padding']").click()  # the last position is padding: nobody reads it
+    assert w.locator("td[data-row='1'][data-col='4'] .w").inner_text() == "✕"
+    assert w.locator("td[data-row='1'][data-col='3'] .w").inner_text() == fmt(softmax(DEFAULT_SCORES_5[1][:4])[3])
+    assert p.log.problems() == {}
+
+
+def test_softmax_compare_slider(open_page):
+    p = open_page(GALLERY)
+    w = wait_for_widget(p.page, "SoftmaxMaskCompare")
+    scores = [float(w.locator(f"[data-testid='score-{j}']").inner_text()) for j in range(5)]
+    for future in ("3", "6.5"):
+        w.locator("[data-testid='future-slider']").fill(future)
+        row = scores[:3] + [float(future)] * 2
+        assert w.locator("[data-testid='sum-mask']").inner_text() == "1.000"
+        wrong = sum(softmax(row)[:3])
+        assert wrong < 1
+        assert w.locator("[data-testid='sum-zero']").inner_text() == fmt(wrong)
+        assert w.locator("[data-testid='w-mask-0']").locator(".w").inner_text() == fmt(softmax(scores[:3])[0])
+    assert p.log.problems() == {}
+
+
+def test_cross_entropy_slider(open_page):
+    p = open_page(GALLERY)
+    w = wait_for_widget(p.page, "CrossEntropySlider")
+    assert w.locator("[data-testid='loss']").inner_text() == "1.609"
+    w.locator("[data-testid='p-slider']").fill("0.4")
+    assert w.locator("[data-testid='loss']").inner_text() == fmt(-math.log(0.4)) == "0.916"
+    assert w.locator("[data-testid='grad-4']").text_content() == "-0.600"
+    assert w.locator("[data-testid='grad-3']").text_content() == fmt(0.55 * 0.6 / 0.8)
+    assert p.log.problems() == {}
+
+
+def test_cross_attention_explorer_hover_and_swap(open_page):
+    p = open_page(GALLERY)
+    w = wait_for_widget(p.page, "CrossAttentionExplorer")
+    assert w.locator("[data-testid='shape-A'] td").first.inner_text() == "[N, 5, 9]"
+    w.locator("td[data-row='3'][data-col='7']").hover()
+    assert w.locator("[data-testid='hover-info']").inner_text() == \
+        "A[:, 3, 7]: answer position 3 (4) reads question position 7 (4)"
+    w.locator("td[data-row='0'][data-col='1']").hover()
+    assert "answer position 0 (BOS) reads question position 1 (NEGATIVE)" in w.locator("[data-testid='hover-info']").inner_text()
+    w.locator("[data-testid='swap-q']").check()
+    assert w.locator("[data-testid='shape-A'] td").first.inner_text() == "[N, 9, 5]"
+    assert w.locator("[data-testid='shape-output'] td").first.inner_text() == "[N, 9, M]"
+    assert w.locator("td.encdec-acell").count() == 45
+    w.locator("[data-testid='Ka-input']").fill("3")
+    assert w.locator("[data-testid='shape-Q'] td").first.inner_text() == "[N, 9, M]"
+    assert w.locator("td.encdec-acell").count() == 27
+    assert p.log.problems() == {}
+
+
+def test_shift_and_teacher_forcing_leaks(open_page):
+    p = open_page(GALLERY)
+    w = wait_for_widget(p.page, "ShiftTeacherForcing")
+    status = w.locator("[data-testid='leak-status']")
+    assert status.inner_text().startswith("No leak")
+    w.locator("[data-testid='toggle-shift']").uncheck()
+    assert status.inner_text().startswith("Leak at 5 of 5 positions")
+    assert w.locator("tr[data-leak='yes']").count() == 5
+    w.locator("[data-testid='toggle-shift']").check()
+    w.locator("[data-testid='toggle-causal_mask']").uncheck()
+    assert status.inner_text().startswith("Leak at 3 of 4 positions (0, 1, 2)")
+    assert p.log.problems() == {}
+
+
+def test_prefill_decode_stepper_grows_the_cache(open_page):
+    p = open_page(GALLERY)
+    w = wait_for_widget(p.page, "PrefillDecodeStepper")
+    rows = lambda: [int(w.locator(f"[data-testid='self-cache-{l}']").get_attribute("data-rows")) for l in range(4)]
+    assert rows() == [0] * 4
+    w.locator("[data-testid='next']").click()
+    assert rows() == [1] * 4 and "prefill" in w.locator("[data-testid='step-label']").inner_text()
+    assert w.locator("[data-testid='cross-cache-0']").get_attribute("data-rows") == "9"
+    w.locator("[data-testid='next']").click()
+    w.locator("[data-testid='next']").click()
+    assert rows() == [3] * 4
+    assert "unchanged at step 3" in w.locator("[data-testid='memory-status']").inner_text()
+    assert w.locator("[data-testid='cross-cache-3']").get_attribute("data-rows") == "9"
+    w.locator("[data-testid='back']").click()
+    assert rows() == [2] * 4
+    w.locator("[data-testid='reset']").click()
+    assert rows() == [0] * 4
+    assert p.log.problems() == {}
+
+
+def test_attention_map_viewer_switches_head(open_page):
+    from encdec.train import load_run
+    from encdec.widgets import attention_maps
+
+    expected = attention_maps(load_run("modern")[0])["maps"]  # the gallery's model and question
+    p = open_page(GALLERY)
+    w = wait_for_widget(p.page, "AttentionMapViewer")
+
+    def shown():
+        return [[c.inner_text() for c in row.locator("td").all()] for row in w.locator("tbody tr").all()]
+
+    def as_text(m):
+        return [[fmt(x, 2) for x in row] for row in m]
+
+    assert shown() == as_text(expected["cross"][0][0])
+    w.locator("button[data-head='1']").click()
+    assert shown() == as_text(expected["cross"][0][1])
+    w.locator("button[data-kind='encoder_self']").click()
+    w.locator("button[data-layer='3']").click()
+    assert shown() == as_text(expected["encoder_self"][3][1])
+    assert "layer 4, head 2" in w.locator("[data-testid='map-title']").inner_text()
+    assert p.log.problems() == {}
+
+
+def test_site_works_as_file_url(open_page):
+    html = require_built_book()
+    p = open_page(GALLERY, url=(html / f"{GALLERY}.html").as_uri())
+    assert p.widgets_rendered() == 7
+    w = wait_for_widget(p.page, "MaskToggle")
+    w.locator("td[data-row='1'][data-col='2']").click()
+    assert w.locator("td[data-row='1'][data-col='2'] .w").inner_text() != "✕"
+    assert w.locator("[data-testid='rowsum-1']").inner_text() == "1.000"
+    p.page.wait_for_timeout(300)
+    assert p.log.problems() == {}

@@ -1,0 +1,235 @@
+"""The widgets' Python side: numerics against the package, trait sync, from_model recordings."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+import traitlets
+
+from encdec.attention import MultiHeadAttention, get_subsequent_mask, masked_softmax
+from encdec.data import VOCAB, encode_answer
+from encdec.generate import greedy_decode
+from encdec.model import Transformer, shift_targets
+from encdec.widgets import (
+    AttentionMapViewer,
+    CrossAttentionExplorer,
+    CrossEntropySlider,
+    MaskToggle,
+    PrefillDecodeStepper,
+    ShiftTeacherForcing,
+    SoftmaxMaskCompare,
+)
+from encdec.widgets import numerics as nx
+from encdec.widgets.model_widgets import _question_ids
+
+ROOT = Path(__file__).resolve().parent.parent
+ALL_WIDGETS = [MaskToggle, SoftmaxMaskCompare, CrossAttentionExplorer, ShiftTeacherForcing,
+               CrossEntropySlider, PrefillDecodeStepper, AttentionMapViewer]
+
+
+@pytest.fixture(scope="module")
+def model():
+    with torch.random.fork_rng():
+        torch.manual_seed(1)
+        return Transformer().eval()
+
+
+def test_masked_softmax_rows_match_the_package_and_sum_to_one():
+    g = torch.Generator().manual_seed(0)
+    for K in (1, 3, 5, 7):
+        scores = torch.randn(K, K, generator=g, dtype=torch.float64) * 3
+        mask = torch.rand(K, K, generator=g) < 0.5
+        mask[0] = True  # a row with every source forbidden
+        ours = torch.tensor(nx.masked_softmax_rows(scores.tolist(), mask.tolist()), dtype=torch.float64)
+        torch.testing.assert_close(ours, masked_softmax(scores, mask), rtol=0, atol=1e-12)
+        torch.testing.assert_close(ours.sum(-1), torch.ones(K, dtype=torch.float64))
+        assert (ours[~mask[:, :] & ~mask.all(-1, keepdim=True)] > 0).all()
+
+
+def test_presets():
+    K = 5
+    causal = torch.tensor(nx.preset_mask("causal", K))
+    assert torch.equal(causal, get_subsequent_mask(torch.zeros(1, K, dtype=torch.long))[0])
+    padding = nx.preset_mask("padding", K, num_padding=2)
+    assert all(row == [False, False, False, True, True] for row in padding)
+    assert not any(any(r) for r in nx.preset_mask("none", K))
+    with pytest.raises(ValueError, match="unknown mask preset 'diagonal'"):
+        nx.preset_mask("diagonal", K)
+    with pytest.raises(ValueError, match="num_padding"):
+        nx.preset_mask("padding", K, num_padding=5)
+
+
+def test_mask_toggle_defaults_are_the_lesson_example():
+    w = MaskToggle()
+    assert w.tokens == ["BOS", "POSITIVE", "0", "4", "EOS"]
+    assert w.mask == nx.preset_mask("causal", 5)
+    weights = w.weights()
+    assert weights[0] == [1.0, 0.0, 0.0, 0.0, 0.0]  # BOS reads only itself under the causal mask
+    assert all(math.isclose(sum(r), 1.0) for r in weights)
+
+
+def test_mask_toggle_syncs_with_the_front_end():
+    w = MaskToggle()
+    state = w.get_state()
+    assert state["mask"] == nx.preset_mask("causal", 5) and state["preset"] == "causal"
+    json.dumps(state["mask"])  # what the browser receives
+    # What a click on cell (2, 3) sends from the browser: the whole mask and preset "custom".
+    clicked = [list(r) for r in state["mask"]]
+    clicked[2][3] = False
+    w.set_state({"mask": clicked, "preset": "custom"})
+    assert w.mask[2][3] is False and w.preset == "custom"
+    expected = torch.softmax(torch.tensor(w.scores[2][:4], dtype=torch.float64), -1).tolist() + [0.0]
+    assert w.weights()[2] == pytest.approx(expected)
+    # A preset chosen in Python resets the mask, which is what the browser then draws.
+    w.preset = "none"
+    assert w.get_state()["mask"] == nx.preset_mask("none", 5)
+    w.toggle(4, 0)
+    assert w.mask[4][0] is True and w.preset == "custom"
+
+
+def test_mask_toggle_rejects_bad_input():
+    w = MaskToggle()
+    with pytest.raises(traitlets.TraitError, match="mask must be 5 x 5"):
+        w.mask = [[False] * 4] * 5
+    with pytest.raises(ValueError, match="unknown mask preset"):
+        MaskToggle(preset="diagonal")
+    with pytest.raises(traitlets.TraitError, match="scores must be 3 x 3"):
+        MaskToggle(tokens=("a", "b", "c"), scores=[[0.0, 1.0]] * 3)
+
+
+def test_softmax_before_and_after_the_mask():
+    w = SoftmaxMaskCompare()
+    assert w.reader == 2 and w.row()[3:] == [w.future_score] * 2
+    assert sum(w.mask_then_softmax()) == pytest.approx(1.0)
+    sums = []
+    for future in (-4.0, 0.0, 3.0, 8.0):
+        w.future_score = future
+        assert sum(w.mask_then_softmax()) == pytest.approx(1.0)
+        assert w.mask_then_softmax()[:3] == pytest.approx(nx.softmax(w.scores[:3]))  # the future cannot matter
+        sums.append(sum(w.softmax_then_zero()))
+    assert all(s < 1 for s in sums) and sums == sorted(sums, reverse=True)  # a bigger future steals more
+    with pytest.raises(ValueError, match="one score per token"):
+        SoftmaxMaskCompare(scores=(1.0, 2.0))
+
+
+@pytest.mark.parametrize("swap", [False, True])
+def test_cross_attention_shapes_match_multi_head_attention(swap):
+    N, Ka, Kq, M, H = 2, 5, 9, 8, 2
+    mha = MultiHeadAttention(H, M)
+    dec, enc = torch.randn(N, Ka, M), torch.randn(N, Kq, M)
+    q_src, kv_src = (enc, dec) if swap else (dec, enc)
+    out = mha(q_src, kv_src, kv_src)
+    shapes = CrossAttentionExplorer(Ka=Ka, Kq=Kq, swap_q=swap).shapes()
+    concrete = {k: tuple(N if d == "N" else M if d == "M" else d for d in v) for k, v in shapes.items()}
+    assert concrete["output"] == tuple(out.shape)
+    assert concrete["A"] == (N, *mha.last_attention.shape[2:])
+    assert concrete["Q"] == tuple(q_src.shape) and concrete["K"] == tuple(kv_src.shape)
+    assert shapes["A"] == (("N", Kq, Ka) if swap else ("N", Ka, Kq))
+
+
+def test_cross_attention_explorer_validates_lengths():
+    w = CrossAttentionExplorer()
+    assert (w.Ka, w.Kq, w.selected) == (5, 9, [3, 7])
+    with pytest.raises(traitlets.TraitError, match=r"Kq must be in \[1, 12\]"):
+        w.Kq = 0
+
+
+def test_teacher_forcing_table_agrees_with_shift_targets():
+    tokens = list(nx.LESSON_ANSWER)
+    dec_in, labels = shift_targets(torch.tensor([encode_answer("BOS POSITIVE 04 EOS")]))
+    table = ShiftTeacherForcing().table()
+    assert [r["input"] for r in table] == [VOCAB[i] for i in dec_in[0]]
+    assert [r["label"] for r in table] == [VOCAB[i] for i in labels[0]]
+    assert not any(r["leak"] for r in table)
+    no_shift = nx.teacher_forcing_table(tokens, shift=False, causal_mask=True)
+    assert all(r["leak"] and r["input"] == r["label"] for r in no_shift)
+    no_mask = nx.teacher_forcing_table(tokens, shift=True, causal_mask=False)
+    assert [r["leak"] for r in no_mask] == [True, True, True, False]  # the last label (EOS) is never an input
+
+
+def test_cross_entropy_example_matches_autograd():
+    for p in (0.20, 0.40, 0.9):
+        ex = CrossEntropySlider(p_correct=p).example()
+        probs = torch.tensor([ex["probs"][t] for t in VOCAB], dtype=torch.float64)
+        assert probs.sum().item() == pytest.approx(1.0)
+        logits = probs.log().requires_grad_()
+        loss = torch.nn.functional.cross_entropy(logits[None], torch.tensor([VOCAB.index("4")]))
+        loss.backward()
+        assert ex["loss"] == pytest.approx(loss.item())
+        assert [ex["grad"][t] for t in VOCAB] == pytest.approx(logits.grad.tolist())
+    assert round(CrossEntropySlider(0.20).example()["loss"], 3) == 1.609
+    assert round(CrossEntropySlider(0.40).example()["loss"], 3) == 0.916
+    assert CrossEntropySlider().example()["probs"]["3"] == pytest.approx(0.55)
+    with pytest.raises(traitlets.TraitError, match="strictly between 0 and 1"):
+        CrossEntropySlider(p_correct=1.0)
+
+
+def test_prefill_decode_stepper_records_the_real_decoding(model):
+    w = PrefillDecodeStepper.from_model(model)
+    ids = greedy_decode(model, _question_ids(nx.LESSON_QUESTION_TEXT), 4)[0].tolist()
+    produced = [VOCAB[i] for i in ids[1:]]
+    if "EOS" in produced:
+        produced = produced[: produced.index("EOS") + 1]
+    assert w.steps == produced
+    assert w.question == list(nx.LESSON_QUESTION)
+    L = len(model.decoder.layers)
+    assert w.self_cache_lens == [[s + 1] * L for s in range(len(w.steps))]  # one more row per step
+    assert w.cross_cache_lens == [[9] * L for _ in w.steps]  # the memory rows, fixed
+    assert len(w.probs) == len(w.steps) and all(0 < p <= 1 for p in w.probs)
+    with pytest.raises(traitlets.TraitError, match="step must be in"):
+        w.step = len(w.steps) + 1
+    assert PrefillDecodeStepper().steps == ["POSITIVE", "0", "4", "EOS"]
+
+
+def test_attention_map_viewer_shapes(model):
+    w = AttentionMapViewer.from_model(model)
+    L, H = len(model.encoder.layers), model.config.num_heads
+    maps = {k: torch.tensor(v) for k, v in w.maps.items()}
+    assert maps["encoder_self"].shape == (L, H, 9, 9)
+    assert maps["decoder_self"].shape == (L, H, 4, 4)
+    assert maps["cross"].shape == (L, H, 4, 9)
+    for m in maps.values():
+        torch.testing.assert_close(m.sum(-1), torch.ones(m.shape[:-1]), atol=1e-3, rtol=0)
+    assert (maps["decoder_self"].triu(diagonal=1) == 0).all()  # the causal mask, seen in the weights
+    w.set_state({"kind": "decoder_self", "layer": 1, "head": 2})
+    assert w.current() == w.maps["decoder_self"][1][2]
+    with pytest.raises(traitlets.TraitError, match="kind must be one of"):
+        w.kind = "self"
+    assert len(w.answer) == 5 and w.question == list(nx.LESSON_QUESTION)
+
+
+@pytest.mark.parametrize("cls", ALL_WIDGETS)
+def test_every_widget_builds_without_arguments(cls):
+    w = cls()
+    state = w.get_state()
+    assert "export default" in state["_esm"] and "function h(" in state["_esm"]  # common.js + widget
+    assert ".encdec-widget" in state["_css"]
+    json.dumps({k: v for k, v in state.items() if not isinstance(v, bytes)})
+
+
+def _load_book_assets():
+    spec = importlib.util.spec_from_file_location("book_assets", ROOT / "scripts" / "book_assets.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_build_cache_is_cleared_when_widget_code_changes(tmp_path):
+    assets = _load_book_assets()
+    (tmp_path / "encdec" / "widgets").mkdir(parents=True)
+    js = tmp_path / "encdec" / "widgets" / "mask_toggle.js"
+    js.write_text("export default {}")
+    build = tmp_path / "_build"
+    (build / ".jupyter_cache").mkdir(parents=True)
+    assert assets.check_cache(build, tmp_path) is True  # no stamp yet: stale by definition
+    (build / ".jupyter_cache").mkdir()
+    assert assets.check_cache(build, tmp_path) is False  # nothing changed: the cache stays
+    assert (build / ".jupyter_cache").is_dir()
+    js.write_text("export default { render() {} }")
+    assert assets.check_cache(build, tmp_path) is True
+    assert not (build / ".jupyter_cache").exists()
