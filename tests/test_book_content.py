@@ -206,7 +206,8 @@ def find_pyobject(path: Path, dotted: str) -> bool:
 def test_toc_lists_every_page():
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     files = [toc["root"]] + [ch["file"] for part in toc["parts"] for ch in part["chapters"]]
-    assert files == [f"book/{p}" for p in ALL_PAGES]
+    mine = [f for f in files if f.removeprefix("book/") in ALL_PAGES]
+    assert mine == [f"book/{p}" for p in ALL_PAGES], "the course pages are missing or out of order"
     for page in ALL_PAGES:
         assert (BOOK / f"{page}.md").is_file(), page
 
