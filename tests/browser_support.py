@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import http.server
 import shutil
 import threading
@@ -13,7 +14,8 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parent.parent
-BOOK_HTML = ROOT / "_build" / "html"
+# The site under test: `make book`'s output, or another build named by $ENCDEC_BOOK_HTML.
+BOOK_HTML = Path(os.environ.get("ENCDEC_BOOK_HTML") or ROOT / "_build" / "html")
 LOCAL_HOSTS = {"127.0.0.1", "localhost"}
 CHROMIUM_ARGS = [
     "--no-sandbox",

@@ -49,12 +49,15 @@ function render({ model, el }) {
       ["A = softmax(scores)", ["N", qLen, kvLen], "each row sums to 1 over the sources"],
       ["output = A V", ["N", qLen, "M"], swapped ? "one row per QUESTION position" : "one row per answer position"],
     ];
-    const rowTok = (k) => (swapped ? `q${k}` : `a${k}`);
-    const colTok = (k) => (swapped ? `a${k}` : `q${k}`);
+    const lesson = Ka === model.get("answer_tokens").length && Kq === model.get("question_tokens").length;
+    const label = (side, k) => [`${side}${k}`, lesson
+      ? h("div", { class: "encdec-tag" }, model.get(side === "a" ? "answer_tokens" : "question_tokens")[k]) : null];
+    const rowTok = (k) => label(swapped ? "q" : "a", k);
+    const colTok = (k) => label(swapped ? "a" : "q", k);
     const grid = h("table", { class: "encdec-grid encdec-small" },
       h("thead", {}, h("tr", {}, h("th", { class: "encdec-corner" }, swapped ? "question ↓ · answer →" : "answer ↓ · question →"),
-        Array.from({ length: kvLen }, (_, j) => h("th", {}, colTok(j))))),
-      h("tbody", {}, Array.from({ length: qLen }, (_, i) => h("tr", {}, h("th", { class: "encdec-rowhead" }, rowTok(i)),
+        Array.from({ length: kvLen }, (_, j) => h("th", {}, ...colTok(j))))),
+      h("tbody", {}, Array.from({ length: qLen }, (_, i) => h("tr", {}, h("th", { class: "encdec-rowhead" }, ...rowTok(i)),
         Array.from({ length: kvLen }, (_, j) => h("td", {
           class: "encdec-cell encdec-acell" + (i === sel_i && j === sel_j ? " selected" : ""),
           "data-row": i, "data-col": j, title: describe(i, j),
@@ -67,7 +70,7 @@ function render({ model, el }) {
         h("table", { class: "encdec-grid encdec-shapes" },
           h("thead", {}, h("tr", {}, h("th", {}, "tensor"), h("th", {}, "shape"), h("th", {}, "meaning"))),
           h("tbody", {}, shapes.map(([name, shape, meaning]) => h("tr", { "data-testid": `shape-${name.split(" ")[0]}` },
-            h("th", { class: "encdec-rowhead" }, name), h("td", { class: "encdec-mono" }, shapeText(shape)), h("td", {}, meaning))))),
+            h("th", { class: "encdec-rowhead" }, name), h("td", { class: "encdec-mono" }, shapeText(shape)), h("td", { class: "encdec-left" }, meaning))))),
         h("div", {}, h("div", { class: "encdec-label" }, `A ${shapeText(["N", qLen, kvLen])}: hover a cell`), grid)),
       h("p", { class: "encdec-caption", "data-testid": "swap-note" }, swapped
         ? `Swapped: each of the ${Kq} question positions now reads the answer, and the output has ${Kq} rows — ` +
