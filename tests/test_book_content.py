@@ -308,3 +308,26 @@ def test_training_never_runs_at_build_time():
         code = "\n".join(code_cells(read(page)))
         assert not re.search(r"(?<![.\w])train\(", code), f"{page} calls encdec.train.train"
         assert "torch.optim" not in code and "python -m encdec.train" not in code, f"{page} trains"
+
+
+def test_cross_references_resolve():
+    for page in ALL_PAGES:
+        for target in re.findall(r"\{doc\}`([^`<]+?)(?:\s*<[^>]+>)?`", read(page)):
+            assert (BOOK / f"{target.strip()}.md").is_file(), f"{page}: {{doc}}`{target}` points nowhere"
+
+
+# Seed passages that are not headings (bold lead-ins, admonitions, named ideas).
+SEED_PASSAGES = {
+    "ch11_cross_attention": ["**Inline check.**", "Mental model · the encoder", "**What would I debug first today?**",
+                             "historical caveat", "Then I implemented:", "Now I understand:"],
+    "ch12_what_you_trained": ["**Inline check.**", "Mental model", "**Only the shift, no mask?**",
+                              "**Only the mask, no shift?**", "exposure bias", "Then I implemented:", "Now I understand:"],
+    "ch13_generation": ["`[a, b, c]`", "`[b, c, d]`", "**Prefill:**", "**Decode:**", "`[2, 512]`", "`[2, 4]`"],
+}
+
+
+@pytest.mark.parametrize("page", list(SEED_PASSAGES))
+def test_seed_passages_present(page):
+    text = read(page)
+    for passage in SEED_PASSAGES[page]:
+        assert passage in text, f"{page}: seed passage {passage!r} missing"
