@@ -105,8 +105,11 @@ def randomize_(module: nn.Module, seed: int) -> nn.Module:
     with torch.no_grad():
         for name, p in module.named_parameters():
             r = torch.randn(p.shape, generator=g)
-            if isinstance(_owner(module, name), nn.LayerNorm):
+            owner = _owner(module, name)
+            if isinstance(owner, nn.LayerNorm):
                 p.copy_(1.0 + 0.5 * r if name.endswith("weight") else 0.5 * r)
+            elif isinstance(owner, nn.Embedding):
+                p.copy_(r)  # token vectors of norm ~sqrt(M), like nn.Embedding's default
             elif p.dim() > 1:
                 p.copy_(r * (1.5 / math.sqrt(p.shape[1])))  # (out, in): outputs of order 1
             else:
@@ -689,46 +692,76 @@ def _build_decode(seed: int, hidden: bool) -> dict:
     return {"model": model, "ques": ques, "n": n, "dims": {"N": N, "n": n}}
 
 
-@torch.no_grad()
 def _min_margins(model, ques, n) -> Tensor:
     """Per question, the smallest gap between the best and second-best logit along the greedy path."""
     tokens = greedy_decode(model, ques, n, use_cache=False)
-    pos = model.positions(1 + n)
-    memory = model.encode(ques)
-    x = model.emb_layer(tokens[:, :-1]) + pos[:, :n]
-    logits = model.proj_to_vocab(model.decoder(x, memory, A.get_subsequent_mask(tokens[:, :-1])))  # (N, n, V)
-    top2 = logits.topk(2, dim=-1).values
-    return (top2[..., 0] - top2[..., 1]).min(dim=1).values
+    top2 = _teacher_forced_logits(model, ques, tokens).topk(2, dim=-1).values  # (n, N, 2)
+    return (top2[..., 0] - top2[..., 1]).min(dim=0).values  # (N,)
 
 
 def _run_decode(impl, inputs):
     model = copy.deepcopy(inputs["model"])
-    counts = {"enc": 0, "dec": []}
+    counts = {"enc": 0, "dec": [], "logits": []}
     h1 = model.encoder.layers[0].register_forward_pre_hook(lambda mod, args: counts.__setitem__("enc", counts["enc"] + 1))
 
     def dec_hook(mod, args, kwargs):
         x = args[0] if args else kwargs.get("dec_inp")
         counts["dec"].append(int(x.shape[1]))
 
+    def vocab_hook(mod, args, out):
+        counts["logits"].append(out[:, -1] if out.dim() == 3 else out)  # the last position: (N, V)
+
     h2 = model.decoder.layers[0].register_forward_pre_hook(dec_hook, with_kwargs=True)
+    h3 = model.proj_to_vocab.register_forward_hook(vocab_hook)
     try:
         with torch.no_grad():
             out = impl(model, inputs["ques"].clone(), inputs["n"])
     finally:
         h1.remove()
         h2.remove()
+        h3.remove()
+    steps = counts["logits"]
+    step_logits = torch.stack(steps).numpy().astype(np.float32) if steps and len({s.shape for s in steps}) == 1 else np.zeros((0,), np.float32)
     return {"tokens": _to_array(out, "greedy_decode_cached(...)"), "encoder_calls": np.array(counts["enc"]),
-            "decoder_lengths": np.array(counts["dec"], dtype=np.int64)}
+            "decoder_lengths": np.array(counts["dec"], dtype=np.int64), "step_logits": step_logits}
+
+
+@torch.no_grad()
+def _teacher_forced_logits(model, ques, tokens) -> Tensor:
+    """Logits (n, N, V) of each decoding step, computed uncached along ``tokens`` (N, 1+n)."""
+    n = tokens.shape[1] - 1
+    pos = model.positions(1 + n)
+    x = model.emb_layer(tokens[:, :-1]) + pos[:, :n]
+    h = model.decoder(x, model.encode(ques), A.get_subsequent_mask(tokens[:, :-1]))
+    return model.proj_to_vocab(h).transpose(0, 1)  # (N, n, V) -> (n, N, V)
 
 
 def _ref_decode(inputs):
-    return {"tokens": greedy_decode(inputs["model"], inputs["ques"], inputs["n"], use_cache=False).numpy()}
+    tokens = greedy_decode(inputs["model"], inputs["ques"], inputs["n"], use_cache=False)
+    return {"tokens": tokens.numpy(),
+            "step_logits": _teacher_forced_logits(inputs["model"], inputs["ques"], tokens).numpy()}
 
 
 def _judge_tokens(check):
     def judge(got, ref, inputs):
-        return compare(check, "the generated tokens", got.get("tokens"), ref["tokens"], exact=True,
-                       candidates=lambda: {k: v.numpy() for k, v in Var.decode_variants(inputs["model"], inputs["ques"], inputs["n"]).items()})
+        variants = {}
+
+        def cands(i):
+            if not variants:
+                variants.update(Var.decode_variants(inputs["model"], inputs["ques"], inputs["n"]))
+            return {k: v[i].numpy() for k, v in variants.items()}
+
+        r = compare(check, "the generated tokens", got.get("tokens"), ref["tokens"], exact=True, candidates=lambda: cands(0))
+        if not r.ok:
+            return r
+        # Same tokens: the logits of every step must match too (a random model often repeats one
+        # token, so a wrong position or a lost cache can hide behind the argmax).
+        steps = got.get("step_logits")
+        k = 0 if steps is None or steps.ndim != 3 else min(len(steps), len(ref["step_logits"]))
+        if k == 0:
+            return Result(False, f"{check.id}: no logits of model.proj_to_vocab were recorded; decode with the model's own parts.")
+        return compare(check, "the logits of each decoding step (last position)", steps[:k], ref["step_logits"][:k],
+                       candidates=lambda: {n: v[:k] for n, v in cands(1).items()})
     return judge
 
 

@@ -133,17 +133,14 @@ MISCONCEPTIONS = {
         "the whole prefix was fed again while the cache already held it: the cache appended "
         "duplicate keys. After prefill feed only the newest token."
     ),
-    "cache_not_passed": (
-        "the newest token was decoded without the cache: it could not read the earlier answer "
-        "tokens. Pass the same caches (new_caches(model)) to every step."
-    ),
     "pos_not_advanced": (
         "position encodings not sliced for the new token: the token at step t needs position t "
         "(ans_pos[:, t:t+1]), not position 0."
     ),
     "cache_overwrites": (
-        "the cache kept only the newest keys and values: update must append along the time axis "
-        "(torch.cat([...], dim=2)) and return everything cached so far."
+        "each step's self-attention saw only the newest token: the cache kept only the newest keys "
+        "and values (update must append along the time axis, torch.cat([...], dim=2), and return "
+        "everything cached so far), or the same caches were not passed to every step."
     ),
     "cache_wrong_axis": (
         "keys and values were appended along the wrong axis: (N, H, T, Dh) grows along T, dim=2."
@@ -292,16 +289,17 @@ def update_variants(steps: list[tuple[Tensor, Tensor]]) -> dict[str, list[Tensor
 
 
 @torch.no_grad()
-def decode_variants(model: nn.Module, ques_b: Tensor, max_new_tokens: int) -> dict[str, Tensor]:
-    """Token ids of buggy cached decoders (no early stop: EOS rows are padded with EOS)."""
+def decode_variants(model: nn.Module, ques_b: Tensor, max_new_tokens: int) -> dict[str, tuple[Tensor, Tensor]]:
+    """Buggy cached decoders: token ids (N, 1+n) and each step's last-position logits (n, N, V)."""
 
-    def loop(mode: str) -> Tensor:
+    def loop(mode: str) -> tuple[Tensor, Tensor]:
         N = ques_b.shape[0]
         tokens = torch.full((N, 1), BOS_ID, dtype=torch.long)
         ans_pos = model.positions(1 + max_new_tokens)
         memory = model.encode(ques_b)
         caches = new_caches(model)
         done = torch.zeros(N, dtype=torch.bool)
+        steps = []
         for t in range(max_new_tokens):
             T = tokens.shape[1]
             if mode == "pos_not_advanced":
@@ -309,16 +307,18 @@ def decode_variants(model: nn.Module, ques_b: Tensor, max_new_tokens: int) -> di
                 h = model.decoder(x, memory, None, caches=caches)
             elif mode == "prefix_refed_into_cache":  # no mask fits T new + cached keys
                 h = model.decoder(model.emb_layer(tokens) + ans_pos[:, :T], memory, None, caches=caches)
-            else:  # cache_not_passed
-                x = model.emb_layer(tokens[:, -1:]) + ans_pos[:, T - 1 : T]
-                h = model.decoder(x, memory, None)
-            nxt = model.proj_to_vocab(h[:, -1]).argmax(-1)
+            else:  # cache_overwrites: self-attention sees the newest token only
+                h = model.decoder(model.emb_layer(tokens[:, -1:]) + ans_pos[:, T - 1 : T], memory, None)
+            logits = model.proj_to_vocab(h[:, -1])  # (N, V)
+            steps.append(logits)
+            nxt = logits.argmax(-1)
             nxt = torch.where(done, torch.full_like(nxt, EOS_ID), nxt)
             done = done | (nxt == EOS_ID)
             tokens = torch.cat([tokens, nxt[:, None]], dim=1)
-        return tokens
+        return tokens, torch.stack(steps)
 
-    return _run_all({m: (lambda m=m: loop(m)) for m in ("pos_not_advanced", "prefix_refed_into_cache", "cache_not_passed")})
+    modes = ("pos_not_advanced", "prefix_refed_into_cache", "cache_overwrites")
+    return _run_all({m: (lambda m=m: loop(m)) for m in modes})
 
 
 def _run_all(makers: dict) -> dict:

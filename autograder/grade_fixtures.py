@@ -1,0 +1,138 @@
+"""Grade the fixture submissions with stock ``nbgrader autograde`` and compare with the manifest.
+
+    python autograder/grade_fixtures.py [--work DIR] [--timeout SECONDS] [--only NAME ...]
+
+Runs from the repository root with every nbgrader folder and the gradebook redirected into
+``--work`` (a temporary folder by default), so the repository's own ``autograder/`` state is
+untouched: ``generate_assignment`` (to register the assignments in that gradebook), then one
+``autograde`` per assignment for all fixture "students" at once, then ``generate_feedback``.
+Prints a table (fixture, expected, actual, diagnosis found) and exits non-zero on a mismatch.
+``tests/test_grading_fixtures.py`` calls ``grade`` and asserts on its rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "autograder" / "fixtures"
+ASSIGNMENTS = ("decoder_block", "target_slicing", "kv_cache")
+
+
+@dataclass
+class Row:
+    name: str
+    assignment: str
+    expected: float
+    actual: float | None
+    max_score: float
+    diagnosis: str | None  # expected substring
+    diagnosis_found: bool
+    feedback_html: Path | None
+
+
+def course_args(work: Path) -> list[str]:
+    """Command-line options that point every nbgrader folder and the gradebook into ``work``."""
+    return [
+        f"--CourseDirectory.db_url=sqlite:///{work / 'gradebook.db'}",
+        f"--CourseDirectory.submitted_directory={work / 'submitted'}",
+        f"--CourseDirectory.autograded_directory={work / 'autograded'}",
+        f"--CourseDirectory.feedback_directory={work / 'feedback'}",
+        f"--CourseDirectory.release_directory={work / 'release'}",
+    ]
+
+
+def nbgrader(*args: str, log: Path) -> int:
+    """Run ``nbgrader`` from the repository root with the venv's interpreter; append to ``log``."""
+    cmd = [sys.executable, "-m", "nbgrader", *args]
+    with open(log, "a") as f:
+        f.write(f"\n$ {' '.join(cmd)}\n")
+        f.flush()
+        return subprocess.run(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT).returncode
+
+
+def grade(work: Path, timeout: int = 10, only: list[str] | None = None) -> list[Row]:
+    """Grade the fixtures listed in the manifest inside ``work``; return one row per fixture."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    manifest = json.loads((FIXTURES / "manifest.json").read_text())
+    names = [n for n in sorted(manifest) if not only or n in only]
+    work.mkdir(parents=True, exist_ok=True)
+    log = work / "nbgrader.log"
+    for name in names:
+        a = manifest[name]["assignment"]
+        dest = work / "submitted" / name / a
+        dest.mkdir(parents=True, exist_ok=True)
+        shutil.copy(FIXTURES / name / f"{a}.ipynb", dest / f"{a}.ipynb")
+    args = course_args(work)
+    assignments = [a for a in ASSIGNMENTS if any(manifest[n]["assignment"] == a for n in names)]
+    for a in assignments:
+        if nbgrader("generate_assignment", a, "--force", *args, log=log) != 0:
+            raise RuntimeError(f"nbgrader generate_assignment {a} failed; see {log}")
+    for a in assignments:
+        # a broken submission makes nbgrader exit 1 after grading every other student
+        nbgrader("autograde", a, f"--Execute.timeout={timeout}", *args, log=log)
+        nbgrader("generate_feedback", a, *args, log=log)
+    rows = []
+    with Gradebook(f"sqlite:///{work / 'gradebook.db'}") as gb:
+        for name in names:
+            spec = manifest[name]
+            a = spec["assignment"]
+            try:
+                actual = gb.find_submission(a, name).score
+            except MissingEntry:
+                actual = None
+            text = _graded_text(work / "autograded" / name / a / f"{a}.ipynb")
+            html = work / "feedback" / name / a / f"{a}.html"
+            rows.append(Row(name, a, spec["expected_score"], actual, spec["max_score"], spec["diagnosis"],
+                            spec["diagnosis"] is None or spec["diagnosis"] in text,
+                            html if html.exists() else None))
+    return rows
+
+
+def _graded_text(path: Path) -> str:
+    """All outputs of the graded test cells of an autograded notebook (empty if none)."""
+    if not path.exists():
+        return ""
+    nb = json.loads(path.read_text())
+    parts = []
+    for cell in nb["cells"]:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade"):
+            for out in cell.get("outputs", []):
+                parts.append(out.get("text", "") if isinstance(out.get("text", ""), str) else "".join(out["text"]))
+                parts.extend(out.get("traceback", []))
+    return "\n".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--work", type=Path, help="folder for the nbgrader state (default: a temporary one)")
+    p.add_argument("--timeout", type=int, default=10, help="seconds per cell (nbgrader's Execute.timeout)")
+    p.add_argument("--only", nargs="*", help="fixture names (default: all)")
+    args = p.parse_args(argv)
+    work = args.work or Path(tempfile.mkdtemp(prefix="encdec-grading-"))
+    t0 = time.time()
+    rows = grade(work, args.timeout, args.only)
+    bad = 0
+    print(f"{'fixture':30s} {'expected':>8s} {'actual':>8s}  diagnosis")
+    for r in rows:
+        ok = r.actual == r.expected and r.diagnosis_found
+        bad += not ok
+        print(f"{r.name:30s} {r.expected:8.1f} {(r.actual if r.actual is not None else float('nan')):8.1f}  "
+              f"{(r.diagnosis or '-')[:40]:40s} {'ok' if ok else 'MISMATCH'}")
+    print(f"{len(rows)} fixtures graded in {time.time() - t0:.0f} s; state in {work}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    sys.exit(main())
