@@ -237,9 +237,8 @@ def worker_main(root: str, tasks, results, timeout: int | None, log_file: str) -
                         format=f"%(asctime)s [{os.getpid()}] %(name)s %(levelname)s %(message)s")
     logger = logging.getLogger("autograder.driver")
     config = load_config(Path(root))
-    if timeout:
+    if timeout:  # cells keep their own limit, capped by what is left of the notebook's
         config.SandboxedExecute.notebook_timeout = timeout
-        config.SandboxedExecute.timeout = min(timeout, config.Execute.get("timeout", timeout) or timeout)
     install_gradebook_lock(lock_path_for(config, Path(root)))
     while True:
         task = tasks.get()

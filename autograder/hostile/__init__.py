@@ -1,0 +1,1 @@
+"""Hostile fixture submissions of the grading tests (see make_hostile.py)."""

@@ -1,0 +1,73 @@
+"""The grading sandbox applies to stock nbgrader, and refuses to run when it cannot start.
+
+The hostile batch (tests/test_sandbox_hostile.py) proves what the sandbox contains; these tests
+prove the wiring: `nbgrader autograde` run from the course root goes through the sandbox, a
+broken sandbox stops grading with a clear error instead of running student code unconfined, and
+the committed hostile fixtures are exactly what their generator makes.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HOSTILE = ROOT / "autograder" / "hostile"
+ASSIGNMENT = "decoder_block"
+PY = sys.executable
+
+
+def test_hostile_fixtures_regenerate(tmp_path):
+    subprocess.run([PY, str(HOSTILE / "make_hostile.py"), "--out", str(tmp_path)], check=True, capture_output=True)
+    made = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
+    committed = sorted(p.relative_to(HOSTILE) for p in (HOSTILE / "submitted").rglob("*") if p.is_file())
+    assert made == sorted(committed + [Path("expected.json")])
+    for rel in made:
+        assert (tmp_path / rel).read_bytes() == (HOSTILE / rel).read_bytes(), rel
+
+
+def course_with(tmp_path: Path, students: list[str]) -> Path:
+    from test_sandbox_hostile import make_course
+
+    course = make_course(tmp_path)
+    subprocess.run([PY, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--force"], cwd=course,
+                   check=True, capture_output=True)
+    for s in students:
+        shutil.copytree(HOSTILE / "submitted" / s, course / "autograder" / "submitted" / s)
+    return course
+
+
+@pytest.mark.grading
+def test_stock_nbgrader_autograde_runs_in_the_sandbox(tmp_path):
+    course = course_with(tmp_path, ["read_hidden", "write_outside"])
+    run = subprocess.run([PY, "-m", "nbgrader", "autograde", ASSIGNMENT], cwd=course, capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = course / "autograder" / "autograded"
+    assert json.loads((out / "read_hidden" / ASSIGNMENT / "stolen.json").read_text()) == []
+    assert json.loads((out / "write_outside" / ASSIGNMENT / "escape.json").read_text()) == []
+    text = (out / "read_hidden" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text()
+    assert "unreadable" in text  # the attempts ran, and failed
+
+
+@pytest.mark.grading
+def test_broken_sandbox_stops_grading(tmp_path):
+    course = course_with(tmp_path, ["pass_all"])
+    fake = tmp_path / "fakebin"
+    fake.mkdir()
+    (fake / "bwrap").write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
+    (fake / "bwrap").chmod(0o755)
+    env = dict(os.environ, PATH=f"{fake}{os.pathsep}{os.environ['PATH']}")
+    run = subprocess.run([PY, "-m", "nbgrader", "autograde", ASSIGNMENT], cwd=course, capture_output=True,
+                         text=True, env=env, timeout=300)
+    assert run.returncode != 0
+    assert "grading sandbox" in run.stderr and "Permission denied" in run.stderr
+    assert not (course / "autograder" / "autograded" / "pass_all" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").exists()
+    driver = subprocess.run([PY, "-m", "autograder.driver", ASSIGNMENT], cwd=course, capture_output=True,
+                            text=True, env=env, timeout=300)
+    assert driver.returncode != 0 and "grading sandbox" in driver.stderr

@@ -1,0 +1,205 @@
+"""Hostile submissions graded through the real path: course config, sandbox, trusted verdict, driver.
+
+One batch (autograder/hostile/submitted/, made by autograder/hostile/make_hostile.py) is graded
+by `python -m autograder.driver` in a copy of the course in a temporary folder; the tests then
+check every fixture's expected outcome (autograder/hostile/expected.json), that the batch
+finished, the gradebook is intact, no sandbox process is left, the repository is unchanged, a
+re-run is idempotent and the feedback shows no hidden test code.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HOSTILE = ROOT / "autograder" / "hostile"
+ASSIGNMENT = "decoder_block"
+EXPECTED = json.loads((HOSTILE / "expected.json").read_text())
+PY = sys.executable
+
+pytestmark = [pytest.mark.grading, pytest.mark.slow]
+
+
+SKIP = {"__pycache__", "submitted", "autograded", "feedback", "export", "exchange", "release", "source"}
+
+
+def tree_digest(*folders: Path) -> dict[str, str]:
+    """Checksums of the repository's source files (not nbgrader's working folders or gradebook)."""
+    out = {}
+    for folder in folders:
+        for path in sorted(folder.rglob("*")):
+            parts = set(path.relative_to(ROOT).parts)
+            if path.is_file() and not parts & SKIP and not path.name.startswith("gradebook.db"):
+                out[str(path.relative_to(ROOT))] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def make_course(dest: Path) -> Path:
+    """A copy of the course's grading set-up (config, sources, grader code) in `dest`."""
+    shutil.copy(ROOT / "nbgrader_config.py", dest / "nbgrader_config.py")
+    shutil.copytree(ROOT / "solutions", dest / "solutions")
+    ignore = shutil.ignore_patterns("__pycache__", "hostile", "submitted", "autograded", "feedback",
+                                    "gradebook.db*", "export", "exchange")
+    shutil.copytree(ROOT / "autograder", dest / "autograder", ignore=ignore)
+    with open(dest / "nbgrader_config.py", "a") as f:  # short limits keep the run to minutes
+        f.write("\nc.SandboxedExecute.timeout = 10\nc.SandboxedExecute.interrupt_grace = 3\n")
+    return dest
+
+
+class Listener:
+    """A TCP listener on 127.0.0.1, outside the sandbox, counting who reaches it."""
+
+    def __init__(self, ports) -> None:
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        for port in ports:
+            try:
+                self.sock.bind(("127.0.0.1", port))
+                break
+            except OSError:
+                continue
+        else:
+            raise RuntimeError(f"no free port in {ports}")
+        self.port = self.sock.getsockname()[1]
+        self.sock.listen(8)
+        self.sock.settimeout(0.5)
+        self.connections = 0
+        self.stop = False
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self) -> None:
+        while not self.stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            conn.close()
+
+    def close(self) -> None:
+        self.stop = True
+        self.thread.join()
+        self.sock.close()
+
+
+def sandbox_pids() -> list[int]:
+    from autograder.sandbox.sandbox import UID_BASE, UID_SLOTS
+
+    pids = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if UID_BASE <= entry.stat().st_uid < UID_BASE + UID_SLOTS:
+                    pids.append(int(entry.name))
+            except FileNotFoundError:
+                pass
+    return pids
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory):
+    sys.path.insert(0, str(ROOT))
+    from autograder.hostile import make_hostile
+
+    if shutil.which("bwrap") is None:
+        pytest.fail("bubblewrap is missing: run `make system` (the sandbox is required for grading)")
+    course = make_course(tmp_path_factory.mktemp("course"))
+    before = tree_digest(ROOT / "solutions", ROOT / "exercises", ROOT / "encdec", ROOT / "autograder")
+    course_before = {p: hashlib.sha256((course / p).read_bytes()).hexdigest()
+                     for p in ["nbgrader_config.py", f"solutions/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"]}
+    subprocess.run([PY, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--force"], cwd=course,
+                   check=True, capture_output=True)
+    shutil.copytree(HOSTILE / "submitted", course / "autograder" / "submitted")
+    listener = Listener(make_hostile.LISTEN_PORTS)
+    try:
+        run = subprocess.run([PY, "-m", "autograder.driver", ASSIGNMENT, "--workers", "2", "--timeout", "90",
+                              "--json", "results.json"], cwd=course, capture_output=True, text=True, timeout=900)
+    finally:
+        listener.close()
+    results = {r["student"]: r for r in json.loads((course / "results.json").read_text())}
+    yield dict(course=course, run=run, results=results, listener=listener, before=before,
+               course_before=course_before)
+
+
+def grades(course: Path, student: str) -> dict[str, tuple[float, float]]:
+    """grade cell -> (score, max score) of the student's notebook, read from the gradebook."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'autograder' / 'gradebook.db'}", "encdec") as gb:
+        nb = gb.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, student)
+        return {g.name: (float(g.score), float(g.max_score)) for g in nb.grades}
+
+
+def test_batch_finishes_with_every_fixture(batch):
+    assert set(batch["results"]) == set(EXPECTED), batch["run"].stdout[-3000:] + batch["run"].stderr[-3000:]
+    assert "student" in batch["run"].stdout and "graded:" in batch["run"].stdout  # the summary table
+
+
+@pytest.mark.parametrize("student", sorted(EXPECTED))
+def test_fixture_outcome(batch, student):
+    expect, result = EXPECTED[student], batch["results"][student]
+    course = batch["course"]
+    assert result["status"] == expect["status"], (student, result)
+    got = grades(course, student)
+    assert got, f"{student}: no grades in the gradebook"
+    passed = sorted(name for name, (score, top) in got.items() if score == top)
+    assert passed == sorted(expect["passed"]), f"{student}: {expect['why']}; result {result}"
+    assert result["score"] == sum(got[n][1] for n in expect["passed"])
+    folder = course / "autograder" / "autograded" / student / ASSIGNMENT
+    for name, value in expect.get("file_equals", {}).items():
+        assert json.loads((folder / name).read_text()) == value, f"{student}: {name}"
+    if "output_contains" in expect:
+        assert expect["output_contains"] in (folder / f"{ASSIGNMENT}.ipynb").read_text()
+    if "max_bytes" in expect:
+        assert (folder / f"{ASSIGNMENT}.ipynb").stat().st_size < expect["max_bytes"]
+
+
+def test_nothing_escaped(batch):
+    assert batch["listener"].connections == 0
+    assert sandbox_pids() == []
+    course = batch["course"]
+    for path, digest in batch["course_before"].items():
+        assert hashlib.sha256((course / path).read_bytes()).hexdigest() == digest, path
+    assert not list(course.rglob("pwned.txt"))
+    db = sqlite3.connect(course / "autograder" / "gradebook.db")
+    assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    db.close()
+    # The repository's sources (the sandbox must not even see them). Someone editing the tree
+    # while the test runs would show up here too.
+    after = tree_digest(ROOT / "solutions", ROOT / "exercises", ROOT / "encdec", ROOT / "autograder")
+    changed = sorted(k for k in set(after) | set(batch["before"]) if after.get(k) != batch["before"].get(k))
+    assert changed == [], f"changed during grading: {changed}"
+
+
+def test_rerun_is_idempotent(batch):
+    course = batch["course"]
+    before = {s: grades(course, s) for s in EXPECTED}
+    run = subprocess.run([PY, "-m", "autograder.driver", ASSIGNMENT, "--workers", "2", "--json", "again.json"],
+                         cwd=course, capture_output=True, text=True, timeout=600)
+    again = {r["student"]: r for r in json.loads((course / "again.json").read_text())}
+    # Graded notebooks are skipped; only the unreadable one is tried again (and fails again).
+    assert {s for s, r in again.items() if r["reason"] != "already graded"} == {
+        s for s, e in EXPECTED.items() if e["status"] != "graded"}, run.stdout
+    assert {s: grades(course, s) for s in EXPECTED} == before
+
+
+def test_feedback_hides_hidden_tests(batch):
+    course = batch["course"]
+    for student in ["pass_all", "patched_asserts"]:
+        subprocess.run([PY, "-m", "nbgrader", "generate_feedback", ASSIGNMENT, "--student", student, "--force"],
+                       cwd=course, check=True, capture_output=True)
+        html = (course / "autograder" / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+        assert "decoder_block.output" in html  # visible tests are shown
+        for hidden in ["decoder_block.output_hidden", "decoder_block.causal_hidden", "decoder_block.mask_hidden"]:
+            assert hidden not in html, (student, hidden)
