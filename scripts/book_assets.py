@@ -124,16 +124,19 @@ def source_hash(root: Path = ROOT) -> str:
 
 
 def check_cache(build_dir: Path, root: Path = ROOT) -> bool:
-    """Clear ``build_dir/.jupyter_cache`` when the package or checkpoints changed; True if cleared."""
+    """Clear the execution cache and Sphinx environment of ``build_dir`` when the package or a
+    checkpoint changed since the last build; True if something was cleared."""
     stamp = build_dir / ".encdec_source_hash"
     current = source_hash(root)
     previous = stamp.read_text().strip() if stamp.is_file() else None
     cleared = False
     if previous != current:
-        cache = build_dir / ".jupyter_cache"
-        if cache.exists():
-            shutil.rmtree(cache)
-            cleared = True
+        # Both: the execution cache (old outputs) and Sphinx's environment, which would
+        # otherwise skip re-reading (so re-executing) chapters whose own text did not change.
+        for stale in (build_dir / ".jupyter_cache", build_dir / ".doctrees"):
+            if stale.exists():
+                shutil.rmtree(stale)
+                cleared = True
     build_dir.mkdir(parents=True, exist_ok=True)
     stamp.write_text(current + "\n")
     return cleared
@@ -148,7 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     manifest = build_assets(args.out)
     print(f"widget assets in {args.out / ASSETS}: " + ", ".join(f"{k} {v}" for k, v in manifest["versions"].items()))
     if args.check_cache and check_cache(args.check_cache):
-        print(f"package or checkpoints changed: cleared {args.check_cache / '.jupyter_cache'}")
+        print(f"package or checkpoints changed: cleared the execution cache and environment in {args.check_cache}")
 
 
 if __name__ == "__main__":

@@ -238,6 +238,14 @@ def test_attention_map_viewer_switches_head(open_page):
     assert p.log.problems() == {}
 
 
+@pytest.mark.parametrize("path", [c for c in CHAPTERS if "/ch" in c])
+def test_chapter_works_as_file_url(open_page, path):
+    p = open_page(path, url=(require_built_book() / f"{path}.html").as_uri())
+    p.widgets_rendered()
+    p.page.wait_for_timeout(300)
+    assert p.log.problems() == {}, f"{path} as file://: {p.log.problems()}"
+
+
 def test_site_works_as_file_url(open_page):
     html = require_built_book()
     p = open_page(GALLERY, url=(html / f"{GALLERY}.html").as_uri())

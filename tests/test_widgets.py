@@ -225,11 +225,18 @@ def test_build_cache_is_cleared_when_widget_code_changes(tmp_path):
     js = tmp_path / "encdec" / "widgets" / "mask_toggle.js"
     js.write_text("export default {}")
     build = tmp_path / "_build"
-    (build / ".jupyter_cache").mkdir(parents=True)
+    stale = [build / ".jupyter_cache", build / ".doctrees"]  # executed outputs, Sphinx's environment
+
+    def make_stale():
+        for folder in stale:
+            folder.mkdir(parents=True, exist_ok=True)
+
+    make_stale()
     assert assets.check_cache(build, tmp_path) is True  # no stamp yet: stale by definition
-    (build / ".jupyter_cache").mkdir()
-    assert assets.check_cache(build, tmp_path) is False  # nothing changed: the cache stays
-    assert (build / ".jupyter_cache").is_dir()
+    assert not any(f.exists() for f in stale)
+    make_stale()
+    assert assets.check_cache(build, tmp_path) is False  # nothing changed: both stay
+    assert all(f.is_dir() for f in stale)
     js.write_text("export default { render() {} }")
     assert assets.check_cache(build, tmp_path) is True
-    assert not (build / ".jupyter_cache").exists()
+    assert not any(f.exists() for f in stale)
