@@ -164,7 +164,7 @@ def _first_mismatch(got: np.ndarray, exp: np.ndarray, exact: bool) -> str:
         bad |= np.isnan(got) != np.isnan(exp)
     idx = tuple(int(i) for i in np.argwhere(bad)[0])
     n = int(bad.sum())
-    return f"first mismatch at index {idx}: expected {exp[idx]!r}, got {got[idx]!r} ({n} of {bad.size} entries differ)"
+    return f"first mismatch at index {idx}: expected {exp[idx].item()!r}, got {got[idx].item()!r} ({n} of {bad.size} entries differ)"
 
 
 def _same(got: np.ndarray, exp: np.ndarray, exact: bool = False) -> bool:
