@@ -68,6 +68,18 @@ def _copy_js(src: Path, dst: Path) -> None:
     dst.write_bytes(SOURCE_MAP.sub(b"", src.read_bytes()))
 
 
+MATHJAX_ENTRY = "tex-mml-chtml.js"  # what Sphinx loads (mathjax_path in _config.yml)
+
+
+def _mathjax_unused(folder: str, names: list[str]) -> list[str]:
+    """Skip MathJax's other combined builds and its SVG output: pages load only MATHJAX_ENTRY,
+    which fetches components (TeX extensions, accessibility, fonts) from the folders kept."""
+    top = Path(folder).name == "es5"
+    return [n for n in names if n.endswith(".map") or n.startswith("node-main")
+            or (top and n.endswith(".js") and n != MATHJAX_ENTRY)
+            or (Path(folder).name == "output" and n.startswith("svg"))]
+
+
 def build_assets(out: Path, node_modules: Path = ROOT / "node_modules") -> dict:
     """Write every asset under ``out / ASSETS``; return the manifest (versions, files)."""
     import anywidget
@@ -103,7 +115,7 @@ def build_assets(out: Path, node_modules: Path = ROOT / "node_modules") -> dict:
         if font.suffix in {".woff", ".woff2", ".ttf", ".eot", ".svg"}:
             shutil.copy2(font, staging / "html-manager" / font.name)
     _copy_js(anywidget_amd, staging / "anywidget" / "index.js")
-    shutil.copytree(mathjax / "es5", staging / "mathjax", ignore=shutil.ignore_patterns("*.map", "node-main*"))
+    shutil.copytree(mathjax / "es5", staging / "mathjax", ignore=_mathjax_unused)
     (staging / "config.js").write_text(CONFIG_JS % {"bundled": json.dumps(list(BUNDLED_MODULES))})
     manifest = {"versions": versions, "files": sorted(str(p.relative_to(staging)) for p in staging.rglob("*") if p.is_file() and "mathjax" not in p.parts)}
     (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
