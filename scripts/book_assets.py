@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import re
 import shutil
 import sys
@@ -129,9 +130,11 @@ def source_hash(root: Path = ROOT) -> str:
     """Hash of what executed chapters depend on beyond their own text: the package and checkpoints."""
     digest = hashlib.sha256()
     files = [p for p in (root / "encdec").rglob("*") if p.suffix in {".py", ".js", ".css"} and "__pycache__" not in p.parts]
-    files += list((root / "build" / "checkpoints").glob("*/model.pt"))
+    checkpoints = Path(os.environ.get("ENCDEC_CHECKPOINTS") or root / "build" / "checkpoints")  # as encdec.train
+    files += list(checkpoints.glob("*/model.pt"))
     for path in sorted(files):
-        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+        name = path.relative_to(root) if path.is_relative_to(root) else path
+        digest.update(str(name).encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 

@@ -56,6 +56,10 @@ class MaskToggle(BookWidget):
     def _check_mask(self, proposal):
         return _square("mask", proposal["value"], len(self.tokens), bool)
 
+    @t.validate("scores")
+    def _check_scores(self, proposal):
+        return _square("scores", proposal["value"], len(self.tokens), float)
+
     @t.validate("preset")
     def _check_preset(self, proposal):
         if proposal["value"] not in (*MASK_PRESETS, "custom"):
