@@ -130,3 +130,46 @@ def wait_for_widget(page, name: str, timeout_ms: int = 20000):
     locator = page.locator(WIDGET_SELECTOR.format(name=name)).first
     locator.wait_for(state="visible", timeout=timeout_ms)
     return locator
+
+
+@contextlib.contextmanager
+def jupyterlab(root_dir: Path, timeout_s: float = 60.0):
+    """A JupyterLab server on 127.0.0.1 serving ``root_dir`` (no token, own config and runtime
+    folders); yield its base URL. Stopped (terminate, then kill) on exit."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(root_dir / ".cfg"), JUPYTER_RUNTIME_DIR=str(root_dir / ".runtime"))
+    jupyter = Path(sys.executable).parent / "jupyter"
+    log = open(root_dir / "jupyterlab.log", "w")
+    proc = subprocess.Popen(
+        [str(jupyter), "lab", "--no-browser", "--allow-root", f"--port={port}", "--ServerApp.ip=127.0.0.1",
+         "--IdentityProvider.token=", "--ServerApp.password=", f"--ServerApp.root_dir={root_dir}",
+         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+        cwd=root_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                urllib.request.urlopen(base + "/api/status", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(f"JupyterLab did not start: see {root_dir / 'jupyterlab.log'}")
+                time.sleep(0.5)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()

@@ -256,3 +256,50 @@ def test_site_works_as_file_url(open_page):
     assert w.locator("[data-testid='rowsum-1']").inner_text() == "1.000"
     p.page.wait_for_timeout(300)
     assert p.log.problems() == {}
+
+
+def _notebook(*sources: str) -> str:
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": s} for s in sources]
+    kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return json.dumps({"cells": cells, "metadata": {"kernelspec": kernel}, "nbformat": 4, "nbformat_minor": 5})
+
+
+def test_widget_syncs_both_ways_in_jupyterlab(tmp_path):
+    """Live in JupyterLab: a click in the grid reaches Python, a Python assignment redraws the grid."""
+    from browser_support import jupyterlab
+
+    (tmp_path / "live.ipynb").write_text(_notebook(
+        "from encdec.widgets import MaskToggle\nw = MaskToggle()\nw",
+        "print('STATE', w.preset, w.mask[2][3])",
+        "w.preset = 'none'",
+    ))
+    with jupyterlab(tmp_path) as base, browser() as chromium:
+        log = PageLog()
+        context = chromium.new_context(viewport={"width": 1280, "height": 900})
+        block_external(context, log)
+        page = context.new_page()
+        page.goto(f"{base}/lab/tree/live.ipynb", wait_until="load")
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90000)
+        cells = page.locator(".jp-Notebook .jp-Cell")
+
+        def run(k):
+            cells.nth(k).click()
+            page.keyboard.press("Shift+Enter")
+
+        run(0)
+        w = page.locator(".encdec-widget[data-widget='MaskToggle']")
+        w.wait_for(timeout=60000)
+        w.locator("td[data-row='2'][data-col='3']").click()  # allow reader 2 to read source 3
+        page.wait_for_timeout(500)
+        run(1)
+        out = cells.nth(1).locator(".jp-OutputArea-output")
+        out.wait_for(timeout=30000)
+        assert out.inner_text().strip() == "STATE custom False"  # Python saw the click
+        assert w.locator("td[data-row='2'][data-col='4'] .w").inner_text() == "✕"
+        run(2)
+        page.wait_for_function(
+            "() => document.querySelector(\".encdec-widget td[data-row='2'][data-col='4'] .w\").textContent !== '✕'",
+            timeout=30000,
+        )
+        assert w.locator("[data-testid='preset']").inner_text() == "none mask"  # Python's change, drawn
+        context.close()
