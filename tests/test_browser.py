@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 
@@ -31,7 +32,8 @@ GALLERY = "book/widgets_gallery"
 
 
 def fmt(x: float, digits: int = 3) -> str:
-    return f"{x:.{digits}f}"
+    """As JavaScript's toFixed: exact ties round away from zero (Python's format rounds them to even)."""
+    return str(Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
 
 
 def softmax(row):
