@@ -16,6 +16,7 @@ import pytest
 from browser_support import (
     BOOK_HTML,
     CHAPTERS,
+    GALLERY,
     ROOT,
     PageLog,
     block_external,
@@ -28,7 +29,6 @@ from browser_support import (
 
 pytestmark = pytest.mark.browser
 SCREENSHOTS = ROOT / "build" / "test-artifacts" / "screenshots"
-GALLERY = "book/widgets_gallery"
 
 
 def fmt(x: float, digits: int = 3) -> str:
