@@ -56,13 +56,14 @@ def test_feedback_names_the_mistake_and_hides_hidden_tests(graded):
             continue
         text = row.feedback_html.read_text()
         assert "BEGIN HIDDEN TESTS" not in text, name
-        assert "_hidden&quot;" not in text and '_hidden"' not in text, f"{name}: a hidden check call is shown"
+        assert "_hidden&quot;" not in text, f"{name}: a hidden check call is shown"
 
 
 def test_tampering_cannot_flip_the_verdict(graded):
     work, rows = graded
-    patched = (work / "autograded" / "tamper_patched" / "decoder_block" / "decoder_block.ipynb").read_text()
-    assert "passed: all tests passed" not in patched  # the fake output printed in test cells was discarded
+    outputs = grade_fixtures._graded_text(work / "autograded" / "tamper_patched" / "decoder_block" / "decoder_block.ipynb")
+    assert "MLP was skipped" in outputs
+    assert "passed: all tests passed" not in outputs  # the fake output printed in test cells was discarded
     assert rows["tamper_patched"].actual == rows["db_bug_mlp_skipped"].actual
 
 

@@ -21,6 +21,7 @@ import json
 import math
 import os
 import secrets
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -186,9 +187,11 @@ def _match(got: np.ndarray, candidates: dict[str, Any], exact: bool = False) -> 
 
 
 def _diagnosis(name: str | None) -> str:
+    """'\nDiagnosis: ...' wrapped to 88 columns (feedback HTML does not wrap), or ''."""
     if name is None:
         return ""
-    return f"\nDiagnosis: {Var.MISCONCEPTIONS[Var.base_name(name)]}"
+    text = textwrap.fill(f"Diagnosis: {Var.MISCONCEPTIONS[Var.base_name(name)]}", width=88, subsequent_indent="  ")
+    return "\n" + text
 
 
 def compare(check: Check, what: str, got: np.ndarray | None, exp: np.ndarray, *, exact: bool = False,
@@ -198,22 +201,24 @@ def compare(check: Check, what: str, got: np.ndarray | None, exp: np.ndarray, *,
         return Result(False, f"{check.id}: {what} was not saved by the check (outputs missing).")
     if _same(got, exp, exact):
         return Result(True, f"{check.title}: {what} matched the reference.")
-    lines = [f"{check.id}: {check.title}: {what} did not match the reference.",
-             f"  expected: {_describe(exp)}", f"  got:      {_describe(got)}"]
+    details = [f"  expected: {_describe(exp)}", f"  got:      {_describe(got)}"]
     name = None
     if got.shape == exp.shape:
-        lines.append("  " + _first_mismatch(got, exp, exact))
+        details.append("  " + _first_mismatch(got, exp, exact))
     elif shape_hint is not None:
         name = shape_hint(tuple(got.shape))
     if name is None and candidates is not None:
         name = _match(got, candidates(), exact)
-    return Result(False, "\n".join(lines) + _diagnosis(name))
+    head = f"{check.id}: {check.title}: {what} did not match the reference." + _diagnosis(name)
+    return Result(False, "\n".join([head, *details]))
 
 
 def _all(*results: Result) -> Result:
+    """The first failure (the others usually repeat it), or the first result when all passed."""
     bad = [r for r in results if not r.ok]
     if bad:
-        return Result(False, "\n".join(r.message for r in bad))
+        more = f"\n({len(bad) - 1} more output(s) of this check did not match either.)" if len(bad) > 1 else ""
+        return Result(False, bad[0].message + more)
     return results[0]
 
 
