@@ -1,6 +1,6 @@
 """Grade a whole batch of submissions in parallel, in the sandbox, resumably.
 
-    python -m autograder.driver <assignment> [--workers N] [--timeout S] [--force]
+    python -m autograder.driver <assignment> [<assignment> ...] [--workers N] [--timeout S] [--force]
 
 Run it from the repository root (it reads `nbgrader_config.py` there, like `nbgrader`).
 Every notebook of every student in `autograder/submitted/*/<assignment>/` is graded by stock
@@ -52,6 +52,7 @@ class Result:
     seconds: float = 0.0
     reason: str = ""
     fingerprint: str = ""
+    assignment: str = ""
 
 
 @dataclass
@@ -204,7 +205,7 @@ def grade_notebook(config, root: Path, assignment: str, student: str, notebook: 
         converter.log.removeHandler(capture)
     graded = Path(cd.format_path(cd.autograded_directory, student, assignment)) / f"{notebook}.ipynb"
     result = Result(student, notebook, "graded" if error is None and graded.is_file() else "failed",
-                    seconds=time.monotonic() - start)
+                    seconds=time.monotonic() - start, assignment=assignment)
     if result.status == "failed":
         result.reason = _reason(capture.messages, error)
         logger.warning("%s/%s failed: %s", student, notebook, result.reason)
@@ -240,20 +241,30 @@ def worker_main(root: str, tasks, results, timeout: int | None, log_file: str) -
     if timeout:  # cells keep their own limit, capped by what is left of the notebook's
         config.SandboxedExecute.notebook_timeout = timeout
     install_gradebook_lock(lock_path_for(config, Path(root)))
-    while True:
-        task = tasks.get()
-        if task is None:
-            return
-        for notebook in task.notebooks:
-            results.put(("start", task.student, notebook))
-            try:
-                result = grade_notebook(config, Path(root), task.assignment, task.student, notebook, logger)
-            except Exception as exc:  # noqa: BLE001 - report and carry on with the next one
-                logger.exception("grading %s/%s", task.student, notebook)
-                result = Result(task.student, notebook, "failed", reason=f"{type(exc).__name__}: {exc}"[:200])
-            result.fingerprint = task.fingerprints.get(notebook, "")
-            results.put(("done", asdict(result)))
-        results.put(("idle", task.student))
+    try:
+        while True:
+            task = tasks.get()
+            if task is None:
+                return
+            _grade_task(config, root, task, results, logger)
+    finally:  # multiprocessing skips atexit in its children: stop this worker's fork server here
+        from autograder.sandbox.kernel import Zygote
+
+        Zygote.stop_all()
+
+
+def _grade_task(config, root: str, task: Task, results, logger: logging.Logger) -> None:
+    """Grade one student's notebooks one after the other, reporting each to the parent."""
+    for notebook in task.notebooks:
+        try:
+            result = grade_notebook(config, Path(root), task.assignment, task.student, notebook, logger)
+        except Exception as exc:  # noqa: BLE001 - report and carry on with the next one
+            logger.exception("grading %s/%s", task.student, notebook)
+            result = Result(task.student, notebook, "failed", reason=f"{type(exc).__name__}: {exc}"[:200],
+                            assignment=task.assignment)
+        result.fingerprint = task.fingerprints.get(notebook, "")
+        results.put(("done", asdict(result)))
+    results.put(("idle", (task.assignment, task.student)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -303,9 +314,6 @@ def plan(config, assignment: str, force: bool, students: list[str] | None):
     submitted = Path(cd.format_path(cd.submitted_directory, "*", assignment)).parent.parent
     all_students = sorted(p.parent.name for p in submitted.glob(f"*/{assignment}") if p.is_dir())
     if students:
-        unknown = sorted(set(students) - set(all_students))
-        if unknown:
-            raise SystemExit(f"no submission of {assignment!r} for: {', '.join(unknown)}")
         all_students = [s for s in all_students if s in students]
     state_dir = Path(cd.format_path(cd.autograded_directory, STATE_DIR, "."))
     state_dir.mkdir(parents=True, exist_ok=True)
@@ -346,7 +354,8 @@ def record_missing(config, assignment: str, missing) -> list[Result]:
                     grade.auto_score = 0
                     grade.needs_manual_grade = False
             gb.db.commit()
-            out.append(Result(student, nb, "missing", 0.0, float(sub.max_score), reason="not submitted"))
+            out.append(Result(student, nb, "missing", 0.0, float(sub.max_score), reason="not submitted",
+                              assignment=assignment))
     return out
 
 
@@ -355,15 +364,18 @@ def previous_results(config, assignment: str, skipped) -> list[Result]:
 
     cd = coursedir_for(config)
     with Gradebook(cd.db_url, cd.course_id) as gb:
-        return [Result(s, nb, "graded", float(n.score), float(n.max_score), reason="already graded")
+        return [Result(s, nb, "graded", float(n.score), float(n.max_score), reason="already graded",
+                       assignment=assignment)
                 for s, nb in skipped for n in [gb.find_submission_notebook(nb, assignment, s)]]
 
 
-def run(assignment: str, workers: int = 2, timeout: int | None = None, force: bool = False,
+def run(assignments: list[str] | str, workers: int = 2, timeout: int | None = None, force: bool = False,
         students: list[str] | None = None, root: Path | None = None, progress: bool = True) -> list[Result]:
-    """Grade the batch; returns one `Result` per (student, notebook)."""
+    """Grade the batch; returns one `Result` per (assignment, student, notebook)."""
     from autograder.sandbox.sandbox import SandboxUnavailable, check_available
 
+    if isinstance(assignments, str):
+        assignments = [assignments]
     root = (root or Path.cwd()).resolve()
     config = load_config(root)
     try:
@@ -371,11 +383,20 @@ def run(assignment: str, workers: int = 2, timeout: int | None = None, force: bo
     except SandboxUnavailable as err:
         raise SystemExit(f"autograder.driver: {err}") from None
     install_gradebook_lock(lock_path_for(config, root))
-    notebooks, tasks, skipped, missing, state = plan(config, assignment, force, students)
-    results = previous_results(config, assignment, skipped) + record_missing(config, assignment, missing)
+    tasks, results, states, order = [], [], {}, {}
+    for assignment in assignments:
+        notebooks, todo, skipped, missing, states[assignment] = plan(config, assignment, force, students)
+        order.update({(assignment, nb): k for k, nb in enumerate(notebooks)})
+        tasks += todo
+        results += previous_results(config, assignment, skipped) + record_missing(config, assignment, missing)
+    if students:
+        graded = {r.student for r in results} | {t.student for t in tasks}
+        unknown = sorted(set(students) - graded)
+        if unknown:
+            raise SystemExit(f"no submission of {', '.join(assignments)} for: {', '.join(unknown)}")
     total = sum(len(t.notebooks) for t in tasks)
     per_notebook = (timeout or config.SandboxedExecute.get("notebook_timeout", 600)) + 120
-    log_file = state.path.with_suffix(".log")
+    log_file = states[assignments[0]].path.with_suffix(".log")
 
     ctx = mp.get_context("spawn")
     result_q = ctx.Queue()
@@ -387,27 +408,32 @@ def run(assignment: str, workers: int = 2, timeout: int | None = None, force: bo
 
     # One private task queue per worker, so the parent knows which task a killed worker held.
     n = max(1, min(workers, len(tasks)))
-    queues = [ctx.Queue() for _ in range(n)]
+    queues = [ctx.Queue() for _ in range(n)] if tasks else []
     procs = [spawn(q) for q in queues]
     busy: dict[int, tuple[Task, float, set]] = {}
+    owner: dict[tuple[str, str], int] = {}  # (assignment, student) -> worker index
     pending = list(tasks)
 
     from tqdm import tqdm
 
-    bar = tqdm(total=total, desc=f"grading {assignment}", unit="nb", disable=not progress or total == 0)
-    finished = 0
+    bar = tqdm(total=total, desc="grading " + ", ".join(assignments), unit="nb",
+               disable=not progress or total == 0)
 
     def dispatch(i: int) -> None:
         if pending:
             task = pending.pop(0)
             busy[i] = (task, time.monotonic(), set())
+            owner[(task.assignment, task.student)] = i
             queues[i].put(task)
+
+    def finish(r: Result) -> None:
+        results.append(r)
+        states[r.assignment].record(r)
+        bar.update(1)
+        bar.set_postfix_str(f"{r.student}/{r.notebook}: {r.status}")
 
     for i in range(n):
         dispatch(i)
-    owner = {}  # student -> worker index
-    for i, (task, _, _) in busy.items():
-        owner[task.student] = i
     try:
         while busy:
             try:
@@ -416,43 +442,34 @@ def run(assignment: str, workers: int = 2, timeout: int | None = None, force: bo
                 msg = None
             if msg is not None and msg[0] == "done":
                 r = Result(**msg[1])
-                results.append(r)
-                state.record(r)
-                i = owner[r.student]
-                busy[i][2].add(r.notebook)
-                finished += 1
-                bar.update(1)
-                bar.set_postfix_str(f"{r.student}/{r.notebook}: {r.status}")
+                i = owner.get((r.assignment, r.student))
+                if i is not None and i in busy:
+                    busy[i][2].add(r.notebook)
+                    finish(r)
             elif msg is not None and msg[0] == "idle":
-                i = owner.pop(msg[1])
-                busy.pop(i, None)
-                dispatch(i)
-                if i in busy:
-                    owner[busy[i][0].student] = i
+                i = owner.pop(tuple(msg[1]), None)
+                if i is not None:
+                    busy.pop(i, None)
+                    dispatch(i)
             # Hard wall-clock budget of a task, on top of the sandbox's own limits.
             for i, (task, started, done) in list(busy.items()):
                 budget = per_notebook * len(task.notebooks)
-                if not procs[i].is_alive() or time.monotonic() - started > budget:
-                    why = ("its grading process died" if not procs[i].is_alive()
-                           else f"grading exceeded {budget} s; worker killed")
-                    if procs[i].is_alive():
-                        procs[i].kill()
-                    procs[i].join()
-                    for nb in task.notebooks:
-                        if nb not in done:
-                            r = Result(task.student, nb, "killed", reason=why,
-                                       fingerprint=task.fingerprints.get(nb, ""))
-                            results.append(r)
-                            state.record(r)
-                            finished += 1
-                            bar.update(1)
-                    owner.pop(task.student, None)
-                    busy.pop(i)
-                    queues[i] = ctx.Queue()
-                    procs[i] = spawn(queues[i])
-                    dispatch(i)
-                    if i in busy:
-                        owner[busy[i][0].student] = i
+                if procs[i].is_alive() and time.monotonic() - started <= budget:
+                    continue
+                why = ("its grading process died" if not procs[i].is_alive()
+                       else f"grading exceeded {budget} s; worker killed")
+                if procs[i].is_alive():
+                    procs[i].kill()
+                procs[i].join()
+                for nb in task.notebooks:
+                    if nb not in done:
+                        finish(Result(task.student, nb, "killed", reason=why, assignment=task.assignment,
+                                      fingerprint=task.fingerprints.get(nb, "")))
+                owner.pop((task.assignment, task.student), None)
+                busy.pop(i)
+                queues[i] = ctx.Queue()
+                procs[i] = spawn(queues[i])
+                dispatch(i)
     finally:
         for q in queues:
             q.put(None)
@@ -461,19 +478,18 @@ def run(assignment: str, workers: int = 2, timeout: int | None = None, force: bo
             if p.is_alive():
                 p.kill()
         bar.close()
-    order = {nb: k for k, nb in enumerate(notebooks)}
-    results.sort(key=lambda r: (r.student, order.get(r.notebook, 0)))
+    results.sort(key=lambda r: (r.assignment, r.student, order.get((r.assignment, r.notebook), 0)))
     return results
 
 
 def summary(results: list[Result]) -> str:
     """A plain-text table: one row per notebook, then the counts."""
-    rows = [("student", "notebook", "status", "score", "seconds", "reason")]
+    rows = [("assignment", "student", "notebook", "status", "score", "seconds", "reason")]
     for r in results:
-        rows.append((r.student, r.notebook, r.status, f"{r.score:g}/{r.max_score:g}",
+        rows.append((r.assignment, r.student, r.notebook, r.status, f"{r.score:g}/{r.max_score:g}",
                      f"{r.seconds:.1f}" if r.seconds else "", r.reason))
-    widths = [max(len(row[k]) for row in rows) for k in range(5)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row[:5], widths)) + "  " + row[5] for row in rows]
+    widths = [max(len(row[k]) for row in rows) for k in range(6)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row[:6], widths)) + "  " + row[6] for row in rows]
     counts: dict[str, int] = {}
     for r in results:
         counts[r.status] = counts.get(r.status, 0) + 1
@@ -484,7 +500,7 @@ def summary(results: list[Result]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder.driver", description=__doc__.split("\n\n")[0])
-    parser.add_argument("assignment")
+    parser.add_argument("assignment", nargs="+", help="one or more assignments, graded in one batch")
     parser.add_argument("--workers", type=int, default=max(1, os.cpu_count() or 1),
                         help="notebooks graded at the same time (default: one per CPU)")
     parser.add_argument("--timeout", type=int, default=None,

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 HOSTILE = ROOT / "autograder" / "hostile"
 ASSIGNMENT = "decoder_block"
 PY = sys.executable
@@ -43,16 +44,33 @@ def course_with(tmp_path: Path, students: list[str]) -> Path:
 
 
 @pytest.mark.grading
-def test_stock_nbgrader_autograde_runs_in_the_sandbox(tmp_path):
-    course = course_with(tmp_path, ["read_hidden", "write_outside"])
-    run = subprocess.run([PY, "-m", "nbgrader", "autograde", ASSIGNMENT], cwd=course, capture_output=True,
-                         text=True, timeout=600)
+@pytest.mark.parametrize("prefork", ["1", "0"], ids=["zygote", "bwrap-per-kernel"])
+def test_stock_nbgrader_autograde_runs_in_the_sandbox(tmp_path, prefork):
+    """Stock `nbgrader autograde` from the course root, with kernels forked from the zygote
+    (the default) and with a fresh bwrap per kernel (ENCDEC_SANDBOX_PREFORK=0)."""
+    from autograder.hostile import make_hostile
+    from test_sandbox_hostile import Listener, grades, sandbox_pids
+
+    students = ["read_hidden", "write_outside", "network", "os_exit", "fork_bomb"]
+    course = course_with(tmp_path, students)
+    listener = Listener(make_hostile.LISTEN_PORTS)
+    try:
+        run = subprocess.run([PY, "-m", "nbgrader", "autograde", ASSIGNMENT], cwd=course, capture_output=True,
+                             text=True, timeout=600, env=dict(os.environ, ENCDEC_SANDBOX_PREFORK=prefork))
+    finally:
+        listener.close()
     assert run.returncode == 0, run.stderr[-3000:]
+    assert listener.connections == 0 and sandbox_pids(course) == []
     out = course / "autograder" / "autograded"
     assert json.loads((out / "read_hidden" / ASSIGNMENT / "stolen.json").read_text()) == []
     assert json.loads((out / "write_outside" / ASSIGNMENT / "escape.json").read_text()) == []
+    assert json.loads((out / "network" / ASSIGNMENT / "network.json").read_text()) == []
     text = (out / "read_hidden" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text()
     assert "unreadable" in text  # the attempts ran, and failed
+    expected = json.loads((HOSTILE / "expected.json").read_text())
+    for s in students:
+        passed = sorted(n for n, (score, top) in grades(course, s).items() if score == top)
+        assert passed == sorted(expected[s]["passed"]), s
 
 
 @pytest.mark.grading

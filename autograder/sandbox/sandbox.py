@@ -130,6 +130,63 @@ def _ancestors_to_create(paths: list[Path], provided: list[Path]) -> list[Path]:
     return out
 
 
+def kernel_environment(limits: dict, prefix: str) -> dict[str, str]:
+    """The whole environment of a sandboxed kernel (nothing is inherited from the grader)."""
+    return {
+        "PATH": f"{Path(prefix) / 'bin'}:/usr/bin:/bin",
+        "HOME": "/tmp",
+        "LANG": "C.UTF-8",
+        "TMPDIR": "/tmp",
+        "MPLCONFIGDIR": "/tmp/matplotlib",
+        "IPYTHONDIR": "/tmp/ipython",
+        "JUPYTER_RUNTIME_DIR": "/tmp/jupyter",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "OMP_NUM_THREADS": str(limits["threads"]),
+        "MKL_NUM_THREADS": str(limits["threads"]),
+        "PYTHONHASHSEED": "0",
+        # pid 1 is the sandbox's init: ipykernel then neither polls a parent nor prints the
+        # "Ctrl-C will not work" banner meant for terminals.
+        "JPY_PARENT_PID": "1",
+    }
+
+
+def _system_mounts(limits: Limits, readonly: list[Path], extra: list[Path]) -> list[str]:
+    """bwrap arguments shared by kernels and the zygote: the read-only system, /proc, /dev, /tmp."""
+    cmd = ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        top = Path("/") / name
+        if top.is_symlink():
+            cmd += ["--symlink", os.readlink(top), str(top)]
+        elif top.is_dir():
+            cmd += ["--ro-bind", str(top), str(top)]
+    cmd += ["--proc", "/proc", "--dev", "/dev"]
+    cmd += ["--perms", "1777", "--size", str(limits.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
+    for parent in _ancestors_to_create(readonly + extra, [Path("/usr"), Path("/etc"), Path("/tmp")]):
+        cmd += ["--perms", "0755", "--dir", str(parent)]
+    for p in readonly:
+        cmd += ["--ro-bind", str(p), str(p)]
+    return cmd
+
+
+def zygote_command(stage_root: Path, sockbase: Path, control: Path) -> list[str]:
+    """The fork server (zygote.py): root in its own namespaces, staging the folders it serves."""
+    tools = _tools()
+    limits = Limits()
+    readonly = readonly_paths()
+    script = Path(__file__).with_name("zygote.py")
+    cmd = [tools["bwrap"], "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+           "--unshare-cgroup-try", "--die-with-parent", "--new-session", "--cap-add", "ALL",
+           "--hostname", "sandbox", "--clearenv"]
+    for key, value in kernel_environment(dataclasses.asdict(limits), sys.prefix).items():
+        cmd += ["--setenv", key, value]
+    cmd += _system_mounts(limits, readonly, [sockbase])
+    cmd += ["--bind", str(sockbase), str(sockbase),
+            "--bind", str(stage_root), "/staging/work", "--bind", str(sockbase), "/staging/sock",
+            "--ro-bind", str(script), "/opt/encdec-zygote.py", "--chdir", "/",
+            "--", sys.executable, "/opt/encdec-zygote.py", str(control)]
+    return cmd
+
+
 def bwrap_command(policy: dict, kernel_argv: list[str]) -> list[str]:
     """The full command line that starts `kernel_argv` inside the sandbox described by `policy`.
 
@@ -146,39 +203,10 @@ def bwrap_command(policy: dict, kernel_argv: list[str]) -> list[str]:
     cmd += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--die-with-parent", "--new-session",
             "--hostname", "sandbox", "--clearenv"]
-    env = {
-        "PATH": f"{Path(sys.prefix) / 'bin'}:/usr/bin:/bin",
-        "HOME": "/tmp",
-        "LANG": "C.UTF-8",
-        "TMPDIR": "/tmp",
-        "MPLCONFIGDIR": "/tmp/matplotlib",
-        "IPYTHONDIR": "/tmp/ipython",
-        "JUPYTER_RUNTIME_DIR": "/tmp/jupyter",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "OMP_NUM_THREADS": str(limits.threads),
-        "MKL_NUM_THREADS": str(limits.threads),
-        "PYTHONHASHSEED": "0",
-        # pid 1 is the sandbox's init: ipykernel then neither polls a parent nor prints the
-        # "Ctrl-C will not work" banner meant for terminals.
-        "JPY_PARENT_PID": "1",
-    }
+    env = kernel_environment(dataclasses.asdict(limits), sys.prefix)
     for key, value in env.items():
         cmd += ["--setenv", key, value]
-    # The system, read-only; merged-/usr links recreated as links.
-    cmd += ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
-    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-        top = Path("/") / name
-        if top.is_symlink():
-            cmd += ["--symlink", os.readlink(top), str(top)]
-        elif top.is_dir():
-            cmd += ["--ro-bind", str(top), str(top)]
-    cmd += ["--proc", "/proc", "--dev", "/dev"]
-    cmd += ["--perms", "1777", "--size", str(limits.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
-    binds = readonly + [workdir, sockdir]
-    for parent in _ancestors_to_create(binds, [Path("/usr"), Path("/etc"), Path("/tmp")]):
-        cmd += ["--perms", "0755", "--dir", str(parent)]
-    for p in readonly:
-        cmd += ["--ro-bind", str(p), str(p)]
+    cmd += _system_mounts(limits, readonly, [workdir, sockdir])
     cmd += ["--bind", str(workdir), str(workdir), "--bind", str(sockdir), str(sockdir)]
     # Notebook files of the working folder stay read-only (they cannot be replaced by links
     # that the grader would later write through); everything else there is the kernel's.

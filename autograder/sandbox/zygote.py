@@ -1,0 +1,186 @@
+"""A fork server for sandboxed kernels: `import torch` once per grader, not once per notebook.
+
+Starting a kernel and importing torch costs about as much as grading a notebook. The zygote is
+a process that has imported ipykernel, torch and encdec and then only forks; it never runs
+student code. It runs inside `bwrap` as root (so it may build namespaces), with its own pid and
+network namespace, the same read-only system view as a kernel, and two staging mounts: the
+grader's autograded folder and its socket folder. `sandbox.zygote_command` starts it. For each
+kernel it forks a supervisor that, still as root:
+
+1. unshares a new mount, network, IPC, UTS and pid namespace (each kernel has its own empty
+   loopback; everything it starts dies with it);
+2. mounts a fresh, size-limited `/tmp`, binds the kernel's own working folder (its notebooks
+   read-only) and socket folder from the staging mounts, then detaches the staging mounts, so
+   no other student's folder is reachable;
+3. forks pid 1 of the new pid namespace (a reaper that mounts `/proc`), which forks the kernel:
+   it sets the resource limits, drops to the kernel's own uid (no capabilities, no_new_privs),
+   closes every inherited descriptor, resets its environment and starts ipykernel in-process,
+   where the imports already are;
+4. stays connected to the kernelspec's launcher: when the launcher goes away (jupyter_client
+   killed it), it kills pid 1 and with it the namespace; when the kernel ends, it tells the
+   launcher the exit status.
+
+This file is run as a script inside the sandbox and imports only the standard library.
+"""
+import ctypes
+import json
+import os
+import resource
+import select
+import signal
+import socket
+import sys
+import threading
+
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MNT_DETACH = 2
+PR_SET_NO_NEW_PRIVS = 38
+STAGE_WORK, STAGE_SOCK = "/staging/work", "/staging/sock"
+
+_libc = ctypes.CDLL("libc.so.6", use_errno=True)
+
+
+def _check(ret, what):
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount(src, dst, fstype, flags, data=None):
+    enc = lambda s: None if s is None else s.encode()  # noqa: E731
+    _check(_libc.mount(enc(src), enc(dst), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {dst}")
+
+
+def _bind(src, dst, readonly):
+    _mount(src, dst, None, MS_BIND | MS_REC)
+    _mount(None, dst, None, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | (MS_RDONLY if readonly else 0))
+
+
+def _namespaces(req):
+    """In the supervisor: the kernel's own namespaces and mounts (see the module docstring)."""
+    policy = req["policy"]
+    work, sockdir, limits = policy["workdir"], policy["sockdir"], policy["limits"]
+    _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID), "unshare")
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    _libc.sethostname(b"sandbox", 7)
+    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={limits['tmp_mb']}m,mode=1777")
+    os.makedirs(work, mode=0o755, exist_ok=True)
+    _bind(os.path.join(STAGE_WORK, req["work_rel"]), work, readonly=False)
+    for nb in req["notebooks"]:
+        _bind(os.path.join(work, nb), os.path.join(work, nb), readonly=True)
+    os.makedirs(sockdir, mode=0o755, exist_ok=True)
+    _bind(os.path.join(STAGE_SOCK, req["sock_rel"]), sockdir, readonly=False)
+    for stage in (STAGE_WORK, STAGE_SOCK):
+        _check(_libc.umount2(stage.encode(), MNT_DETACH), f"umount {stage}")
+
+
+def _pid1(req):
+    try:
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        kernel = os.fork()
+        if kernel == 0:
+            _kernel(req)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        while True:  # reap orphans; end (and take the namespace along) when the kernel ends
+            pid, status = os.wait()
+            if pid == kernel:
+                os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+    except BaseException as err:  # noqa: BLE001
+        print(f"sandbox pid 1: {err}", file=sys.stderr, flush=True)
+        os._exit(70)
+
+
+def _kernel(req):
+    policy = req["policy"]
+    uid, limits = int(policy["uid"]), policy["limits"]
+    try:
+        mb = 1024 * 1024
+        for res, value in [(resource.RLIMIT_AS, limits["memory_mb"] * mb),
+                           (resource.RLIMIT_CPU, limits["cpu_seconds"]),
+                           (resource.RLIMIT_NPROC, limits["nproc"]),
+                           (resource.RLIMIT_FSIZE, limits["fsize_mb"] * mb),
+                           (resource.RLIMIT_NOFILE, limits["nofile"]), (resource.RLIMIT_CORE, 0)]:
+            resource.setrlimit(res, (value, value))
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)  # root -> plain uid: every capability is dropped
+        _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+        os.chdir(policy["workdir"])
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0)
+        os.closerange(3, 1 << 16)
+        os.environ.clear()
+        os.environ.update(req["env"])
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD, signal.SIGPIPE):
+            signal.signal(sig, signal.SIG_DFL)
+        sys.argv = ["ipykernel_launcher", "-f", req["connection_file"], *req["extra"]]
+        from ipykernel import kernelapp
+
+        kernelapp.launch_new_instance()
+    except BaseException as err:  # noqa: BLE001
+        if not isinstance(err, SystemExit):
+            print(f"sandboxed kernel: {err!r}", file=sys.stderr, flush=True)
+    os._exit(0)
+
+
+def _supervise(conn, req):
+    _namespaces(req)
+    p1 = os.fork()
+    if p1 == 0:
+        conn.close()
+        _pid1(req)
+    conn.sendall(b'{"started": true}\n')
+    pidfd = os.pidfd_open(p1)
+    while True:
+        ready, _, _ = select.select([conn, pidfd], [], [])
+        if pidfd in ready:
+            _, status = os.waitpid(p1, 0)
+            conn.sendall(json.dumps({"exit": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
+            return
+        if not conn.recv(1):  # the launcher is gone: so is the kernel
+            os.kill(p1, signal.SIGKILL)
+            os.waitpid(p1, 0)
+            return
+
+
+def serve(control):
+    import encdec.model  # noqa: F401 - imports torch: the point of the zygote
+    import ipykernel.kernelapp  # noqa: F401
+    import numpy  # noqa: F401
+
+    if threading.active_count() != 1:
+        raise RuntimeError("the zygote must not fork with threads running")
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # supervisors are reaped automatically
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(control)
+    os.chmod(control, 0o600)
+    srv.listen(64)
+    print("zygote ready", flush=True)
+    while True:
+        conn, _ = srv.accept()
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        if os.fork() == 0:
+            srv.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            try:
+                _supervise(conn, json.loads(data))
+            except BaseException as err:  # noqa: BLE001
+                print(f"zygote: {err!r}", file=sys.stderr, flush=True)
+                try:
+                    conn.sendall(b'{"exit": 70}\n')
+                except OSError:
+                    pass
+            os._exit(0)
+        conn.close()
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])

@@ -1,0 +1,183 @@
+"""Class-scale grading speed: stock sequential `nbgrader autograde` vs `autograder.driver`.
+
+    .venv/bin/python bench/bench_grading.py [--students 20] [--workers 2]
+
+Builds two identical copies of the course in a temporary folder with a batch of `--students`
+students handing in 2 or 3 notebooks each (correct ones, correct in another style, one-bug
+ones and untouched stubs, taken from autograder/fixtures/), then, in the same run:
+
+1. the floor: start a kernel and `import torch, encdec` in it, then shut it down (median of 3),
+   for the sandboxed kernel and for a plain ipykernel;
+2. stock nbgrader, as an instructor runs it from the course root (sandbox on, through the
+   course config): `nbgrader autograde <assignment>` for each assignment, one after the other;
+3. the driver: `python -m autograder.driver <all assignments> --workers N` (sandbox on).
+
+It prints the wall times, the throughput ratio (target >= 2.5x on 2 cores), the cost per
+notebook (driver: wall x workers / notebooks, i.e. the worker time one notebook takes) against
+the floor (target <= 1.5x), and checks that both graded every notebook to the same score.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+FIXTURES = ROOT / "autograder" / "fixtures"
+ASSIGNMENTS = ["decoder_block", "target_slicing", "kv_cache"]
+PREFIX = {"decoder_block": "db", "target_slicing": "ts", "kv_cache": "kv"}
+PY = sys.executable
+
+
+def make_course(dest: Path) -> Path:
+    dest.mkdir(parents=True)
+    shutil.copy(ROOT / "nbgrader_config.py", dest / "nbgrader_config.py")
+    shutil.copytree(ROOT / "solutions", dest / "solutions")
+    ignore = shutil.ignore_patterns("__pycache__", "hostile", "fixtures", "submitted", "autograded", "feedback",
+                                    "gradebook.db*", "export", "exchange")
+    shutil.copytree(ROOT / "autograder", dest / "autograder", ignore=ignore)
+    for a in ASSIGNMENTS:
+        subprocess.run([PY, "-m", "nbgrader", "generate_assignment", a, "--force"], cwd=dest, check=True,
+                       capture_output=True)
+    return dest
+
+
+def batch(n_students: int) -> dict[tuple[str, str], Path]:
+    """(student, assignment) -> the notebook handed in; about 60% correct, 40% broken."""
+    picks: dict[tuple[str, str], Path] = {}
+    for a in ASSIGNMENTS:
+        p = PREFIX[a]
+        good = sorted(FIXTURES.glob(f"{p}_pass_all")) + sorted(FIXTURES.glob(f"{p}_style"))
+        bugs = sorted(FIXTURES.glob(f"{p}_bug_*"))
+        if not good or not bugs:
+            raise SystemExit(f"bench needs autograder/fixtures/{p}_pass_all, {p}_style and {p}_bug_*")
+        for i in range(n_students):
+            if a == "kv_cache" and i % 2:  # half the class hands in 3 notebooks, half 2
+                continue
+            kind = i % 5
+            if kind in (0, 1, 2):
+                src = good[i % len(good)] / f"{a}.ipynb"
+            elif kind == 3:
+                src = bugs[i % len(bugs)] / f"{a}.ipynb"
+            else:
+                src = None  # the untouched stub from exercises/
+            picks[(f"s{i:02d}", a)] = src
+    return picks
+
+
+def submit(course: Path, picks) -> None:
+    for (student, a), src in picks.items():
+        d = course / "autograder" / "submitted" / student / a
+        d.mkdir(parents=True)
+        shutil.copy(src or course / "exercises" / a / f"{a}.ipynb", d / f"{a}.ipynb")
+
+
+def floor(kind: str, cwd: Path, repeat: int = 3) -> float:
+    """Seconds to start a kernel, run `import torch, encdec` in it and shut it down."""
+    from jupyter_client.manager import KernelManager
+
+    times = []
+    for _ in range(repeat):
+        work = Path(tempfile.mkdtemp(dir=cwd))
+        t = time.perf_counter()
+        if kind == "sandbox":
+            from autograder.sandbox.kernel import SandboxKernelManager
+            from jupyter_core.utils import run_sync
+
+            km = SandboxKernelManager()
+            run_sync(km.start_kernel)(cwd=str(work))
+            kc = km.client()
+            kc.start_channels()
+            run_sync(kc.wait_for_ready)(timeout=60)
+            run_sync(kc.execute_interactive)("import torch, encdec", timeout=60)
+            kc.stop_channels()
+            run_sync(km.shutdown_kernel)()
+            run_sync(km.cleanup_resources)()
+        else:
+            km = KernelManager(kernel_name="python3")
+            km.start_kernel(cwd=str(work), env=dict(os.environ, OMP_NUM_THREADS="1"))
+            kc = km.client()
+            kc.start_channels()
+            kc.wait_for_ready(timeout=60)
+            kc.execute_interactive("import torch, encdec", timeout=60)
+            kc.stop_channels()
+            km.shutdown_kernel()
+        times.append(time.perf_counter() - t)
+        shutil.rmtree(work, ignore_errors=True)
+    return statistics.median(times)
+
+
+def scores(course: Path) -> dict[tuple[str, str], float]:
+    from nbgrader.api import Gradebook
+
+    out = {}
+    with Gradebook(f"sqlite:///{course / 'autograder' / 'gradebook.db'}", "encdec") as gb:
+        for a in ASSIGNMENTS:
+            for sub in gb.find_assignment(a).submissions:
+                for nb in sub.notebooks:
+                    out[(sub.student.id, nb.name)] = float(nb.score)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--students", type=int, default=20)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2)
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-grading-"))
+    try:
+        picks = batch(args.students)
+        n = len(picks)
+        stock, ours = make_course(tmp / "stock"), make_course(tmp / "driver")
+        submit(stock, picks)
+        submit(ours, picks)
+        print(f"batch: {args.students} students, {n} notebooks "
+              f"({sum(1 for s in picks.values() if s and '_bug_' not in s.parent.name)} correct, "
+              f"{sum(1 for s in picks.values() if s and '_bug_' in s.parent.name)} one-bug, "
+              f"{sum(1 for s in picks.values() if s is None)} stubs); {os.cpu_count()} CPUs")
+
+        floor_sandbox = floor("sandbox", tmp)
+        floor_plain = floor("plain", tmp)
+        print(f"floor (kernel start + import torch, encdec + shutdown): sandboxed {floor_sandbox:.2f} s, "
+              f"plain ipykernel {floor_plain:.2f} s")
+
+        t = time.perf_counter()
+        for a in ASSIGNMENTS:
+            subprocess.run([PY, "-m", "nbgrader", "autograde", a], cwd=stock, capture_output=True)
+        t_stock = time.perf_counter() - t
+
+        t = time.perf_counter()
+        run = subprocess.run([PY, "-m", "autograder.driver", *ASSIGNMENTS, "--workers", str(args.workers)],
+                             cwd=ours, capture_output=True, text=True)
+        t_ours = time.perf_counter() - t
+
+        s_stock, s_ours = scores(stock), scores(ours)
+        differ = sorted(k for k in set(s_stock) | set(s_ours) if s_stock.get(k) != s_ours.get(k))
+        per_stock = t_stock / n
+        per_ours = t_ours * args.workers / n
+        print(f"stock nbgrader autograde, sequential: {t_stock:7.1f} s  ({n / t_stock * 60:5.1f} notebooks/min, "
+              f"{per_stock:.2f} s per notebook)")
+        print(f"autograder.driver, {args.workers} workers:     {t_ours:7.1f} s  ({n / t_ours * 60:5.1f} notebooks/min, "
+              f"{per_ours:.2f} worker-s per notebook)")
+        print(f"throughput ratio driver/stock: {t_stock / t_ours:.2f}x (target >= 2.5x)")
+        print(f"cost per notebook / floor: driver {per_ours / floor_sandbox:.2f}x the sandboxed floor, "
+              f"{per_ours / floor_plain:.2f}x the plain floor; stock {per_stock / floor_sandbox:.2f}x "
+              f"(target <= 1.5x)")
+        print(f"same scores: {'yes' if not differ else 'NO: ' + str(differ[:5])} "
+              f"({len(s_ours)} notebooks in the driver's gradebook, {len(s_stock)} in stock's)")
+        if run.returncode not in (0, 1):
+            print(run.stdout[-2000:], run.stderr[-2000:])
+        return 0 if not differ else 1
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

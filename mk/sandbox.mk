@@ -1,0 +1,5 @@
+# The grading sandbox (autograder/sandbox/): `make sandbox-check` starts one sandboxed process
+# and says whether grading can run here (bubblewrap, prlimit and setpriv come from `make system`).
+.PHONY: sandbox-check
+sandbox-check: $(VENV)/.installed system
+	$(PY) -c "from autograder.sandbox.sandbox import check_available; check_available(); print('grading sandbox: ok')"
