@@ -40,6 +40,13 @@ c.CsvExportPlugin.to = str(ROOT / "autograder" / "export" / "grades.csv")
 c.Execute.timeout = 60
 # A graded cell deleted from a submission is put back (and then scored 0 by TrustedVerdict).
 c.OverwriteCells.add_missing_cells = True
+c.Autograde.sanitize_preprocessors = [
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.DeduplicateIds",
+    "nbgrader.preprocessors.OverwriteKernelspec",
+    "autograder.trusted.SafeOverwriteCells",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
 # The verdict is decided outside the kernel: seed before execution, verdict before saving grades.
 c.Autograde.autograde_preprocessors = [
     "autograder.trusted.TrustedSeed",
