@@ -7,14 +7,16 @@ students handing in 2 or 3 notebooks each (correct ones, correct in another styl
 ones and untouched stubs, taken from autograder/fixtures/), then, in the same run:
 
 1. the floor: start a kernel and `import torch, encdec` in it, then shut it down (median of 3),
-   for the sandboxed kernel and for a plain ipykernel;
-2. stock nbgrader, as an instructor runs it from the course root (sandbox on, through the
-   course config): `nbgrader autograde <assignment>` for each assignment, one after the other;
+   for a plain ipykernel, the sandboxed kernel (fresh bwrap) and the sandboxed kernel forked
+   from the zygote;
+2. stock nbgrader, sequential, as an instructor runs it from the course root (the course config
+   puts every kernel in the sandbox): `nbgrader autograde <assignment>` for each assignment, once
+   with a fresh bwrap per kernel (ENCDEC_SANDBOX_PREFORK=0) and once with the default zygote;
 3. the driver: `python -m autograder.driver <all assignments> --workers N` (sandbox on).
 
-It prints the wall times, the throughput ratio (target >= 2.5x on 2 cores), the cost per
-notebook (driver: wall x workers / notebooks, i.e. the worker time one notebook takes) against
-the floor (target <= 1.5x), and checks that both graded every notebook to the same score.
+It prints the wall times, the throughput ratios (target >= 2.5x on 2 cores), the cost per
+notebook (driver: wall x workers / notebooks, the worker time one notebook takes) against the
+plain floor (target <= 1.5x), and checks that every run graded every notebook to the same score.
 """
 from __future__ import annotations
 
@@ -87,11 +89,11 @@ def floor(kind: str, cwd: Path, repeat: int = 3) -> float:
     for _ in range(repeat):
         work = Path(tempfile.mkdtemp(dir=cwd))
         t = time.perf_counter()
-        if kind == "sandbox":
+        if kind in ("bwrap", "zygote"):
             from autograder.sandbox.kernel import SandboxKernelManager
             from jupyter_core.utils import run_sync
 
-            km = SandboxKernelManager()
+            km = SandboxKernelManager(prefork_root=str(cwd) if kind == "zygote" else "")
             run_sync(km.start_kernel)(cwd=str(work))
             kc = km.client()
             kc.start_channels()
@@ -135,43 +137,52 @@ def main() -> int:
     try:
         picks = batch(args.students)
         n = len(picks)
-        stock, ours = make_course(tmp / "stock"), make_course(tmp / "driver")
-        submit(stock, picks)
-        submit(ours, picks)
+        stock, stock_bwrap, ours = (make_course(tmp / n) for n in ("stock", "stock_bwrap", "driver"))
+        for course in (stock, stock_bwrap, ours):
+            submit(course, picks)
         print(f"batch: {args.students} students, {n} notebooks "
               f"({sum(1 for s in picks.values() if s and '_bug_' not in s.parent.name)} correct, "
               f"{sum(1 for s in picks.values() if s and '_bug_' in s.parent.name)} one-bug, "
               f"{sum(1 for s in picks.values() if s is None)} stubs); {os.cpu_count()} CPUs")
 
-        floor_sandbox = floor("sandbox", tmp)
         floor_plain = floor("plain", tmp)
-        print(f"floor (kernel start + import torch, encdec + shutdown): sandboxed {floor_sandbox:.2f} s, "
-              f"plain ipykernel {floor_plain:.2f} s")
+        floor_bwrap = floor("bwrap", tmp)
+        floor("zygote", tmp, repeat=1)  # starts the zygote
+        floor_zygote = floor("zygote", tmp)
+        print(f"floor (kernel start + import torch, encdec + shutdown, median of 3): plain ipykernel "
+              f"{floor_plain:.2f} s, sandbox (fresh bwrap) {floor_bwrap:.2f} s, sandbox (zygote) {floor_zygote:.2f} s")
 
-        t = time.perf_counter()
-        for a in ASSIGNMENTS:
-            subprocess.run([PY, "-m", "nbgrader", "autograde", a], cwd=stock, capture_output=True)
-        t_stock = time.perf_counter() - t
+        def stock_run(course: Path, prefork: str) -> float:
+            env = dict(os.environ, ENCDEC_SANDBOX_PREFORK=prefork)
+            t = time.perf_counter()
+            for a in ASSIGNMENTS:
+                subprocess.run([PY, "-m", "nbgrader", "autograde", a], cwd=course, capture_output=True, env=env)
+            return time.perf_counter() - t
+
+        t_stock_bwrap = stock_run(stock_bwrap, "0")
+        t_stock = stock_run(stock, "1")
 
         t = time.perf_counter()
         run = subprocess.run([PY, "-m", "autograder.driver", *ASSIGNMENTS, "--workers", str(args.workers)],
                              cwd=ours, capture_output=True, text=True)
         t_ours = time.perf_counter() - t
 
-        s_stock, s_ours = scores(stock), scores(ours)
-        differ = sorted(k for k in set(s_stock) | set(s_ours) if s_stock.get(k) != s_ours.get(k))
-        per_stock = t_stock / n
+        s_stock, s_bwrap, s_ours = scores(stock), scores(stock_bwrap), scores(ours)
+        keys = set(s_stock) | set(s_bwrap) | set(s_ours)
+        differ = sorted(k for k in keys if not s_stock.get(k) == s_bwrap.get(k) == s_ours.get(k))
         per_ours = t_ours * args.workers / n
-        print(f"stock nbgrader autograde, sequential: {t_stock:7.1f} s  ({n / t_stock * 60:5.1f} notebooks/min, "
-              f"{per_stock:.2f} s per notebook)")
-        print(f"autograder.driver, {args.workers} workers:     {t_ours:7.1f} s  ({n / t_ours * 60:5.1f} notebooks/min, "
-              f"{per_ours:.2f} worker-s per notebook)")
-        print(f"throughput ratio driver/stock: {t_stock / t_ours:.2f}x (target >= 2.5x)")
-        print(f"cost per notebook / floor: driver {per_ours / floor_sandbox:.2f}x the sandboxed floor, "
-              f"{per_ours / floor_plain:.2f}x the plain floor; stock {per_stock / floor_sandbox:.2f}x "
+        for name, t_run in [("stock nbgrader autograde, fresh bwrap per kernel", t_stock_bwrap),
+                            ("stock nbgrader autograde, zygote (default)    ", t_stock)]:
+            print(f"{name}: {t_run:7.1f} s  ({n / t_run * 60:5.1f} notebooks/min, {t_run / n:.2f} s per notebook)")
+        print(f"autograder.driver, {args.workers} workers, zygote                 : {t_ours:7.1f} s  "
+              f"({n / t_ours * 60:5.1f} notebooks/min, {per_ours:.2f} worker-s per notebook)")
+        print(f"throughput ratio: driver / stock with fresh bwrap {t_stock_bwrap / t_ours:.2f}x, "
+              f"driver / stock with zygote {t_stock / t_ours:.2f}x (target >= 2.5x)")
+        print(f"cost per notebook / plain floor: driver {per_ours / floor_plain:.2f}x, stock with zygote "
+              f"{t_stock / n / floor_plain:.2f}x, stock with fresh bwrap {t_stock_bwrap / n / floor_plain:.2f}x "
               f"(target <= 1.5x)")
-        print(f"same scores: {'yes' if not differ else 'NO: ' + str(differ[:5])} "
-              f"({len(s_ours)} notebooks in the driver's gradebook, {len(s_stock)} in stock's)")
+        print(f"same scores in all three runs: {'yes' if not differ else 'NO: ' + str(differ[:5])} "
+              f"({len(s_ours)} notebooks graded)")
         if run.returncode not in (0, 1):
             print(run.stdout[-2000:], run.stderr[-2000:])
         return 0 if not differ else 1

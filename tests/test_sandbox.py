@@ -89,3 +89,45 @@ def test_broken_sandbox_stops_grading(tmp_path):
     driver = subprocess.run([PY, "-m", "autograder.driver", ASSIGNMENT], cwd=course, capture_output=True,
                             text=True, env=env, timeout=300)
     assert driver.returncode != 0 and "grading sandbox" in driver.stderr
+
+
+@pytest.mark.grading
+def test_killed_batch_is_consistent_and_resumes(tmp_path):
+    """SIGKILL the driver mid-batch: nothing keeps running, the gradebook is intact, and a
+    re-run grades what is left without regrading what was recorded."""
+    import signal
+    import sqlite3
+    import time
+
+    from test_sandbox_hostile import grades, sandbox_pids
+
+    students = ["pass_all", "stored_outputs", "patched_checks", "os_exit"]
+    course = course_with(tmp_path, students)
+    state = course / "autograder" / "autograded" / ".driver" / f"{ASSIGNMENT}.json"
+    proc = subprocess.Popen([PY, "-m", "autograder.driver", ASSIGNMENT, "--workers", "1"], cwd=course,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while not (state.is_file() and json.loads(state.read_text())) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(1.0)  # let it get into the next notebook
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    recorded = {s for s, nbs in json.loads(state.read_text()).items() if nbs}
+    assert recorded and recorded != set(students)
+    for _ in range(50):  # workers, kernels and the zygote die with the driver
+        if not sandbox_pids(course):
+            break
+        time.sleep(0.2)
+    assert sandbox_pids(course) == []
+    db = sqlite3.connect(course / "autograder" / "gradebook.db")
+    assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    db.close()
+
+    rerun = subprocess.run([PY, "-m", "autograder.driver", ASSIGNMENT, "--workers", "2", "--json", "r.json"],
+                           cwd=course, capture_output=True, text=True, timeout=600)
+    results = {r["student"]: r for r in json.loads((course / "r.json").read_text())}
+    assert {s for s, r in results.items() if r["reason"] == "already graded"} == recorded, rerun.stdout
+    expected = json.loads((HOSTILE / "expected.json").read_text())
+    for s in students:
+        passed = sorted(n for n, (score, top) in grades(course, s).items() if score == top)
+        assert passed == sorted(expected[s]["passed"]), s

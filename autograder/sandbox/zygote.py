@@ -37,7 +37,7 @@ CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
-PR_SET_NO_NEW_PRIVS = 38
+PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 38, 24
 STAGE_WORK, STAGE_SOCK = "/staging/work", "/staging/sock"
 
 _libc = ctypes.CDLL("libc.so.6", use_errno=True)
@@ -104,6 +104,8 @@ def _kernel(req):
                            (resource.RLIMIT_FSIZE, limits["fsize_mb"] * mb),
                            (resource.RLIMIT_NOFILE, limits["nofile"]), (resource.RLIMIT_CORE, 0)]:
             resource.setrlimit(res, (value, value))
+        for cap in range(64):  # empty the bounding set too (as setpriv --bounding-set=-all)
+            _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)  # root -> plain uid: every capability is dropped
