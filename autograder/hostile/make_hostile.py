@@ -259,6 +259,8 @@ def fixtures(base):
         passed=[], status="failed", why="unreadable notebook: 0, reported, the batch goes on")
     yield "big_output", insert_after(nb(), None, BIG_OUTPUT), dict(
         passed=ALL, max_bytes=2_000_000, why="20 MB of prints are cut down; the notebook is graded")
+    yield "big_line", insert_after(nb(), None, 'print("y" * 30_000_000)  # one 30 MB line'), dict(
+        passed=ALL, max_bytes=2_000_000, why="a 30 MB line is cut to the per-cell output budget")
     yield "not_submitted", None, dict(passed=[], status="missing", why="no notebook: 0, reported")
 
 

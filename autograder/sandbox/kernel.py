@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import json
 import os
 import shutil
 import subprocess
@@ -149,6 +150,25 @@ class Zygote:
         shutil.rmtree(self.sockbase, ignore_errors=True)
 
 
+def _cap_outputs(cell: NotebookNode, budget: int) -> None:
+    """Keep a cell's outputs within `budget` bytes: cut the output that crosses it, drop the rest."""
+    kept, used = [], 0
+    for out in cell.get("outputs", []):
+        size = len(json.dumps(out))
+        if used + size <= budget:
+            kept.append(out)
+            used += size
+            continue
+        if out.get("output_type") == "stream":
+            text = out.get("text", "")
+            out["text"] = ("".join(text) if isinstance(text, list) else text)[:max(0, budget - used)]
+            kept.append(out)
+        kept.append(NotebookNode(output_type="stream", name="stderr",
+                                 text=f"\n[output cut by the grader: more than {budget} bytes]\n"))
+        cell.outputs = kept
+        return
+
+
 def _error_output(ename: str, message: str) -> NotebookNode:
     return NotebookNode(output_type="error", ename=ename, evalue=message,
                         traceback=[f"{ename}: {message}"])
@@ -163,6 +183,9 @@ class SandboxedExecute(Execute):
     ).tag(config=True)
     interrupt_grace = Integer(
         5, help="Seconds a timed-out cell has to stop after the interrupt before its kernel is killed."
+    ).tag(config=True)
+    max_output_bytes = Integer(
+        1_000_000, help="Outputs of one cell beyond this size are cut (nbgrader's LimitOutput counts lines only)."
     ).tag(config=True)
 
     def __init__(self, **kwargs):
@@ -193,7 +216,9 @@ class SandboxedExecute(Execute):
             cell.outputs = [_error_output("CellNotRun", f"not run: {self._stopped}")]
             return cell, self.resources
         try:
-            return super().preprocess_cell(cell, resources, index)
+            cell, resources = super().preprocess_cell(cell, resources, index)
+            _cap_outputs(cell, self.max_output_bytes)
+            return cell, resources
         except DeadKernelError:
             self._stopped = ("the kernel died in an earlier cell (os._exit, a crash, or the memory, "
                              "CPU or process limit of the grading sandbox)")
