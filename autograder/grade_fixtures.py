@@ -91,7 +91,7 @@ def grade(work: Path, timeout: int = 10, only: list[str] | None = None) -> list[
                 actual = gb.find_submission(a, name).score
             except MissingEntry:
                 actual = None
-            text = _graded_text(work / "autograded" / name / a / f"{a}.ipynb")
+            text = " ".join(_graded_text(work / "autograded" / name / a / f"{a}.ipynb").split())  # messages are wrapped
             html = work / "feedback" / name / a / f"{a}.html"
             rows.append(Row(name, a, spec["expected_score"], actual, spec["max_score"], spec["diagnosis"],
                             spec["diagnosis"] is None or spec["diagnosis"] in text,

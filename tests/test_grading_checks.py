@@ -148,9 +148,9 @@ def test_known_bug_fails_with_its_diagnosis(check_id, impl, diagnosis, workdir):
         C.run(check_id, impl)
     trusted = C.verify(check_id, workdir, 12345)
     assert not trusted.ok
-    if diagnosis is not None:
-        assert diagnosis in str(err.value)
-        assert diagnosis in trusted.message
+    if diagnosis is not None:  # messages are wrapped: compare with single spaces
+        assert diagnosis in " ".join(str(err.value).split())
+        assert diagnosis in " ".join(trusted.message.split())
     # the message says what was expected and what came out
     assert "expected" in trusted.message or "raised" in trusted.message
 
@@ -162,8 +162,9 @@ def test_at_least_eight_misconceptions_are_named_by_the_bug_table():
 
 def test_cross_attention_query_from_encoder_is_named(workdir):
     body = block_with(lambda s, x, e, m: s.layer_norm_2(s.layer_norm_1(x + s.attention_self(x, x, x, m)) + s.attention_cross(e, x, x)))
-    with pytest.raises(AssertionError, match="Q taken from the encoder"):
+    with pytest.raises(AssertionError) as err:
         C.run("decoder_block.output", body)
+    assert "Q taken from the encoder" in " ".join(str(err.value).split())
 
 
 def test_stub_reports_not_implemented(workdir):

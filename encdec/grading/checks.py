@@ -165,7 +165,12 @@ def _first_mismatch(got: np.ndarray, exp: np.ndarray, exact: bool) -> str:
         bad |= np.isnan(got) != np.isnan(exp)
     idx = tuple(int(i) for i in np.argwhere(bad)[0])
     n = int(bad.sum())
-    return f"first mismatch at index {idx}: expected {exp[idx].item()!r}, got {got[idx].item()!r} ({n} of {bad.size} entries differ)"
+    return f"first mismatch at index {idx}: expected {_fmt(exp[idx])}, got {_fmt(got[idx])} ({n} of {bad.size} entries differ)"
+
+
+def _fmt(x: np.generic) -> str:
+    v = x.item()
+    return f"{v:.6g}" if isinstance(v, float) else repr(v)
 
 
 def _same(got: np.ndarray, exp: np.ndarray, exact: bool = False) -> bool:
