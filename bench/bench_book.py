@@ -68,14 +68,15 @@ CASES = {
 }
 
 
-def timed_build(out: Path) -> float:
+def timed_build(out: Path) -> tuple[float, int]:
+    """Seconds for one build into ``out``, and how many notebooks it executed (not from cache)."""
     t0 = time.perf_counter()
     proc = subprocess.run([*BUILD, "--path-output", str(out)], cwd=ROOT, capture_output=True, text=True)
     elapsed = time.perf_counter() - t0
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
         raise SystemExit(f"book build failed (exit {proc.returncode})")
-    return elapsed
+    return elapsed, (proc.stdout + proc.stderr).count("Executed notebook in")
 
 
 def latency(html: Path, repeats: int) -> dict[str, tuple[float, float]]:
@@ -125,8 +126,10 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         if args.keep is None:
             shutil.rmtree(tmp, ignore_errors=True)
-    print(f"book cold build (fresh output and execution cache): {cold:7.1f} s")
-    print(f"book no-change rebuild:                             {warm:7.1f} s  (cold/rebuild = {cold / warm:.1f}x)")
+    (cold, cold_runs), (warm, warm_runs) = cold, warm
+    print(f"book cold build (fresh output and execution cache): {cold:7.1f} s  ({cold_runs} notebooks executed)")
+    print(f"book no-change rebuild:                             {warm:7.1f} s  ({warm_runs} executed;"
+          f" cold/rebuild = {cold / warm:.1f}x)")
     for name, (dom, paint) in lat.items():
         print(f"widget latency, {name:32s} median {dom:6.2f} ms to new numbers in the DOM, {paint:6.2f} ms to the next frame"
               f" ({args.repeats} repeats)")
