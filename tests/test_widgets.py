@@ -92,6 +92,13 @@ def test_mask_toggle_syncs_with_the_front_end():
     assert w.mask[4][0] is True and w.preset == "custom"
 
 
+def test_mask_toggle_takes_an_explicit_mask():
+    diagonal = [[i != j for j in range(3)] for i in range(3)]
+    w = MaskToggle(tokens=("a", "b", "c"), mask=diagonal)
+    assert w.preset == "custom" and w.mask == diagonal
+    assert w.weights() == [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+
+
 def test_mask_toggle_rejects_bad_input():
     w = MaskToggle()
     with pytest.raises(traitlets.TraitError, match="mask must be 5 x 5"):
@@ -240,3 +247,54 @@ def test_build_cache_is_cleared_when_widget_code_changes(tmp_path):
     js.write_text("export default { render() {} }")
     assert assets.check_cache(build, tmp_path) is True
     assert not any(f.exists() for f in stale)
+
+
+def _run_widget_js(tmp_path, widget_file: str, names: list[str], calls: str):
+    """Evaluate ``calls`` (a JS expression) with ``names`` imported from one widget's ES module."""
+    import shutil
+    import subprocess
+
+    from encdec.widgets._base import esm
+
+    node = shutil.which("node")
+    assert node, "node is needed (the book build needs it too: install Node.js)"
+    (tmp_path / "widget.mjs").write_text(esm(widget_file) + f"\nexport {{ {', '.join(names)} }};\n")
+    (tmp_path / "run.mjs").write_text(
+        f"import {{ {', '.join(names)} }} from './widget.mjs';\nconsole.log(JSON.stringify({calls}));\n"
+    )
+    out = subprocess.run([node, str(tmp_path / "run.mjs")], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def test_javascript_numerics_match_python(tmp_path):
+    """The browser computes what the page shows: its numbers equal the Python helpers'."""
+    g = torch.Generator().manual_seed(3)
+    scores = (torch.randn(6, 6, generator=g) * 2).tolist()
+    mask = (torch.rand(6, 6, generator=g) < 0.4).tolist()
+    mask[1] = [True] * 6
+    tokens = list(nx.LESSON_ANSWER)
+    js = _run_widget_js(
+        tmp_path, "shift_teacher_forcing.js", ["maskedSoftmaxRow", "teacherForcingTable"],
+        f"{{ rows: {json.dumps(scores)}.map((r, i) => maskedSoftmaxRow(r, {json.dumps(mask)}[i])),"
+        f" tables: [[true, true], [false, true], [true, false], [false, false]].map(([s, m]) =>"
+        f" teacherForcingTable({json.dumps(tokens)}, s, m)) }}",
+    )
+    for got, want in zip(js["rows"], nx.masked_softmax_rows(scores, mask), strict=True):
+        assert got == pytest.approx(want, abs=1e-12)
+    for (shift, causal), table in zip([(True, True), (False, True), (True, False), (False, False)], js["tables"]):
+        py = nx.teacher_forcing_table(tokens, shift, causal)
+        assert [(r["label"], r["readable"], r["leak"]) for r in table] == \
+            [(r["label_index"], r["readable"], r["leak"]) for r in py]
+    ps = [0.05, 0.2, 0.4, 0.9]
+    ce = _run_widget_js(
+        tmp_path, "cross_entropy.js", ["ceExample"],
+        f"{json.dumps(ps)}.map((p) => ceExample({json.dumps(list(VOCAB))}, '4', '3', p, 0.2, 0.55))",
+    )
+    for p, got in zip(ps, ce):
+        ex = nx.cross_entropy_example(p)
+        assert got["loss"] == pytest.approx(ex["loss"])
+        assert got["probs"] == pytest.approx([ex["probs"][t] for t in VOCAB])
+        assert got["grad"] == pytest.approx([ex["grad"][t] for t in VOCAB])
+    presets = _run_widget_js(tmp_path, "mask_toggle.js", ["presetMask"],
+                             "['causal', 'padding', 'none'].map((p) => presetMask(p, 5, 2))")
+    assert presets == [nx.preset_mask(p, 5, 2) for p in ("causal", "padding", "none")]

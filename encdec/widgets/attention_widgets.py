@@ -41,15 +41,18 @@ class MaskToggle(BookWidget):
     preset = t.Unicode("causal").tag(sync=True)  # one of MASK_PRESETS, or "custom" after a click
     num_padding = t.Int(1).tag(sync=True)  # how many trailing positions the padding preset hides
 
-    def __init__(self, tokens=LESSON_ANSWER, scores=None, preset="causal", num_padding=1, **kwargs):
+    def __init__(self, tokens=LESSON_ANSWER, scores=None, preset="causal", num_padding=1, mask=None, **kwargs):
         tokens = [str(x) for x in tokens]
         K = len(tokens)
         if K < 2:
             raise ValueError(f"MaskToggle needs at least 2 tokens, got {tokens}")
         scores = default_scores(K) if scores is None else _square("scores", scores, K, float)
-        if preset not in MASK_PRESETS:
+        if mask is not None:  # an explicit mask wins over the preset
+            mask, preset = _square("mask", mask, K, bool), "custom"
+        elif preset not in MASK_PRESETS:
             raise ValueError(f"unknown mask preset {preset!r}: expected one of {', '.join(MASK_PRESETS)}")
-        mask = preset_mask(preset, K, num_padding)
+        else:
+            mask = preset_mask(preset, K, num_padding)
         super().__init__(tokens=tokens, scores=scores, mask=mask, preset=preset, num_padding=num_padding, **kwargs)
 
     @t.validate("mask")
