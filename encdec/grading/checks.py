@@ -833,18 +833,23 @@ def run(check_id: str, impl: Any, workdir: str | os.PathLike = ".") -> None:
         got = check.run(impl, inputs)
     except NotImplementedError:
         save_outputs(wd, check_id, {}, status="not_implemented")
-        raise AssertionError(f"{check_id}: not implemented yet: {check.task} still raises NotImplementedError. "
-                             "Replace `raise NotImplementedError()` with your code and run the cell again.") from None
+        _fail(f"{check_id}: not implemented yet: {check.task} still raises NotImplementedError. "
+              "Replace `raise NotImplementedError()` with your code and run the cell again.")
     except Exception as exc:  # noqa: BLE001 (the student's code may raise anything)
         msg = f"{type(exc).__name__}: {exc}"
         save_outputs(wd, check_id, {}, status="error", error=msg)
-        raise AssertionError(_error_message(check, msg, inputs)) from exc
+        _fail(_error_message(check, msg, inputs), cause=exc)
     save_outputs(wd, check_id, got)
     ref = _stored_reference(wd, check_id) if not check.hidden else None
     result = check.judge(got, ref if ref is not None else check.reference(inputs), inputs)
     if not result.ok:
-        raise AssertionError(result.message)
+        _fail(result.message)
     print(f"passed: {result.message}")
+
+
+def _fail(message: str, cause: BaseException | None = None) -> None:
+    """Raise the check's AssertionError (IPython hides ``run``'s frame, not the last one)."""
+    raise AssertionError(message) from cause
 
 
 def _error_message(check: Check, msg: str, inputs: dict) -> str:
