@@ -187,6 +187,17 @@ def test_verify_refuses_pickled_outputs(workdir):
     assert not result.ok and "safely" in result.message
 
 
+def test_verify_refuses_links_and_zip_bombs(workdir):
+    secret = workdir / "secret.npz"
+    np.savez(secret, dec_in=np.zeros(3))
+    (workdir / C.GRADING_DIR / "target_slicing.shift.npz").symlink_to(secret)
+    result = C.verify("target_slicing.shift", workdir, 12345)
+    assert not result.ok and "symbolic link" in result.message
+    np.savez_compressed(workdir / C.GRADING_DIR / "target_slicing.loss.npz", loss=np.zeros(C.MAX_OUTPUT_BYTES // 8 + 1))
+    result = C.verify("target_slicing.loss", workdir, 12345)
+    assert not result.ok and "unpacks to" in result.message
+
+
 def test_hidden_inputs_come_from_the_graders_seed_not_the_file(workdir):
     # The kernel rewrites seed.json before running: its outputs are for inputs the grader does not use.
     (workdir / C.GRADING_DIR / C.SEED_FILE).write_text(json.dumps({"seed": 999}))

@@ -22,6 +22,7 @@ import math
 import os
 import secrets
 import textwrap
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -144,9 +145,19 @@ def save_outputs(workdir: Path, check_id: str, outputs: dict, status: str = "ok"
 
 
 def load_outputs(path: Path) -> dict[str, np.ndarray]:
-    """Read a student's saved outputs with numpy's safe loader (object arrays are refused)."""
+    """Read a student's saved outputs with numpy's safe loader (object arrays are refused).
+
+    Symbolic links are refused, and so are archives that would unpack to more than a check
+    writes (a compressed "zip bomb"), before anything is decompressed.
+    """
+    if path.is_symlink() or path.parent.is_symlink():
+        raise ValueError(f"{path.name} is a symbolic link, not a file the check wrote")
     if path.stat().st_size > MAX_OUTPUT_BYTES:
         raise ValueError(f"{path.name} is {path.stat().st_size} bytes, more than a check writes")
+    with zipfile.ZipFile(path) as zf:
+        unpacked = sum(info.file_size for info in zf.infolist())
+    if unpacked > MAX_OUTPUT_BYTES:
+        raise ValueError(f"{path.name} unpacks to {unpacked} bytes, more than a check writes")
     with np.load(path, allow_pickle=False) as z:
         return {k: np.array(z[k]) for k in z.files}
 
