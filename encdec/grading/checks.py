@@ -250,9 +250,9 @@ def _error_hint(patterns: dict[str, str]) -> Callable[[str, dict], str | None]:
 
 # --- chapter 11: get_subsequent_mask, masked_softmax, DecoderBlock.forward ---------------------
 
-def _build_mask(seed: int) -> dict:
+def _build_mask(seed: int, hidden: bool) -> dict:
     g = _gen(seed)
-    N, K = (3, 6) if seed < 1_000_000 else (int(torch.randint(2, 5, (1,), generator=g)), int(torch.randint(3, 9, (1,), generator=g)))
+    N, K = (3, 6) if not hidden else (int(torch.randint(2, 5, (1,), generator=g)), int(torch.randint(3, 9, (1,), generator=g)))
     return {"seq": torch.randint(0, 16, (N, K), generator=g), "dims": {"N": N, "K": K}}
 
 
@@ -273,7 +273,7 @@ def _judge_mask(check):
 
 for _cid, _hidden, _seed in (("decoder_block.mask", False, 1101), ("decoder_block.mask_hidden", True, 0)):
     _c = _register(id=_cid, title="get_subsequent_mask", task="get_subsequent_mask(seq)", hidden=_hidden, seed=_seed,
-                   build=(lambda s, h=_hidden: _build_mask(s + (1_000_000 if h else 0))),
+                   build=(lambda s, h=_hidden: _build_mask(s, h)),
                    run=_run_mask, reference=lambda inp: {"mask": A.get_subsequent_mask(inp["seq"]).numpy()},
                    judge=None)
     _c.judge = _judge_mask(_c)
