@@ -240,14 +240,18 @@ def grade_notebook(config, root: Path, assignment: str, student: str, notebook: 
     graded = Path(cd.format_path(cd.autograded_directory, student, assignment)) / f"{notebook}.ipynb"
     result = Result(student, notebook, "graded" if error is None and graded.is_file() else "failed",
                     seconds=time.monotonic() - start, assignment=assignment)
+    unreadable = False
     if result.status == "failed":
         result.reason = _reason(capture.messages, error)
         logger.warning("%s/%s failed: %s", student, notebook, result.reason)
+        unreadable = not _readable(Path(cd.format_path(cd.submitted_directory, student, assignment))
+                                   / f"{notebook}.ipynb")
     with Gradebook(cd.db_url, cd.course_id) as gb:
         try:
             nb = gb.find_submission_notebook(notebook, assignment, student)
-            if result.status == "failed":
-                # nbgrader leaves an ungradable notebook without scores; it earns nothing.
+            if unreadable:
+                # The submission itself is broken (not a grading failure, which is retried on
+                # the next run and keeps its scores): nbgrader leaves it unscored; it earns 0.
                 for grade in nb.grades:
                     grade.auto_score = 0
                     grade.needs_manual_grade = False
@@ -256,6 +260,16 @@ def grade_notebook(config, root: Path, assignment: str, student: str, notebook: 
         except MissingEntry:
             result.status, result.reason = "failed", result.reason or "no submission in the gradebook"
     return result
+
+
+def _readable(path: Path) -> bool:
+    import nbformat
+
+    try:
+        nbformat.read(path, as_version=4)
+        return True
+    except Exception:  # noqa: BLE001 - any reason it cannot be read is the submission's
+        return False
 
 
 def worker_main(root: str, tasks, results, timeout: int | None, log_file: str) -> None:

@@ -104,7 +104,8 @@ def floor(kind: str, cwd: Path, repeat: int = 3) -> float:
             run_sync(km.cleanup_resources)()
         else:
             km = KernelManager(kernel_name="python3")
-            km.start_kernel(cwd=str(work), env=dict(os.environ, OMP_NUM_THREADS="1"))
+            km.start_kernel(cwd=str(work), env=dict(os.environ, OMP_NUM_THREADS="1"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             kc = km.client()
             kc.start_channels()
             kc.wait_for_ready(timeout=60)

@@ -131,3 +131,29 @@ def test_killed_batch_is_consistent_and_resumes(tmp_path):
     for s in students:
         passed = sorted(n for n, (score, top) in grades(course, s).items() if score == top)
         assert passed == sorted(expected[s]["passed"]), s
+
+
+@pytest.mark.grading
+def test_one_broken_notebook_costs_only_itself(tmp_path):
+    """An assignment of two notebooks: one unreadable, one fine. Stock nbgrader drops both
+    (it removes the student's whole autograded assignment on an error); the driver grades the
+    good one and scores the broken one 0."""
+    from test_sandbox_hostile import grades, make_course
+
+    course = make_course(tmp_path)
+    src = course / "solutions" / ASSIGNMENT
+    shutil.copy(src / f"{ASSIGNMENT}.ipynb", src / "second.ipynb")
+    subprocess.run([PY, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--force"], cwd=course,
+                   check=True, capture_output=True)
+    sub = course / "autograder" / "submitted" / "mixed" / ASSIGNMENT
+    sub.mkdir(parents=True)
+    shutil.copy(HOSTILE / "submitted" / "pass_all" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", sub / "second.ipynb")
+    shutil.copy(HOSTILE / "submitted" / "invalid_json" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
+                sub / f"{ASSIGNMENT}.ipynb")
+    run = subprocess.run([PY, "-m", "autograder.driver", ASSIGNMENT, "--json", "r.json"], cwd=course,
+                         capture_output=True, text=True, timeout=600)
+    results = {r["notebook"]: r for r in json.loads((course / "r.json").read_text())}
+    assert results[ASSIGNMENT]["status"] == "failed" and "JSON" in results[ASSIGNMENT]["reason"], run.stdout
+    assert results["second"]["status"] == "graded" and results["second"]["score"] == 11
+    assert (course / "autograder" / "autograded" / "mixed" / ASSIGNMENT / "second.ipynb").is_file()
+    assert run.returncode == 1 and "failed: 1" in run.stdout and "graded: 1" in run.stdout

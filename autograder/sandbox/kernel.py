@@ -74,6 +74,17 @@ class SandboxKernelManager(AsyncKernelManager):
         self._workdir = Path(kw.get("cwd") or os.getcwd()).resolve()
         self._sockdir = Path(tempfile.mkdtemp(prefix="encdec-k-"))
         self._slot = UidSlot()
+        try:
+            self._prepare()
+        except BaseException:
+            await self._async_cleanup_resources()
+            raise
+        env = dict(kw.get("env") or os.environ)
+        env.pop("JPY_PARENT_PID", None)  # its parent is outside the sandbox's pid namespace
+        kw["env"] = env
+        return await super()._async_pre_start_kernel(**kw)
+
+    def _prepare(self) -> None:
         uid = self._slot.uid
         os.chown(self._sockdir, uid, uid)
         policy = {"uid": uid, "workdir": str(self._workdir),
@@ -91,10 +102,6 @@ class SandboxKernelManager(AsyncKernelManager):
         self.connection_file = str(self._sockdir / "connection.json")
         prepare_workdir(self._workdir, uid)
         write_policy(self._sockdir, policy)
-        env = dict(kw.get("env") or os.environ)
-        env.pop("JPY_PARENT_PID", None)  # its parent is outside the sandbox's pid namespace
-        kw["env"] = env
-        return await super()._async_pre_start_kernel(**kw)
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
@@ -125,6 +132,7 @@ class Zygote:
         self.proc = subprocess.Popen(zygote_command(stage, self.sockbase, self.control),
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
         line = self.proc.stdout.readline()
+        self.proc.stdout.close()  # nothing else comes that way (the zygote moves stdout to stderr)
         if b"zygote ready" not in line:
             self.proc.kill()
             raise SandboxUnavailable(f"the sandbox's fork server did not start (exit {self.proc.wait()})")

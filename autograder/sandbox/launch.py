@@ -35,10 +35,10 @@ def _die_with_parent() -> None:
         sys.exit(70)
 
 
-def via_zygote(policy: dict, connection_file: str, extra: list[str]) -> int:
+def via_zygote(policy: dict, connection_file: str, extra: list[str], log: Path) -> int:
     workdir, sockdir = Path(policy["workdir"]), Path(policy["sockdir"])
     req = {
-        "policy": policy, "connection_file": connection_file, "extra": extra,
+        "policy": policy, "connection_file": connection_file, "extra": extra, "log": str(log),
         "work_rel": str(workdir.relative_to(policy["stage_root"])),
         "sock_rel": str(sockdir.relative_to(policy["sockbase"])),
         "notebooks": sorted(p.name for p in workdir.glob("*.ipynb") if p.is_file() and not p.is_symlink()),
@@ -63,11 +63,12 @@ def via_zygote(policy: dict, connection_file: str, extra: list[str]) -> int:
                 return code if code >= 0 else 128 - code
 
 
-def via_bwrap(policy: dict, connection_file: str, extra: list[str]) -> int:
+def via_bwrap(policy: dict, connection_file: str, extra: list[str], log: Path) -> int:
     kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file, *extra]
     cmd = bwrap_command(policy, kernel)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, env=env)
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env)
     signal.signal(signal.SIGTERM, lambda signum, _frame: proc.send_signal(signum))
     code = proc.wait()
     return code if code >= 0 else 128 - code
@@ -83,12 +84,20 @@ def main(argv: list[str]) -> int:
     try:
         policy = read_policy(connection_file)
         os.chown(connection_file, policy["uid"], policy["uid"])
-        if policy.get("zygote"):
-            return via_zygote(policy, connection_file, extra)
-        return via_bwrap(policy, connection_file, extra)
+        # The kernel's stdout/stderr go to a file of its own (capped by its file-size limit),
+        # never to the grader's terminal or log, which other kernels share.
+        log = Path(policy["sockdir"]) / "kernel.log"
+        log.touch(mode=0o600)
+        run = via_zygote if policy.get("zygote") else via_bwrap
+        code = run(policy, connection_file, extra, log)
     except (SandboxUnavailable, OSError, KeyError, ValueError) as err:
         print(f"encdec sandbox: cannot start the kernel: {err}", file=sys.stderr)
         return 70
+    if code not in (0, 137, 143):  # say why a kernel failed (not when it was stopped)
+        tail = log.read_bytes()[-2000:].decode(errors="replace").strip()
+        print(f"encdec sandbox: the kernel exited with status {code}" + (f":\n{tail}" if tail else ""),
+              file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

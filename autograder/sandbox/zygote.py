@@ -97,6 +97,10 @@ def _kernel(req):
     policy = req["policy"]
     uid, limits = int(policy["uid"]), policy["limits"]
     try:
+        os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
+        out = os.open(req["log"], os.O_WRONLY | os.O_APPEND)  # the kernel's own log (see launch.py)
+        os.dup2(out, 1)
+        os.dup2(out, 2)
         mb = 1024 * 1024
         for res, value in [(resource.RLIMIT_AS, limits["memory_mb"] * mb),
                            (resource.RLIMIT_CPU, limits["cpu_seconds"]),
@@ -111,8 +115,6 @@ def _kernel(req):
         os.setresuid(uid, uid, uid)  # root -> plain uid: every capability is dropped
         _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
         os.chdir(policy["workdir"])
-        null = os.open("/dev/null", os.O_RDONLY)
-        os.dup2(null, 0)
         os.closerange(3, 1 << 16)
         os.environ.clear()
         os.environ.update(req["env"])
@@ -122,9 +124,11 @@ def _kernel(req):
         from ipykernel import kernelapp
 
         kernelapp.launch_new_instance()
+    except SystemExit as err:
+        os._exit(err.code if isinstance(err.code, int) else 1)
     except BaseException as err:  # noqa: BLE001
-        if not isinstance(err, SystemExit):
-            print(f"sandboxed kernel: {err!r}", file=sys.stderr, flush=True)
+        print(f"sandboxed kernel: {err!r}", file=sys.stderr, flush=True)
+        os._exit(1)
     os._exit(0)
 
 
@@ -161,6 +165,7 @@ def serve(control):
     os.chmod(control, 0o600)
     srv.listen(64)
     print("zygote ready", flush=True)
+    os.dup2(2, 1)  # the grader stops reading our stdout now
     while True:
         conn, _ = srv.accept()
         data = b""
