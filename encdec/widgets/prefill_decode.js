@@ -57,7 +57,7 @@ function render({ model, el }) {
           : `Decode step: feed only the newest token "${fed}" (1 position, no mask needed); predict "${produced}"` +
             (probs.length ? ` (p = ${fmt(probs[s - 1])})` : "") + ".")),
       h("table", { class: "encdec-grid encdec-cache" },
-        h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", {}, "self-attention K, V cache: grows one row per step"),
+        h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", {}, "self-attention K, V cache (one more row per step)"),
           h("th", {}, "cross-attention K, V cache"))),
         h("tbody", {}, caches)),
       h("p", { class: "encdec-caption" }, `Source: ${model.get("source")}. Each layer keeps its own cache of keys and values; `,
