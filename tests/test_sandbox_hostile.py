@@ -52,7 +52,7 @@ def make_course(dest: Path) -> Path:
                                     "gradebook.db*", "export", "exchange")
     shutil.copytree(ROOT / "autograder", dest / "autograder", ignore=ignore)
     with open(dest / "nbgrader_config.py", "a") as f:  # short limits keep the run to minutes
-        f.write("\nc.SandboxedExecute.timeout = 10\nc.SandboxedExecute.interrupt_grace = 3\n")
+        f.write("\nc.SandboxedExecute.timeout = 20\nc.SandboxedExecute.interrupt_grace = 8\n")
     return dest
 
 

@@ -190,7 +190,8 @@ class SandboxedExecute(Execute):
         600, help="Wall-clock seconds for the whole notebook; cells after it are not run."
     ).tag(config=True)
     interrupt_grace = Integer(
-        5, help="Seconds a timed-out cell has to stop after the interrupt before its kernel is killed."
+        10, help="Seconds a cell has, after its reply (or after the interrupt that ends its time), to "
+                 "deliver its last output; a kernel that misses it is stuck and gets killed."
     ).tag(config=True)
     max_output_bytes = Integer(
         1_000_000, help="Outputs of one cell beyond this size are cut (nbgrader's LimitOutput counts lines only)."
