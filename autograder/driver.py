@@ -8,7 +8,7 @@ nbgrader code (`Autograde` with the course's preprocessors, so the sandbox and t
 verdict apply) one notebook per conversion, so a notebook that cannot be graded (invalid JSON,
 a stuck kernel) costs only itself, not the student's other notebooks.
 
-Design (see autograder/README.md, "Batch grading"):
+Design (autograder/sandbox/README.md, "Batch grading"):
 - N worker processes, started once (the imports are paid once per worker); a task is one
   student, whose notebooks are graded one after the other (they share a working folder).
 - One gradebook, written safely: every gradebook session of every process holds an exclusive
@@ -19,11 +19,14 @@ Design (see autograder/README.md, "Batch grading"):
   matches, `--force` regrades everything.
 - Workers die with the parent (PR_SET_PDEATHSIG), their kernels die with them; a task that
   overruns its wall-clock budget has its worker killed and replaced.
+- Each worker forks its kernels from its own sandboxed zygote (torch imported once) and keeps
+  one pooled gradebook engine (SQLite in WAL mode).
+
+Exit status: 0 when every notebook was graded (or is missing), 1 when some failed.
 """
 from __future__ import annotations
 
 import argparse
-import contextlib
 import ctypes
 import fcntl
 import hashlib
