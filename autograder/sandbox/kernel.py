@@ -29,7 +29,7 @@ from jupyter_client.manager import AsyncKernelManager
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Integer, Unicode, default
+from traitlets import Bool, Integer, Unicode, default
 
 from .sandbox import Limits, SandboxUnavailable, UidSlot, check_available, prepare_workdir, readonly_paths, \
     reclaim_workdir, write_policy, zygote_command
@@ -47,9 +47,13 @@ class SandboxKernelManager(AsyncKernelManager):
     fsize_mb = Integer(Limits.fsize_mb, help="Largest file the kernel may write (MiB).").tag(config=True)
     tmp_mb = Integer(Limits.tmp_mb, help="Size of the kernel's private /tmp (MiB).").tag(config=True)
     threads = Integer(Limits.threads, help="OMP/MKL threads of the kernel.").tag(config=True)
+    prefork = Bool(
+        True, help="Fork kernels from a zygote that has imported torch already (zygote.py) instead of "
+                   "starting a fresh bwrap sandbox for each."
+    ).tag(config=True)
     prefork_root = Unicode(
-        "", help="Fork kernels whose working folder is under this folder from a zygote that has "
-                 "imported torch already (autograder/sandbox/zygote.py); empty: a fresh bwrap each time."
+        "", help="The folder the zygote stages (kernels working elsewhere get a fresh bwrap); default: "
+                 "the autograded folder, two levels above the working folder (<autograded>/<student>/<assignment>)."
     ).tag(config=True)
 
     def __init__(self, **kwargs):
@@ -90,8 +94,10 @@ class SandboxKernelManager(AsyncKernelManager):
         policy = {"uid": uid, "workdir": str(self._workdir),
                   "readonly": [str(p) for p in readonly_paths()],
                   "limits": dataclasses.asdict(self.limits())}
-        stage = Path(self.prefork_root).resolve() if self.prefork_root else None
-        if stage is not None and stage in self._workdir.parents:
+        stage = None
+        if self.prefork:
+            stage = Path(self.prefork_root).resolve() if self.prefork_root else self._workdir.parents[1]
+        if stage is not None and stage != Path("/") and stage in self._workdir.parents:
             zygote = Zygote.get(stage)
             shutil.rmtree(self._sockdir)
             self._sockdir = Path(tempfile.mkdtemp(dir=zygote.sockbase))

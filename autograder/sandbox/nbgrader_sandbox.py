@@ -40,10 +40,7 @@ try:
     if SandboxedExecute not in _swapped:
         raise RuntimeError("c.Autograde.autograde_preprocessors has no Execute step to sandbox")
     _c.Autograde.autograde_preprocessors = _swapped
-    _course = _c.CourseDirectory
-    if os.environ.get("ENCDEC_SANDBOX_PREFORK", "1") != "0" and isinstance(_course.get("root"), str):
-        _graded = Path(_course.root) / (_course.get("autograded_directory") or "autograded")
-        _c.SandboxKernelManager.prefork_root = str(_graded)
+    _c.SandboxKernelManager.prefork = os.environ.get("ENCDEC_SANDBOX_PREFORK", "1") != "0"
     if _autograding:
         check_available()
 except Exception as _err:  # noqa: BLE001
