@@ -48,4 +48,14 @@ except Exception as _err:  # noqa: BLE001
     # running student code unconfined: stop instead (SystemExit is not an Exception).
     if _autograding:
         raise SystemExit(f"nbgrader autograde: the grading sandbox is not available: {_err}")
-    print(f"warning: grading sandbox not configured: {_err}", file=sys.stderr)
+    print(f"warning: grading sandbox not configured ({_err}); autograding will refuse to run", file=sys.stderr)
+    # Other commands (generate_assignment, validate, the formgrader) go on, but an autograde
+    # started from them (the formgrader's button) must fail, not execute unconfined: its
+    # execution step becomes a name that cannot be imported.
+    try:
+        _steps = get_config().Autograde.get("autograde_preprocessors")  # noqa: F821
+        if isinstance(_steps, list):
+            get_config().Autograde.autograde_preprocessors = [  # noqa: F821
+                "autograder.sandbox.GRADING_SANDBOX_UNAVAILABLE" if "Execute" in str(p) else p for p in _steps]
+    except Exception:  # noqa: BLE001
+        pass
