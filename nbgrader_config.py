@@ -66,7 +66,7 @@ c.GenerateFeedback.preprocessors = [
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 
-# The sandbox (helper 4's fragment) applies to stock `nbgrader autograde` too, when present.
+# The sandbox applies to stock `nbgrader autograde` too. Unconditional: if its fragment is
+# missing, loading this config fails, so grading never silently runs unsandboxed.
 _SANDBOX = ROOT / "autograder" / "sandbox" / "nbgrader_sandbox.py"
-if _SANDBOX.exists():
-    exec(compile(_SANDBOX.read_text(), str(_SANDBOX), "exec"))
+exec(compile(_SANDBOX.read_text(), str(_SANDBOX), "exec"))
