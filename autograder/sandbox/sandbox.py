@@ -117,14 +117,19 @@ class UidSlot:
             self.fd = None
 
 
-def _ancestors_to_create(paths: list[Path], provided: list[Path]) -> list[Path]:
-    """Parent folders that the sandbox's empty root lacks (created 0755, see bwrap --dir)."""
+def _ancestors_to_create(paths: list[Path], bound: list[Path], empty: list[Path]) -> list[Path]:
+    """Parent folders that the sandbox's root lacks (created 0755, see bwrap --dir).
+
+    ``bound`` trees are mounted whole, so nothing below them is missing; ``empty`` mounts (the
+    private /tmp) exist themselves but hold nothing, so a repository checked out under /tmp
+    needs its parents made there, traversable by the kernel's uid.
+    """
     out: list[Path] = []
     for p in paths:
         for parent in reversed(p.parents):
-            if parent == Path("/") or parent in out:
+            if parent == Path("/") or parent in out or parent in empty:
                 continue
-            if any(parent == q or q in parent.parents for q in provided):
+            if any(parent == q or q in parent.parents for q in bound):
                 continue
             out.append(parent)
     return out
@@ -161,7 +166,7 @@ def _system_mounts(limits: Limits, readonly: list[Path], extra: list[Path]) -> l
             cmd += ["--ro-bind", str(top), str(top)]
     cmd += ["--proc", "/proc", "--dev", "/dev"]
     cmd += ["--perms", "1777", "--size", str(limits.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
-    for parent in _ancestors_to_create(readonly + extra, [Path("/usr"), Path("/etc"), Path("/tmp")]):
+    for parent in _ancestors_to_create(readonly + extra, [Path("/usr"), Path("/etc")], [Path("/tmp")]):
         cmd += ["--perms", "0755", "--dir", str(parent)]
     for p in readonly:
         cmd += ["--ro-bind", str(p), str(p)]

@@ -59,6 +59,16 @@ def _bind(src, dst, readonly):
     _mount(None, dst, None, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | (MS_RDONLY if readonly else 0))
 
 
+def _makedirs_traversable(path):
+    """Create ``path`` and its missing parents with mode 0755 (the kernel's uid must pass)."""
+    current = "/"
+    for part in path.strip("/").split("/"):
+        current = os.path.join(current, part)
+        if not os.path.isdir(current):
+            os.mkdir(current)
+            os.chmod(current, 0o755)
+
+
 def _namespaces(req):
     """In the supervisor: the kernel's own namespaces and mounts (see the module docstring)."""
     policy = req["policy"]
@@ -66,7 +76,15 @@ def _namespaces(req):
     _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID), "unshare")
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     _libc.sethostname(b"sandbox", 7)
+    # Read-only trees under /tmp (a checkout there: the venv, the package) would vanish under
+    # the kernel's fresh /tmp: hold them open, then bind them back on top of it.
+    held = [(p, os.open(p, os.O_PATH | os.O_DIRECTORY)) for p in policy.get("readonly", [])
+            if p.startswith("/tmp/")]
     _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={limits['tmp_mb']}m,mode=1777")
+    for path, fd in held:
+        _makedirs_traversable(path)
+        _bind(f"/proc/self/fd/{fd}", path, readonly=True)
+        os.close(fd)
     os.makedirs(work, mode=0o755, exist_ok=True)
     _bind(os.path.join(STAGE_WORK, req["work_rel"]), work, readonly=False)
     for nb in req["notebooks"]:
