@@ -31,7 +31,7 @@ PRESETS: dict[str, tuple[ModelConfig, TrainConfig]] = {
             position_encoding="simple",  # n / K in every feature, as the original
         ),
         TrainConfig(
-            epochs=100,  # long enough to land near the original's ~0.82 token accuracy
+            epochs=60,  # token accuracy ~0.78-0.80 here (the original saved 0.8213); longer costs CI minutes
             batch_size=32,
             lr=1e-3,  # after the warm-up
             optimizer="adam",
@@ -55,7 +55,7 @@ PRESETS: dict[str, tuple[ModelConfig, TrainConfig]] = {
             position_encoding="sinusoid",  # distinct positions at every scale
         ),
         TrainConfig(
-            epochs=80,  # the one-cycle schedule is planned over this many epochs
+            epochs=65,  # the one-cycle schedule is planned over this many epochs (~75 s here)
             batch_size=64,
             lr=3e-3,  # one-cycle peak
             optimizer="adamw",

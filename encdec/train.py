@@ -16,6 +16,7 @@ import argparse
 import json
 import math
 import os
+import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -97,7 +98,9 @@ def train(
     history: list[dict] = []
     reached_at = None
     train_seconds = 0.0
-    bar = tqdm(range(1, tc.epochs + 1), desc="epochs", disable=not progress, unit="ep")
+    # In a log (no terminal) redraw every 10 s rather than every epoch.
+    redraw = 0.1 if sys.stderr.isatty() else 10.0
+    bar = tqdm(range(1, tc.epochs + 1), desc="epochs", disable=not progress, unit="ep", mininterval=redraw)
     for epoch in bar:
         model.train()
         start = time.perf_counter()
