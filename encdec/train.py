@@ -130,7 +130,7 @@ def train(
             if reached_at is None and tc.stop_at_exact_match is not None and row["val_exact_match"] >= tc.stop_at_exact_match:
                 reached_at = epoch
         history.append(row)
-        bar.set_postfix({k: round(v, 4) for k, v in row.items() if k not in ("epoch", "train_seconds")})
+        bar.set_postfix({k: round(v, 4) for k, v in row.items() if k not in ("epoch", "train_seconds")}, refresh=False)
         if reached_at is not None:
             break
     model.eval()
