@@ -2,14 +2,17 @@
 
 - `SandboxKernelManager` starts the `encdec-sandbox` kernelspec (shipped in this folder, so
   nothing is installed into anyone's home) over ZeroMQ `ipc` sockets in a private folder:
-  the kernel has no network, so TCP on localhost cannot reach it. Before the start it hands the
-  working folder to a fresh sandbox uid; after the kernel is gone it takes the folder back and
-  removes links and special files the kernel may have planted there.
-- `SandboxedExecute` replaces nbgrader's `Execute` preprocessor: it refuses to run when the
-  sandbox cannot start, enforces a wall-clock limit per notebook on top of nbgrader's limit per
-  cell, and contains a kernel that dies (`os._exit`, memory limit) or ignores interrupts: the
-  cells that could not run get an error output (so their tests score zero) and the grading of
-  the notebook goes on, instead of nbgrader dropping every notebook of the student.
+  the kernel has no network, so TCP on localhost cannot reach it. The kernel imports the grading
+  edition of its `assignment` (autograder/edition.py, built or reused before the start) where
+  the package is, never the package itself. Before the start it hands the working folder to a
+  fresh sandbox uid; after the kernel is gone it takes the folder back and removes links and
+  special files the kernel may have planted there.
+- `SandboxedExecute` replaces nbgrader's `Execute` preprocessor: it tells the kernel manager
+  which assignment it grades, refuses to run when the sandbox cannot start, enforces a
+  wall-clock limit per notebook on top of nbgrader's limit per cell, and contains a kernel that
+  dies (`os._exit`, memory limit) or ignores interrupts: the cells that could not run get an
+  error output (so their tests score zero) and the grading of the notebook goes on, instead of
+  nbgrader dropping every notebook of the student.
 """
 from __future__ import annotations
 
@@ -31,8 +34,9 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer, Unicode, default
 
-from .sandbox import Limits, SandboxUnavailable, UidSlot, check_available, prepare_workdir, readonly_paths, \
-    reclaim_workdir, write_policy, zygote_command
+from .. import edition
+from .sandbox import Limits, SandboxUnavailable, UidSlot, check_available, package_path, prepare_workdir, \
+    readonly_paths, reclaim_workdir, write_policy, zygote_command
 
 KERNEL_NAME = "encdec-sandbox"
 KERNELS_DIR = Path(__file__).resolve().parent / "kernels"
@@ -51,6 +55,10 @@ class SandboxKernelManager(AsyncKernelManager):
         True, help="Fork kernels from a zygote that has imported torch already (zygote.py) instead of "
                    "starting a fresh bwrap sandbox for each."
     ).tag(config=True)
+    assignment = Unicode(
+        "", help="The assignment graded (set by SandboxedExecute): the kernel sees its grading edition "
+                 "of the package; without one the kernel is not started."
+    )
     prefork_root = Unicode(
         "", help="The folder the zygote stages (kernels working elsewhere get a fresh bwrap); default: "
                  "the autograded folder, two levels above the working folder (<autograded>/<student>/<assignment>)."
@@ -73,13 +81,30 @@ class SandboxKernelManager(AsyncKernelManager):
         return Limits(memory_mb=self.memory_mb, cpu_seconds=self.cpu_seconds, nproc=self.nproc,
                       fsize_mb=self.fsize_mb, tmp_mb=self.tmp_mb, threads=self.threads)
 
+    def grading_edition(self) -> tuple[Path, Path]:
+        """(the edition's `encdec` folder, the package folder it is mounted over), built if stale."""
+        if not self.assignment:
+            raise SandboxUnavailable(
+                "no assignment given to SandboxKernelManager: a graded kernel imports its assignment's "
+                "grading edition of encdec (autograder/edition.py), never the package itself, so it is "
+                "not started")
+        package = package_path()
+        try:
+            folder = edition.ensure(self.assignment, edition.DEFAULT_OUT, source=package)
+        except (edition.EditionError, OSError) as err:
+            raise SandboxUnavailable(
+                f"no grading edition of encdec for the assignment {self.assignment!r}, so its kernel is not "
+                f"started: {err}") from err
+        return folder.resolve(), package
+
     async def _async_pre_start_kernel(self, **kw):
+        overlay = self.grading_edition()
         check_available()
         self._workdir = Path(kw.get("cwd") or os.getcwd()).resolve()
         self._sockdir = Path(tempfile.mkdtemp(prefix="encdec-k-"))
         self._slot = UidSlot()
         try:
-            self._prepare()
+            self._prepare(overlay)
         except BaseException:
             await self._async_cleanup_resources()
             raise
@@ -88,21 +113,24 @@ class SandboxKernelManager(AsyncKernelManager):
         kw["env"] = env
         return await super()._async_pre_start_kernel(**kw)
 
-    def _prepare(self) -> None:
+    def _prepare(self, overlay: tuple[Path, Path]) -> None:
         uid = self._slot.uid
         os.chown(self._sockdir, uid, uid)
         policy = {"uid": uid, "workdir": str(self._workdir),
                   "readonly": [str(p) for p in readonly_paths()],
+                  "overlay": [str(p) for p in overlay],
                   "limits": dataclasses.asdict(self.limits())}
         stage = None
         if self.prefork:
             stage = Path(self.prefork_root).resolve() if self.prefork_root else self._workdir.parents[1]
         if stage is not None and stage != Path("/") and stage in self._workdir.parents:
-            zygote = Zygote.get(stage)
+            editions = edition.DEFAULT_OUT.resolve()
+            zygote = Zygote.get(stage, editions)
             shutil.rmtree(self._sockdir)
             self._sockdir = Path(tempfile.mkdtemp(dir=zygote.sockbase))
             os.chown(self._sockdir, uid, uid)
-            policy.update(zygote=str(zygote.control), stage_root=str(stage), sockbase=str(zygote.sockbase))
+            policy.update(zygote=str(zygote.control), stage_root=str(stage), sockbase=str(zygote.sockbase),
+                          editions=str(editions))
         policy["sockdir"] = str(self._sockdir)
         self.ip = str(self._sockdir / "k")
         self.connection_file = str(self._sockdir / "connection.json")
@@ -126,16 +154,16 @@ class SandboxKernelManager(AsyncKernelManager):
 
 
 class Zygote:
-    """One fork server per grader process and staged folder (see zygote.py)."""
+    """One fork server per grader process and staged folder, for every assignment (see zygote.py)."""
 
-    _running: dict[Path, "Zygote"] = {}
+    _running: dict[tuple[Path, Path], "Zygote"] = {}
 
-    def __init__(self, stage: Path) -> None:
+    def __init__(self, stage: Path, editions: Path) -> None:
         self.sockbase = Path(tempfile.mkdtemp(prefix="encdec-z-"))
         ctl = self.sockbase / "ctl"
         ctl.mkdir(mode=0o700)
         self.control = ctl / "zygote.sock"
-        self.proc = subprocess.Popen(zygote_command(stage, self.sockbase, self.control),
+        self.proc = subprocess.Popen(zygote_command(stage, self.sockbase, self.control, editions),
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
         line = self.proc.stdout.readline()
         self.proc.stdout.close()  # nothing else comes that way (the zygote moves stdout to stderr)
@@ -145,10 +173,10 @@ class Zygote:
         atexit.register(self.stop)
 
     @classmethod
-    def get(cls, stage: Path) -> "Zygote":
-        z = cls._running.get(stage)
+    def get(cls, stage: Path, editions: Path) -> "Zygote":
+        z = cls._running.get((stage, editions))
         if z is None or z.proc.poll() is not None:
-            z = cls._running[stage] = cls(stage)
+            z = cls._running[stage, editions] = cls(stage, editions)
         return z
 
     @classmethod
@@ -213,10 +241,17 @@ class SandboxedExecute(Execute):
 
     def preprocess(self, nb, resources=None, km=None):
         check_available()
+        # the kernel sees this assignment's grading edition (create_kernel_manager hands it on)
+        self._assignment = ((resources or {}).get("nbgrader") or {}).get("assignment") or ""
         self.kernel_name = KERNEL_NAME
         self._deadline = monotonic() + self.notebook_timeout
         self._stopped: str | None = None
         return super().preprocess(nb, resources, km)
+
+    def create_kernel_manager(self):
+        km = super().create_kernel_manager()
+        km.assignment = getattr(self, "_assignment", "")
+        return km
 
     def _get_timeout(self, cell):
         timeout = super()._get_timeout(cell)

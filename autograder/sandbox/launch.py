@@ -10,6 +10,9 @@ ways to start the kernel, same isolation:
   process that has imported torch already. The launcher stays connected to it; when the
   launcher dies, the zygote kills the kernel.
 
+Either way the kernel sees its assignment's grading edition (the policy's `overlay`) bound over
+the `encdec` package; a policy without one starts no kernel.
+
 Either way killing this process (what jupyter_client does) kills the kernel and everything it
 started. Interrupts travel as messages (the kernelspec's `interrupt_mode`), so SIGINT sent to
 this process group is ignored here.
@@ -41,6 +44,7 @@ def via_zygote(policy: dict, connection_file: str, extra: list[str], log: Path) 
         "policy": policy, "connection_file": connection_file, "extra": extra, "log": str(log),
         "work_rel": str(workdir.relative_to(policy["stage_root"])),
         "sock_rel": str(sockdir.relative_to(policy["sockbase"])),
+        "edition_rel": str(Path(policy["overlay"][0]).relative_to(policy["editions"])),
         "notebooks": sorted(p.name for p in workdir.glob("*.ipynb") if p.is_file() and not p.is_symlink()),
         "env": kernel_environment(policy["limits"], sys.prefix),
     }
@@ -83,6 +87,8 @@ def main(argv: list[str]) -> int:
     connection_file, extra = argv[1], argv[2:]
     try:
         policy = read_policy(connection_file)
+        if not policy.get("overlay"):
+            raise SandboxUnavailable("the policy names no grading edition to mount over the package")
         os.chown(connection_file, policy["uid"], policy["uid"])
         # The kernel's stdout/stderr go to a file of its own (capped by its file-size limit),
         # never to the grader's terminal or log, which other kernels share.

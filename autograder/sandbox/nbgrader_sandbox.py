@@ -34,10 +34,12 @@ try:
     if not isinstance(_current, list):
         _current = list(Autograde.class_traits()["autograde_preprocessors"].default_value)
     # Every execution step (nbgrader's Execute or a subclass of it) becomes the sandboxed one,
-    # which also contains dead and stuck kernels.
+    # which also contains dead and stuck kernels; a step that is sandboxed already (a subclass of
+    # SandboxedExecute, e.g. the course's own) stays as configured.
     _classes = [import_item(p) if isinstance(p, str) else p for p in _current]
-    _swapped = [SandboxedExecute if issubclass(k, Execute) else p for k, p in zip(_classes, _current)]
-    if SandboxedExecute not in _swapped:
+    _swapped = [p if issubclass(k, SandboxedExecute) else SandboxedExecute if issubclass(k, Execute) else p
+                for k, p in zip(_classes, _current)]
+    if not any(issubclass(k, SandboxedExecute) for k in _classes) and SandboxedExecute not in _swapped:
         raise RuntimeError("c.Autograde.autograde_preprocessors has no Execute step to sandbox")
     _c.Autograde.autograde_preprocessors = _swapped
     _c.SandboxKernelManager.prefork = os.environ.get("ENCDEC_SANDBOX_PREFORK", "1") != "0"

@@ -12,11 +12,13 @@ running kernel gets its own uid from a small range, held by a lock file, so one 
 bomb cannot use up the process budget of another student's kernel running beside it.
 
 Inside, the kernel sees: the system (`/usr`, `/etc`), the Python installation and the virtual
-environment (read-only), the `encdec` package source (read-only, so `import encdec` works),
-its own working folder (read-write, except the notebook files, which are bound read-only), a
-private `/tmp` (size-limited tmpfs) and the folder of its ZeroMQ `ipc` sockets. Nothing else:
-not `solutions/`, not `autograder/` (reference material, gradebook), not other students'
-folders, not the home folder. No network at all (its loopback is its own).
+environment (read-only); where the `encdec` package is, its assignment's grading edition
+(autograder/edition.py: the package without the exercise's targets, read-only, so `import encdec`
+works and cannot reach the answers); its own working folder (read-write, except the notebook
+files, which are bound read-only), a private `/tmp` (size-limited tmpfs) and the folder of its
+ZeroMQ `ipc` sockets. Nothing else: not the package itself, not `solutions/`, not `autograder/`
+(reference material, gradebook), not `build/` (the other assignments' editions), not other
+students' folders, not the home folder. No network at all (its loopback is its own).
 """
 from __future__ import annotations
 
@@ -78,16 +80,23 @@ def _tools() -> dict[str, str]:
     return found  # type: ignore[return-value]
 
 
-def readonly_paths() -> list[Path]:
-    """What the kernel must read: Python, the virtual environment and the `encdec` source."""
+def package_path() -> Path:
+    """Where `import encdec` resolves (found, not imported): the grading edition is mounted there."""
     import importlib.util
 
-    paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}
     spec = importlib.util.find_spec("encdec")
     if spec is None or not spec.submodule_search_locations:
         raise SandboxUnavailable("the package `encdec` is not importable by the grader")
-    for loc in spec.submodule_search_locations:
-        paths.add(Path(loc).resolve())
+    locations = list(spec.submodule_search_locations)
+    if len(locations) != 1:
+        raise SandboxUnavailable(f"the package `encdec` spans several folders ({locations}); the grading "
+                                 "edition replaces one")
+    return Path(locations[0]).resolve()
+
+
+def readonly_paths() -> list[Path]:
+    """What the kernel must read: Python, the virtual environment and the `encdec` package folder."""
+    paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), package_path()}
     # Drop paths already inside another one (a venv inside the repo, say).
     return sorted(p for p in paths if not any(q != p and q in p.parents for q in paths))
 
@@ -173,8 +182,12 @@ def _system_mounts(limits: Limits, readonly: list[Path], extra: list[Path]) -> l
     return cmd
 
 
-def zygote_command(stage_root: Path, sockbase: Path, control: Path) -> list[str]:
-    """The fork server (zygote.py): root in its own namespaces, staging the folders it serves."""
+def zygote_command(stage_root: Path, sockbase: Path, control: Path, editions: Path) -> list[str]:
+    """The fork server (zygote.py): root in its own namespaces, staging the folders it serves.
+
+    ``editions`` (autograder/edition.py's output folder) is staged read-only: each kernel gets its
+    own assignment's edition bound over the package, then the staging mount is detached.
+    """
     tools = _tools()
     limits = Limits()
     readonly = readonly_paths()
@@ -187,6 +200,7 @@ def zygote_command(stage_root: Path, sockbase: Path, control: Path) -> list[str]
     cmd += _system_mounts(limits, readonly, [sockbase])
     cmd += ["--bind", str(sockbase), str(sockbase),
             "--bind", str(stage_root), "/staging/work", "--bind", str(sockbase), "/staging/sock",
+            "--ro-bind", str(editions), "/staging/editions",
             "--ro-bind", str(script), "/opt/encdec-zygote.py", "--chdir", "/",
             "--", sys.executable, "/opt/encdec-zygote.py", str(control)]
     return cmd
@@ -195,7 +209,9 @@ def zygote_command(stage_root: Path, sockbase: Path, control: Path) -> list[str]
 def bwrap_command(policy: dict, kernel_argv: list[str]) -> list[str]:
     """The full command line that starts `kernel_argv` inside the sandbox described by `policy`.
 
-    `policy` holds `uid`, `workdir`, `sockdir`, `readonly` (list of paths) and `limits`.
+    `policy` holds `uid`, `workdir`, `sockdir`, `readonly` (list of paths) and `limits`; a
+    kernel's policy also holds `overlay`, [grading edition, package folder]: the edition is bound
+    read-only over the package (launch.py refuses a kernel without it).
     """
     tools = _tools()
     limits = Limits(**policy["limits"])
@@ -212,6 +228,9 @@ def bwrap_command(policy: dict, kernel_argv: list[str]) -> list[str]:
     for key, value in env.items():
         cmd += ["--setenv", key, value]
     cmd += _system_mounts(limits, readonly, [workdir, sockdir])
+    if policy.get("overlay"):
+        edition, package = policy["overlay"]
+        cmd += ["--ro-bind", str(edition), str(package)]  # after the package's own bind: it wins
     cmd += ["--bind", str(workdir), str(workdir), "--bind", str(sockdir), str(sockdir)]
     # Notebook files of the working folder stay read-only (they cannot be replaced by links
     # that the grader would later write through); everything else there is the kernel's.

@@ -1,17 +1,20 @@
 """A fork server for sandboxed kernels: `import torch` once per grader, not once per notebook.
 
 Starting a kernel and importing torch costs about as much as grading a notebook. The zygote is
-a process that has imported ipykernel, torch and encdec and then only forks; it never runs
-student code. It runs inside `bwrap` as root (so it may build namespaces), with its own pid and
-network namespace, the same read-only system view as a kernel, and two staging mounts: the
-grader's autograded folder and its socket folder. `sandbox.zygote_command` starts it. For each
+a process that has imported ipykernel, torch and numpy and then only forks; it never runs
+student code. It does not import `encdec`: a forked kernel would inherit the real package in
+`sys.modules`, answers included. It runs inside `bwrap` as root (so it may build namespaces),
+with its own pid and network namespace, the same read-only system view as a kernel, and three
+staging mounts: the grader's autograded folder, its socket folder and, read-only, the grading
+editions of every assignment (autograder/edition.py). `sandbox.zygote_command` starts it. For each
 kernel it forks a supervisor that, still as root:
 
 1. unshares a new mount, network, IPC, UTS and pid namespace (each kernel has its own empty
    loopback; everything it starts dies with it);
-2. mounts a fresh, size-limited `/tmp`, binds the kernel's own working folder (its notebooks
-   read-only) and socket folder from the staging mounts, then detaches the staging mounts, so
-   no other student's folder is reachable;
+2. mounts a fresh, size-limited `/tmp`, binds its assignment's grading edition read-only over
+   the `encdec` package, the kernel's own working folder (its notebooks read-only) and socket
+   folder from the staging mounts, then detaches the staging mounts, so no other student's
+   folder and no other assignment's edition (which holds other exercises' answers) is reachable;
 3. forks pid 1 of the new pid namespace (a reaper that mounts `/proc`), which forks the kernel:
    it sets the resource limits, drops to the kernel's own uid (no capabilities, no_new_privs),
    closes every inherited descriptor, resets its environment and starts ipykernel in-process,
@@ -38,7 +41,7 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
 PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 38, 24
-STAGE_WORK, STAGE_SOCK = "/staging/work", "/staging/sock"
+STAGE_WORK, STAGE_SOCK, STAGE_EDITIONS = "/staging/work", "/staging/sock", "/staging/editions"
 
 _libc = ctypes.CDLL("libc.so.6", use_errno=True)
 
@@ -85,13 +88,17 @@ def _namespaces(req):
         _makedirs_traversable(path)
         _bind(f"/proc/self/fd/{fd}", path, readonly=True)
         os.close(fd)
+    edition_rel = os.path.normpath(req["edition_rel"])
+    if edition_rel.startswith(("/", "..")):
+        raise ValueError(f"grading edition outside the staged editions: {edition_rel}")
+    _bind(os.path.join(STAGE_EDITIONS, edition_rel), policy["overlay"][1], readonly=True)  # over the package
     os.makedirs(work, mode=0o755, exist_ok=True)
     _bind(os.path.join(STAGE_WORK, req["work_rel"]), work, readonly=False)
     for nb in req["notebooks"]:
         _bind(os.path.join(work, nb), os.path.join(work, nb), readonly=True)
     os.makedirs(sockdir, mode=0o755, exist_ok=True)
     _bind(os.path.join(STAGE_SOCK, req["sock_rel"]), sockdir, readonly=False)
-    for stage in (STAGE_WORK, STAGE_SOCK):
+    for stage in (STAGE_WORK, STAGE_SOCK, STAGE_EDITIONS):
         _check(_libc.umount2(stage.encode(), MNT_DETACH), f"umount {stage}")
 
 
@@ -171,12 +178,15 @@ def _supervise(conn, req):
 
 
 def serve(control):
-    import encdec.model  # noqa: F401 - imports torch: the point of the zygote
+    # torch is the point of the zygote; never encdec (see the module docstring)
     import ipykernel.kernelapp  # noqa: F401
     import numpy  # noqa: F401
+    import torch  # noqa: F401
 
     if threading.active_count() != 1:
         raise RuntimeError("the zygote must not fork with threads running")
+    if any(name.split(".")[0] == "encdec" for name in sys.modules):
+        raise RuntimeError("the zygote must not import encdec: its kernels would inherit the real package")
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # supervisors are reaped automatically
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind(control)
