@@ -31,7 +31,7 @@ c.CourseDirectory.submitted_directory = "autograder/submitted"
 c.CourseDirectory.autograded_directory = "autograder/autograded"
 c.CourseDirectory.feedback_directory = "autograder/feedback"
 c.CourseDirectory.db_url = f"sqlite:///{ROOT / 'autograder' / 'gradebook.db'}"
-c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".grading"]
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".grading", ".grading-in"]
 c.Exchange.root = str(ROOT / "autograder" / "exchange")
 c.CsvExportPlugin.to = str(ROOT / "autograder" / "export" / "grades.csv")
 (ROOT / "autograder" / "export").mkdir(exist_ok=True)
@@ -47,21 +47,24 @@ c.Autograde.sanitize_preprocessors = [
     "autograder.trusted.SafeOverwriteCells",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
-# The verdict is decided outside the kernel: seed before execution, verdict before saving grades.
+# The verdict is decided outside the kernel: the grader hands each test cell its inputs when it
+# runs, keeps what came out, and judges it before the grades are saved (autograder/trusted.py).
 c.Autograde.autograde_preprocessors = [
-    "autograder.trusted.TrustedSeed",
-    "autograder.trusted.ResilientExecute",
+    "autograder.trusted.ClearGradingFiles",
+    "autograder.trusted.GradedExecute",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
     "autograder.trusted.TrustedVerdict",
     "nbgrader.preprocessors.SaveAutoGrades",
+    "autograder.integrity.FlagIntegrity",  # reaching into the grader: needs_manual_grade + a reason
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 # Feedback never shows hidden test code.
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
+    "autograder.integrity.HideIntegrityFlags",  # the instructor sees a flag before the student does
     "autograder.trusted.HideHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]

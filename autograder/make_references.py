@@ -1,52 +1,48 @@
-"""Regenerate the stored reference outputs of the visible checks from the encdec reference code.
+"""Regenerate the stored files of the visible checks, for the student's own run.
 
     python autograder/make_references.py [--out ROOT]
 
 writes ``solutions/<assignment>/reference/<check_id>.npz`` (nbgrader copies them into the
-student release ``exercises/<assignment>/reference/``). The inputs come from fixed seeds
-(``encdec.grading.checks``), and the files are written with fixed zip timestamps, so running
-it again gives byte-identical files (``tests/test_grading_references.py`` proves it).
+student release ``exercises/<assignment>/reference/``): the check's fixed inputs, the expected
+outputs computed with the package, the outputs of known mistakes (so the student's own run can
+name them) and the exercise's targets (so it can say when a solution calls the package's own
+version). Graded runs never use these files: their inputs are drawn by the grader. Written with
+fixed zip timestamps, so running it again gives byte-identical files
+(``tests/test_grading_references.py`` proves it).
 """
 
 from __future__ import annotations
 
 import argparse
-import io
+import json
 import sys
-import zipfile
 from pathlib import Path
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def write_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
-    """An ``np.load``-able .npz whose bytes depend only on the arrays (no timestamps)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
-        for name in sorted(arrays):
-            buf = io.BytesIO()
-            np.lib.format.write_array(buf, np.array(arrays[name], order="C"), allow_pickle=False)
-            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
-            info.external_attr = 0o644 << 16
-            zf.writestr(info, buf.getvalue())
+def targets(root: Path, assignment: str) -> list[str]:
+    """The exercise's targets, from the instructor notebook's metadata (``encdec.targets``)."""
+    nb = json.loads((root / "solutions" / assignment / f"{assignment}.ipynb").read_text())
+    return list(nb["metadata"]["encdec"]["targets"])
 
 
 def make_references(root: Path) -> list[Path]:
-    """Write every visible check's reference outputs under ``root/solutions``; return the paths."""
+    """Write every visible check's stored file under ``root/solutions``; return the paths."""
     import torch
 
-    from encdec.grading.checks import CHECKS, reference_outputs
+    from autograder import judge
+    from encdec.grading import wire
 
     torch.set_num_threads(1)  # one thread: the same float sums on every machine we run on
     written = []
-    for check_id, check in sorted(CHECKS.items()):
+    for check_id, check in sorted(judge.CHECKS.items()):
         if check.hidden:
             continue
         assignment = check_id.split(".", 1)[0]
         path = root / "solutions" / assignment / "reference" / f"{check_id}.npz"
-        write_npz(path, reference_outputs(check_id))
+        meta, arrays = judge.reference_file(check_id, targets(ROOT, assignment))
+        wire.save(path, meta, arrays)
         written.append(path)
     return written
 

@@ -1,20 +1,22 @@
 """nbgrader preprocessors that decide the verdict outside the student's kernel.
 
-Registered by the root ``nbgrader_config.py`` in ``Autograde.autograde_preprocessors``:
+Registered by the root ``nbgrader_config.py``:
 
-- ``TrustedSeed`` (before execution): clears ``.grading/`` in the notebook's folder and writes a
-  fresh seed to ``.grading/seed.json``; the hidden checks draw their inputs from it. The seed is
-  also kept in the grader's memory, so a kernel that rewrites the file only grades itself on
-  inputs the grader does not use.
-- ``ResilientExecute`` (nbgrader's ``Execute``): a kernel that dies (``os._exit``, killed by a
-  limit) ends the run of that notebook only; the cells it did not reach score 0.
+- ``ClearGradingFiles`` (before execution): removes ``.grading/`` and ``.grading-in/`` from the
+  autograded copy, so nothing a submission carried in is mistaken for the grader's files.
+- ``GradedExecute`` (the sandboxed execution step): just before a graded test cell runs, draws
+  the inputs of the checks it calls, from a seed that only the grader can compute (an HMAC of
+  the student, the assignment and the check under the course secret, ``judge.seeds``), and
+  writes them to ``.grading-in/<check_id>.npz``; right after the cell, it reads the outputs the
+  kernel saved (``.grading/<check_id>.npz``) into the grader's memory and removes the inputs.
+  So the kernel cannot know the inputs before its code runs on them, and nothing it does later
+  changes what it answered.
 - ``TrustedVerdict`` (after execution, before ``SaveAutoGrades``): for every graded test cell
-  that calls ``checks.run("<id>", ...)`` it judges ``.grading/<id>.npz`` with
-  ``encdec.grading.checks.verify`` (reference recomputed here, files read with
-  ``allow_pickle=False``) and replaces the cell's outputs: a clean "passed" line, or an error
-  carrying the diagnosis. Whatever the kernel printed or raised there (patched asserts, fake
-  output, tracebacks quoting hidden tests) is discarded. A test cell that nbgrader had to put
-  back because the submission deleted it scores 0.
+  that calls ``checks.run("<id>", ...)`` it computes the reference with the real package
+  (``autograder.judge``) on the same inputs, judges the outputs read after that cell, and
+  replaces the cell's outputs: a clean "passed" line, or an error carrying the diagnosis.
+  Whatever the kernel printed or raised there (patched asserts, fake output) is discarded. A
+  test cell that nbgrader had to put back because the submission deleted it scores 0.
 - ``SafeOverwriteCells`` (nbgrader's ``OverwriteCells``, in the sanitizing step): puts deleted
   test cells back even when the cell before them was deleted too (nbgrader's own version stops
   the notebook with a KeyError then).
@@ -24,21 +26,36 @@ Registered by the root ``nbgrader_config.py`` in ``Autograde.autograde_preproces
 
 from __future__ import annotations
 
-import json
+import os
 import re
-import secrets
 import shutil
+import textwrap
 from pathlib import Path
 
-from nbclient.exceptions import DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
-from nbgrader.preprocessors import Execute, NbGraderPreprocessor, OverwriteCells
+from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
+from traitlets import Unicode
+from traitlets.config import LoggingConfigurable
+
+from autograder.integrity import scan_notebook
+from autograder.sandbox.kernel import SandboxedExecute
+from encdec.grading import wire
 
 CHECK_CALL = re.compile(r"""checks\.run\(\s*["']([\w.]+)["']""")
 DELETED_MARK = "was missing from the submission"  # nbgrader's OverwriteCells.missing_cell_notification
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
-SEED_KEY = "encdec_trusted_seed"
+INPUTS_KEY, OUTPUTS_KEY = "encdec_inputs", "encdec_outputs"  # in resources["nbgrader"]
+
+
+class TrustedGrading(LoggingConfigurable):
+    """Where the course secret lives: outside the sandbox, never in the repository."""
+
+    secret_file = Unicode(
+        str(Path(__file__).resolve().parent / ".course-secret"),
+        help="File holding the course secret that seeds the graded runs' inputs (made on first use). "
+             "Keep it to regrade reproducibly; it must not be readable by students.",
+    ).tag(config=True)
 
 
 def _workdir(resources: dict) -> Path:
@@ -46,37 +63,113 @@ def _workdir(resources: dict) -> Path:
     return Path(path)
 
 
-class TrustedSeed(NbGraderPreprocessor):
-    """Before execution: an empty ``.grading/`` holding a fresh seed for the hidden checks."""
+def _check_ids(cell: NotebookNode) -> list[str]:
+    if cell.cell_type != "code" or not utils.is_grade(cell) or utils.is_solution(cell):
+        return []
+    return CHECK_CALL.findall(cell.source)
+
+
+def _remove_tree(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)
+
+
+class ClearGradingFiles(NbGraderPreprocessor):
+    """Before execution: no ``.grading/`` or ``.grading-in/`` left from the submission."""
 
     def preprocess(self, nb: NotebookNode, resources: dict):
-        from encdec.grading.checks import GRADING_DIR, SEED_FILE
-
-        d = _workdir(resources) / GRADING_DIR
-        if d.is_symlink() or d.is_file():
-            d.unlink()
-        elif d.exists():
-            shutil.rmtree(d)
-        d.mkdir()
-        seed = secrets.randbelow(2**31)
-        (d / SEED_FILE).write_text(json.dumps({"seed": seed}))
-        resources.setdefault("nbgrader", {})[SEED_KEY] = seed
+        for name in (wire.OUTPUTS_DIR, wire.INPUTS_DIR):
+            _remove_tree(_workdir(resources) / name)
+        resources.setdefault("nbgrader", {})[INPUTS_KEY] = {}
+        resources["nbgrader"][OUTPUTS_KEY] = {}
         return nb, resources
 
 
-class ResilientExecute(Execute):
-    """nbgrader's Execute, except that a dead kernel ends this notebook's run, not the batch."""
-
-    def preprocess(self, nb: NotebookNode, resources: dict, km=None):
+def _open_dir(parent_fd: int, name: str, create: bool) -> int:
+    """A folder inside ``parent_fd``, never through a symbolic link the kernel planted."""
+    if create:
         try:
-            return super().preprocess(nb, resources, km=km)
-        except DeadKernelError as exc:
-            self.log.warning("The kernel died while running %s (%s); the cells it did not reach score 0.",
-                             resources.get("nbgrader", {}).get("notebook", "?"), exc)
-            for cell in nb.cells:
-                if cell.cell_type == "code" and cell.get("execution_count") is None and utils.is_grade(cell):
-                    cell.outputs = [_error("DeadKernelError", "The kernel died before this cell ran.")]
-            return nb, resources
+            os.mkdir(name, 0o755, dir_fd=parent_fd)
+        except FileExistsError:
+            pass
+    return os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=parent_fd)
+
+
+def deliver(workdir: Path, check_id: str, data: bytes) -> None:
+    """Write ``.grading-in/<check_id>.npz`` into the kernel's folder without following links."""
+    top = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        d = _open_dir(top, wire.INPUTS_DIR, create=True)
+        try:
+            name = f"{check_id}.npz"
+            try:
+                os.unlink(name, dir_fd=d)
+            except FileNotFoundError:
+                pass
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=d)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        finally:
+            os.close(d)
+    finally:
+        os.close(top)
+
+
+def withdraw(workdir: Path, check_id: str) -> bytes | None:
+    """After the cell: take the kernel's saved outputs (bounded, no links) and remove the inputs."""
+    saved = None
+    try:
+        saved = wire.read_bounded(workdir / wire.OUTPUTS_DIR / f"{check_id}.npz")
+    except (OSError, ValueError):
+        pass
+    try:
+        top = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            d = _open_dir(top, wire.INPUTS_DIR, create=False)
+            try:
+                os.unlink(f"{check_id}.npz", dir_fd=d)
+            finally:
+                os.close(d)
+        finally:
+            os.close(top)
+    except OSError:
+        pass
+    return saved
+
+
+def graded_inputs(preprocessor, resources: dict, check_id: str) -> dict:
+    """The inputs of ``check_id`` for this submission: drawn once, kept in the grader's memory."""
+    from autograder import judge
+
+    cache = resources.setdefault("nbgrader", {}).setdefault(INPUTS_KEY, {})
+    if check_id not in cache:
+        nbg = resources["nbgrader"]
+        secret = judge.load_secret(TrustedGrading(parent=preprocessor).secret_file)
+        seed = judge.check_seed(secret, str(nbg.get("student", "")), str(nbg.get("assignment", "")), check_id)
+        cache[check_id] = judge.graded_inputs(check_id, seed)
+    return cache[check_id]
+
+
+class GradedExecute(SandboxedExecute):
+    """The sandboxed execution step, handing each graded test cell its inputs just in time."""
+
+    def preprocess_cell(self, cell, resources, index):
+        from autograder import judge
+
+        ids = [i for i in _check_ids(cell) if i in judge.CHECKS]
+        workdir = _workdir(resources)
+        for check_id in ids:
+            try:
+                deliver(workdir, check_id, judge.wire_bytes(check_id, graded_inputs(self, resources, check_id)))
+            except OSError as err:  # the kernel replaced the folder by something else: the check scores 0
+                self.log.warning("could not hand %s its inputs (%s); it scores 0", check_id, err)
+        cell, resources = super().preprocess_cell(cell, resources, index)
+        outputs = resources.setdefault("nbgrader", {}).setdefault(OUTPUTS_KEY, {})
+        for check_id in ids:
+            outputs[check_id] = withdraw(workdir, check_id)
+        return cell, resources
 
 
 def _error(ename: str, message: str) -> NotebookNode:
@@ -89,19 +182,18 @@ def _stream(text: str) -> NotebookNode:
 
 
 class TrustedVerdict(NbGraderPreprocessor):
-    """After execution: judge every graded check from its saved outputs, in the grader's process."""
+    """After execution: judge every graded check in the grader's process, from its own inputs."""
 
     def preprocess(self, nb: NotebookNode, resources: dict):
-        seed = resources.get("nbgrader", {}).get(SEED_KEY)
-        if seed is None:
-            raise RuntimeError("TrustedVerdict needs TrustedSeed to run before execution (see nbgrader_config.py)")
-        from encdec.grading.checks import CHECKS, verify
+        from autograder import judge
 
-        workdir = _workdir(resources)
+        nbg = resources.setdefault("nbgrader", {})
+        if OUTPUTS_KEY not in nbg:
+            raise RuntimeError("TrustedVerdict needs ClearGradingFiles and GradedExecute before it (see nbgrader_config.py)")
+        saved = nbg[OUTPUTS_KEY]
+        flags = None  # the integrity scan, run once if an item measured in the kernel needs it
         for cell in nb.cells:
-            if cell.cell_type != "code" or not utils.is_grade(cell) or utils.is_solution(cell):
-                continue
-            ids = CHECK_CALL.findall(cell.source)
+            ids = _check_ids(cell)
             if not ids:
                 continue  # a test cell without checks keeps nbgrader's own verdict
             if DELETED_MARK in cell.source:
@@ -109,11 +201,15 @@ class TrustedVerdict(NbGraderPreprocessor):
                 continue
             messages, ok = [], True
             for check_id in ids:
-                if check_id not in CHECKS:
+                if check_id not in judge.CHECKS:
                     ok, msg = False, f"{check_id}: unknown check"
                 else:
-                    result = verify(check_id, workdir, seed)
-                    ok, msg = ok and result.ok, result.message
+                    verdict = judge.verify(check_id, saved.get(check_id), graded_inputs(self, resources, check_id))
+                    if verdict.ok and judge.CHECKS[check_id].measured_in_kernel:
+                        flags = scan_notebook(nb) if flags is None else flags
+                        if flags:
+                            verdict = untrusted(check_id, flags)
+                    ok, msg = ok and verdict.ok, verdict.message
                 messages.append(msg)
             if ok:
                 cell.outputs = [_stream("".join(f"passed (checked by the grader): {m}\n" for m in messages))]
@@ -121,6 +217,17 @@ class TrustedVerdict(NbGraderPreprocessor):
                 cell.outputs = [_error("AssertionError", "\n".join(messages))]
             self.log.info("Trusted verdict for %s: %s", cell.metadata["nbgrader"]["grade_id"], "pass" if ok else "fail")
         return nb, resources
+
+
+def untrusted(check_id: str, flags) -> "judge.Verdict":
+    """A verdict measured in the student's process, from a submission that touched the instruments."""
+    from autograder import judge
+
+    reasons = "; ".join(sorted({f.reason for f in flags}))
+    return judge.Verdict(False, textwrap.fill(
+        f"{check_id}: this item is measured inside your notebook's process, and your code touched the "
+        f"instruments that measure it ({reasons}), so it scores 0 until an instructor reviews the submission.",
+        width=88, subsequent_indent="  "))
 
 
 class HideHiddenTests(NbGraderPreprocessor):

@@ -1,19 +1,50 @@
-"""The check library on its own (no nbgrader): reference code passes every check, known bugs are
-named, stubs say "not implemented", and the trusted ``verify`` judges only what it can trust."""
+"""The checks on their own (no nbgrader): the kernel side only calls the student's code, the
+grader side judges. Reference code passes every check, known bugs are named, stubs say "not
+implemented", and ``verify`` judges only what it can trust."""
 
 from __future__ import annotations
 
-import json
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
+from autograder import judge as J
+from autograder.judge.core import randomize_
+from autograder.trusted import deliver, withdraw
 from encdec import attention as A
 from encdec import model as M
 from encdec.data import BOS_ID, EOS_ID
 from encdec.generate import greedy_decode, new_caches
 from encdec.grading import checks as C
+from encdec.grading import wire
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED = 12345
+
+
+def graded(check_id, impl, workdir, seed=SEED):
+    """A graded run of one check, as the grader does it: inputs in, the student's code, verdict."""
+    inputs = J.graded_inputs(check_id, seed)
+    deliver(workdir, check_id, J.wire_bytes(check_id, inputs))
+    kernel_error = None
+    try:
+        C.run(check_id, impl, workdir)
+    except AssertionError as err:  # a graded run raises only when the student's code raised
+        kernel_error = err
+    verdict = J.verify(check_id, withdraw(workdir, check_id), inputs)
+    return verdict, kernel_error
+
+
+def own_run(check_id, impl, workdir):
+    """The student's own run of a visible check, against the stored reference file."""
+    assignment = check_id.split(".")[0]
+    ref = workdir / wire.REFERENCE_DIR
+    if not ref.exists():
+        shutil.copytree(ROOT / "solutions" / assignment / "reference", ref)
+    C.run(check_id, impl, workdir)
 
 
 def _pick_next(logits, done):
@@ -22,14 +53,15 @@ def _pick_next(logits, done):
     return nxt, done | (nxt == EOS_ID)
 
 
-def make_decoder(pos_bug=False, encoder_every_step=False, cache_class=A.KVCache):
+def make_decoder(pos_bug=False, encoder_every_step=False, cache_class=None):
     @torch.no_grad()
     def decode(model, ques_b, n):
         N = ques_b.shape[0]
         tokens = torch.full((N, 1), BOS_ID, dtype=torch.long)
         ans_pos = model.positions(1 + n)
         memory = model.encode(ques_b)
-        caches = [(cache_class(), cache_class(static=True)) for _ in model.decoder.layers]
+        cls = cache_class or AppendingCache
+        caches = [(cls(), cls(static=True)) for _ in model.decoder.layers]
         done = torch.zeros(N, dtype=torch.bool)
         for t in range(n):
             if encoder_every_step:
@@ -41,6 +73,15 @@ def make_decoder(pos_bug=False, encoder_every_step=False, cache_class=A.KVCache)
         return tokens
 
     return decode
+
+
+class AppendingCache(A.KVCache):
+    """A cache of the test's own (the package's update is an exercise target)."""
+
+    def update(self, k_new, v_new):
+        self.k = k_new if self.k is None else torch.cat([self.k, k_new], dim=2)
+        self.v = v_new if self.v is None else torch.cat([self.v, v_new], dim=2)
+        return self.k, self.v
 
 
 class OverwritingCache(A.KVCache):
@@ -94,10 +135,10 @@ REFERENCE = {
     "target_slicing.question": M.Transformer,
     "target_slicing.loss": lambda logits, ans: M.sequence_loss(logits, ans[:, 1:]),
     "kv_cache.update": A.KVCache,
-    "kv_cache.tokens": make_decoder(),
-    "kv_cache.encoder_once": make_decoder(),
-    "kv_cache.one_token_per_step": make_decoder(),
-    "kv_cache.structure": make_decoder(),
+    "kv_cache.tokens": greedy_decode,
+    "kv_cache.encoder_once": greedy_decode,
+    "kv_cache.one_token_per_step": greedy_decode,
+    "kv_cache.structure": greedy_decode,
 }
 
 
@@ -106,18 +147,23 @@ def reference_impl(check_id):
 
 
 @pytest.fixture()
-def workdir(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / C.GRADING_DIR).mkdir()
-    (tmp_path / C.GRADING_DIR / C.SEED_FILE).write_text(json.dumps({"seed": 12345}))
+def workdir(tmp_path):
     return tmp_path
 
 
-@pytest.mark.parametrize("check_id", sorted(C.CHECKS))
-def test_reference_passes_every_check_in_kernel_and_trusted(check_id, workdir):
-    C.run(check_id, reference_impl(check_id))
-    result = C.verify(check_id, workdir, 12345)
-    assert result.ok, result.message
+@pytest.mark.parametrize("check_id", sorted(J.CHECKS))
+def test_reference_passes_every_check(check_id, workdir):
+    verdict, err = graded(check_id, reference_impl(check_id), workdir)
+    assert err is None and verdict.ok, verdict.message
+
+
+@pytest.mark.parametrize("check_id", sorted(c for c in J.CHECKS if not J.CHECKS[c].hidden))
+def test_own_run_says_by_name_when_the_solution_calls_the_package(check_id, workdir):
+    """The reference implementations *are* the package's targets: the student's own run says so."""
+    with pytest.raises(AssertionError) as err:
+        own_run(check_id, reference_impl(check_id), workdir)
+    message = " ".join(str(err.value).split())
+    assert "your solution called encdec." in message and "the package's own implementation" in message
 
 
 BUGS = [
@@ -134,7 +180,7 @@ BUGS = [
     ("target_slicing.shift", lambda a: (a[:, :-1], a), "labels not sliced"),
     ("target_slicing.forward", ShiftedPositions, "sliced from the wrong end"),
     ("target_slicing.forward", UnslicedPositions, "position encodings not sliced"),
-    ("target_slicing.loss", lambda lg, a: M.sequence_loss(lg, a[:, :-1]), "labels not shifted"),
+    ("target_slicing.loss", lambda lg, a: torch.nn.functional.cross_entropy(lg.reshape(-1, lg.shape[-1]), a[:, :-1].reshape(-1)), "labels not shifted"),
     ("kv_cache.update", OverwritingCache, "only the newest"),
     ("kv_cache.tokens", make_decoder(pos_bug=True), "not position 0"),
     ("kv_cache.tokens", make_decoder(cache_class=OverwritingCache), "only the newest token"),
@@ -145,14 +191,14 @@ BUGS = [
 @pytest.mark.parametrize("check_id,impl,diagnosis", BUGS, ids=[f"{b[0]}-{b[2]}" for b in BUGS])
 def test_known_bug_fails_with_its_diagnosis(check_id, impl, diagnosis, workdir):
     with pytest.raises(AssertionError) as err:
-        C.run(check_id, impl)
-    trusted = C.verify(check_id, workdir, 12345)
-    assert not trusted.ok
+        own_run(check_id, impl, workdir)
+    verdict, _ = graded(check_id, impl, workdir)
+    assert not verdict.ok
     if diagnosis is not None:  # messages are wrapped: compare with single spaces
         assert diagnosis in " ".join(str(err.value).split())
-        assert diagnosis in " ".join(trusted.message.split())
+        assert diagnosis in " ".join(verdict.message.split())
     # the message says what was expected and what came out
-    assert "expected" in trusted.message or "raised" in trusted.message
+    assert "expected" in verdict.message or "raised" in verdict.message
 
 
 def test_at_least_eight_misconceptions_are_named_by_the_bug_table():
@@ -162,9 +208,8 @@ def test_at_least_eight_misconceptions_are_named_by_the_bug_table():
 
 def test_cross_attention_query_from_encoder_is_named(workdir):
     body = block_with(lambda s, x, e, m: s.layer_norm_2(s.layer_norm_1(x + s.attention_self(x, x, x, m)) + s.attention_cross(e, x, x)))
-    with pytest.raises(AssertionError) as err:
-        C.run("decoder_block.output", body)
-    assert "Q taken from the encoder" in " ".join(str(err.value).split())
+    verdict, _ = graded("decoder_block.output", body, workdir)
+    assert "Q taken from the encoder" in " ".join(verdict.message.split())
 
 
 def test_stub_reports_not_implemented(workdir):
@@ -172,56 +217,78 @@ def test_stub_reports_not_implemented(workdir):
         raise NotImplementedError()
 
     with pytest.raises(AssertionError, match="not implemented yet"):
-        C.run("target_slicing.shift", stub)
-    assert "not implemented" in C.verify("target_slicing.shift", workdir, 12345).message
+        own_run("target_slicing.shift", stub, workdir)
+    verdict, err = graded("target_slicing.shift", stub, workdir)
+    assert "not implemented" in verdict.message and err is not None
 
 
-def test_verify_without_saved_outputs_scores_zero(workdir):
-    result = C.verify("decoder_block.output", workdir, 12345)
-    assert not result.ok and "did not run" in result.message
+def test_verify_without_saved_outputs_scores_zero():
+    verdict = J.verify("decoder_block.output", None, J.graded_inputs("decoder_block.output", SEED))
+    assert not verdict.ok and "did not run" in verdict.message
 
 
 def test_verify_refuses_pickled_outputs(workdir):
-    np.savez(workdir / C.GRADING_DIR / "target_slicing.shift.npz", dec_in=np.array([object()], dtype=object))
-    result = C.verify("target_slicing.shift", workdir, 12345)
-    assert not result.ok and "safely" in result.message
+    np.savez(workdir / "x.npz", dec_in=np.array([object()], dtype=object))
+    verdict = J.verify("target_slicing.shift", (workdir / "x.npz").read_bytes(), J.graded_inputs("target_slicing.shift", SEED))
+    assert not verdict.ok and "safely" in verdict.message
 
 
-def test_verify_refuses_links_and_zip_bombs(workdir):
+def test_withdraw_refuses_links_and_verify_refuses_zip_bombs(workdir):
     secret = workdir / "secret.npz"
     np.savez(secret, dec_in=np.zeros(3))
-    (workdir / C.GRADING_DIR / "target_slicing.shift.npz").symlink_to(secret)
-    result = C.verify("target_slicing.shift", workdir, 12345)
-    assert not result.ok and "symbolic link" in result.message
-    np.savez_compressed(workdir / C.GRADING_DIR / "target_slicing.loss.npz", loss=np.zeros(C.MAX_OUTPUT_BYTES // 8 + 1))
-    result = C.verify("target_slicing.loss", workdir, 12345)
-    assert not result.ok and "unpacks to" in result.message
+    (workdir / wire.OUTPUTS_DIR).mkdir()
+    (workdir / wire.OUTPUTS_DIR / "target_slicing.shift.npz").symlink_to(secret)
+    assert withdraw(workdir, "target_slicing.shift") is None  # a link is not read: the check scores 0
+    np.savez_compressed(workdir / "bomb.npz", loss=np.zeros(wire.MAX_BYTES // 8 + 1))
+    verdict = J.verify("target_slicing.loss", (workdir / "bomb.npz").read_bytes(), J.graded_inputs("target_slicing.loss", SEED))
+    assert not verdict.ok and "unpacks to" in verdict.message
 
 
-def test_hidden_inputs_come_from_the_graders_seed_not_the_file(workdir):
-    # The kernel rewrites seed.json before running: its outputs are for inputs the grader does not use.
-    (workdir / C.GRADING_DIR / C.SEED_FILE).write_text(json.dumps({"seed": 999}))
-    C.run("decoder_block.output_hidden", M.DecoderBlock)
-    assert C.verify("decoder_block.output_hidden", workdir, 999).ok
-    assert not C.verify("decoder_block.output_hidden", workdir, 12345).ok
+def test_deliver_never_writes_through_a_planted_link(workdir, tmp_path_factory):
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (workdir / wire.INPUTS_DIR).symlink_to(elsewhere)
+    with pytest.raises(OSError):
+        deliver(workdir, "decoder_block.mask", b"x")
+    assert list(elsewhere.iterdir()) == []
 
 
-def test_replaying_visible_outputs_fails_hidden_checks(workdir):
-    stored = C.reference_outputs("decoder_block.output")["out"]
+def test_graded_inputs_differ_by_student_and_check_and_repeat_for_a_regrade():
+    secret = b"0123456789abcdef0123456789abcdef"
+    a = J.check_seed(secret, "alice", "decoder_block", "decoder_block.output_hidden")
+    assert a == J.check_seed(secret, "alice", "decoder_block", "decoder_block.output_hidden")
+    assert a != J.check_seed(secret, "bob", "decoder_block", "decoder_block.output_hidden")
+    assert a != J.check_seed(secret, "alice", "decoder_block", "decoder_block.causal_hidden")
+    assert a != J.check_seed(b"another course secret, longer", "alice", "decoder_block", "decoder_block.output_hidden")
+
+
+def test_graded_visible_checks_use_fresh_inputs_so_replaying_the_stored_reference_fails(workdir):
+    meta, stored = wire.load(ROOT / "solutions" / "decoder_block" / "reference" / "decoder_block.output.npz")
+    expected = stored["expected/out"]
 
     class Replay(M.DecoderBlock):
         def forward(self, dec_inp, enc_inp, mask=None):
-            return torch.from_numpy(stored) if stored.shape == tuple(dec_inp.shape) else torch.zeros_like(dec_inp)
+            return torch.from_numpy(expected) if expected.shape == tuple(dec_inp.shape) else torch.zeros_like(dec_inp)
 
-    C.run("decoder_block.output", Replay)
-    assert C.verify("decoder_block.output", workdir, 12345).ok
-    with pytest.raises(AssertionError):
-        C.run("decoder_block.output_hidden", Replay)
-    assert not C.verify("decoder_block.output_hidden", workdir, 12345).ok
+    own_run("decoder_block.output", Replay, workdir)  # the student's own run is fooled ...
+    verdict, _ = graded("decoder_block.output", Replay, workdir)
+    assert not verdict.ok  # ... the graded run is not: same sizes, fresh values
+
+
+def test_the_kernel_side_never_imports_the_grader_or_reference_code():
+    import ast
+
+    for path in sorted((ROOT / "encdec" / "grading").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            for name in names:
+                assert not name.startswith(("autograder", "encdec.generate", "encdec.train")), f"{path.name} imports {name}"
+                assert name not in ("generate", "train", "variants"), f"{path.name} imports {name}"
 
 
 def test_layer_norms_have_distinct_nontrivial_parameters():
-    block = C.randomize_(M.DecoderBlock(2, 16, 32, 0.1), 1)
+    block = randomize_(M.DecoderBlock(2, 16, 32, 0.1), 1)
     norms = [block.layer_norm_1, block.layer_norm_2, block.layer_norm_3]
     for ln in norms:
         assert not torch.allclose(ln.weight, torch.ones_like(ln.weight))
@@ -232,12 +299,12 @@ def test_layer_norms_have_distinct_nontrivial_parameters():
 
 def test_hidden_inputs_use_different_question_and_answer_lengths():
     for seed in range(5):
-        inputs = C.CHECKS["decoder_block.output_hidden"].build(seed)
+        inputs = J.CHECKS["decoder_block.output_hidden"].build(seed)
         assert inputs["dims"]["Kq"] != inputs["dims"]["Ka"]
 
 
 def test_cached_reference_decoder_matches_greedy_decode():
-    inputs = C.CHECKS["kv_cache.tokens"].build(C.CHECKS["kv_cache.tokens"].seed)
+    inputs = J.CHECKS["kv_cache.tokens"].build(J.CHECKS["kv_cache.tokens"].seed)
     ours = make_decoder()(inputs["model"], inputs["ques"], inputs["n"])
     assert torch.equal(ours, greedy_decode(inputs["model"], inputs["ques"], inputs["n"], use_cache=True))
     assert len(new_caches(inputs["model"])) == inputs["model"].config.num_dec_layers

@@ -1,8 +1,8 @@
-"""Grading for the book's exercises (chapters 11-13): checks, their diagnoses, the trusted verdict.
+"""The exercises' checks as they run in the student's kernel (chapters 11-13).
 
-``checks`` runs in the student's kernel (``run``) and in the grader (``verify``); ``variants``
-holds the known-buggy versions whose outputs name a student's misconception. See
-``autograder/README.md`` for how nbgrader uses them.
+``checks.run`` calls the student's code and, in a graded run, only saves what came out; the
+verdict is the grader's (``autograder.judge``, outside the sandbox). ``calls`` says how each
+kind of exercise is called, ``wire`` the file format, ``selfcheck`` the student's own run against
+stored reference outputs, ``compare`` and ``misconceptions`` the wording both sides share.
+Nothing in this package computes an expected answer.
 """
-
-from .checks import CHECKS, Result, run, verify  # noqa: F401

@@ -1,0 +1,76 @@
+"""The grader's side of the checks: inputs, references computed with the real package, verdicts.
+
+Runs only in the grader (nbgrader's preprocessors in ``autograder.trusted``), never in a
+student's kernel: the kernel gets plain-array inputs (``wire``) and returns plain-array outputs,
+and everything that knows a correct answer is here. One module per assignment; ``CHECKS`` is
+their union, keyed by the check ids the test cells name.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from encdec.grading import wire
+
+from . import decoder_block, kv_cache, target_slicing
+from .core import Check, Verdict, diagnosis, format_patterns
+from .seeds import check_seed, load_secret  # noqa: F401
+
+CHECKS: dict[str, Check] = {c.id: c for m in (decoder_block, target_slicing, kv_cache) for c in m.CHECKS}
+
+
+def graded_inputs(check_id: str, seed: int) -> dict:
+    """The inputs of one check in a graded run: drawn from ``seed``, visible sizes for visible checks."""
+    check = CHECKS[check_id]
+    return check.build(seed)
+
+
+def wire_bytes(check_id: str, inputs: dict) -> bytes:
+    """The file the kernel reads: the kind of call, its metadata and the input arrays."""
+    check = CHECKS[check_id]
+    meta, arrays = check.wire(inputs)
+    meta = {**meta, "kind": check.kind, "task": check.task, "title": check.title}
+    return wire.to_bytes(meta, wire.prefixed("in", arrays))
+
+
+def reference_file(check_id: str, targets: list[str]) -> tuple[dict, dict[str, np.ndarray]]:
+    """A visible check's stored file for the student's own run: fixed inputs, expected outputs and
+    the outputs of known mistakes (``autograder/make_references.py`` writes it)."""
+    check = CHECKS[check_id]
+    if check.hidden:
+        raise ValueError(f"{check_id} is hidden: its inputs are drawn at grading time")
+    inputs = check.build(check.seed)
+    meta, arrays = check.wire(inputs)
+    meta = {**meta, "kind": check.kind, "task": check.task, "title": check.title, "targets": targets,
+            "shape_only": list(check.shape_only),
+            "error_patterns": format_patterns(check.error_patterns, inputs.get("dims", {})),
+            "when_larger": check.when_larger}
+    expected = (check.expected or check.reference)(inputs)
+    out = {**wire.prefixed("in", arrays), **wire.prefixed("expected", expected)}
+    for name, outs in check.variants(inputs).items():
+        out.update(wire.prefixed(f"variant/{name}", outs))
+    return meta, out
+
+
+def verify(check_id: str, saved: bytes | None, inputs: dict) -> Verdict:
+    """The verdict: judge what the student's kernel saved (``saved``, the bytes of its outputs file
+    read right after the test cell ran) against the reference computed here from ``inputs``."""
+    check = CHECKS[check_id]
+    if saved is None:
+        return Verdict(False, f"{check_id}: this check did not run to the end (its cell was deleted, the kernel died "
+                              "or timed out before it, or an earlier error stopped it), so it scores 0.")
+    try:
+        meta, got = wire.loads(saved, f"{check_id}.npz")
+    except Exception as exc:  # noqa: BLE001 (a corrupt or hostile file is a failed check)
+        return Verdict(False, f"{check_id}: its saved outputs could not be read safely ({type(exc).__name__}: {exc}).")
+    status = str(meta.get("status", "ok"))
+    if status == "not_implemented":
+        return Verdict(False, f"{check_id}: not implemented yet: {check.task} still raises NotImplementedError.")
+    if status == "error":
+        msg = str(meta.get("error", ""))[:2000]
+        name = check.judge_error(msg, inputs)
+        return Verdict(False, f"{check_id}: {check.task} raised {msg}" + diagnosis(name))
+    try:
+        return check.judge(got, check.reference(inputs), inputs)
+    except Exception as exc:  # noqa: BLE001 (malformed outputs: wrong dtypes, odd shapes)
+        return Verdict(False, f"{check_id}: the saved outputs could not be judged ({type(exc).__name__}: {exc}).")

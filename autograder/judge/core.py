@@ -1,0 +1,137 @@
+"""What every check of the grader is made of: inputs, the reference, the judge, the verdict.
+
+Grader side only (the student's kernel never imports ``autograder``). A check builds its inputs
+from a seed, turns them into plain arrays for the kernel (``wire``), computes the reference
+with the real package and judges what the kernel returned.
+"""
+
+from __future__ import annotations
+
+import math
+import textwrap
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from encdec.grading.calls import as_array
+from encdec.grading.compare import ATOL, error_match, mismatch_details, same
+from encdec.grading.misconceptions import MISCONCEPTIONS, base_name
+
+__all__ = ["ATOL", "Check", "Verdict", "compare", "diagnosis", "first_failure", "format_patterns", "gen",
+           "randomize_", "state_arrays", "same", "as_array"]
+
+
+@dataclass
+class Verdict:
+    """A check's verdict: ``ok`` and the message the student and the instructor read."""
+
+    ok: bool
+    message: str
+
+
+@dataclass
+class Check:
+    """One graded check: its inputs, what the kernel is sent, the reference, and the judge."""
+
+    id: str
+    title: str  # what is checked, in one line
+    task: str  # what the student writes (named in the "not implemented" message)
+    kind: str  # how the kernel calls the student's code (encdec.grading.calls)
+    build: Callable[[int], dict]  # seed -> inputs (tensors, modules)
+    wire: Callable[[dict], tuple[dict, dict]]  # inputs -> (meta, arrays) sent to the kernel
+    reference: Callable[[dict], dict]  # inputs -> reference outputs
+    judge: Callable[[dict, dict, dict], Verdict] | None = None  # (got, ref, inputs)
+    hidden: bool = False
+    seed: int = 0  # a visible check's fixed seed (the student's own run)
+    variants: Callable[[dict], dict[str, dict]] = field(default=lambda inputs: {})  # known mistakes' outputs
+    expected: Callable[[dict], dict] | None = None  # stored for the student's own run (default: reference)
+    shape_only: tuple[str, ...] = ()
+    when_larger: dict[str, str] = field(default_factory=dict)  # output -> misconception when it exceeds the expected
+    # Measured by hooks inside the student's process (no behavioural check exists): a submission
+    # flagged for touching the grader's machinery cannot be trusted on it (autograder/README.md).
+    measured_in_kernel: bool = False
+    error_patterns: dict[str, str] = field(default_factory=dict)  # misconception -> substrings of an error
+
+    def judge_error(self, msg: str, inputs: dict) -> str | None:
+        """The misconception an exception message points to (patterns formatted with the sizes)."""
+        return error_match(self.error_patterns, msg, inputs.get("dims", {}))
+
+
+def gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed + 7919)
+
+
+def randomize_(module: nn.Module, seed: int) -> nn.Module:
+    """Weights that make every parameter matter: each LayerNorm has its own non-trivial gain
+    and bias, so skipping or swapping a norm changes the output. Returns the module in eval mode."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            r = torch.randn(p.shape, generator=g)
+            owner = module.get_submodule(name.rsplit(".", 1)[0]) if "." in name else module
+            if isinstance(owner, nn.LayerNorm):
+                p.copy_(1.0 + 0.5 * r if name.endswith("weight") else 0.5 * r)
+            elif isinstance(owner, nn.Embedding):
+                p.copy_(r)  # token vectors of norm ~sqrt(M), like nn.Embedding's default
+            elif p.dim() > 1:
+                p.copy_(r * (1.5 / math.sqrt(p.shape[1])))  # (out, in): outputs of order 1
+            else:
+                p.copy_(0.3 * r)
+    return module.eval()
+
+
+def state_arrays(module: nn.Module) -> dict[str, np.ndarray]:
+    return {f"state/{k}": v.detach().numpy() for k, v in module.state_dict().items()}
+
+
+def diagnosis(name: str | None) -> str:
+    """'\nDiagnosis: ...' wrapped to 88 columns (feedback HTML does not wrap), or ''."""
+    if name is None:
+        return ""
+    return "\n" + textwrap.fill(f"Diagnosis: {MISCONCEPTIONS[base_name(name)]}", width=88, subsequent_indent="  ")
+
+
+def _match(got: np.ndarray, candidates: dict[str, Any], exact: bool = False) -> str | None:
+    for name, cand in candidates.items():
+        c = cand if isinstance(cand, np.ndarray) else as_array(cand, name)
+        if same(got, c, exact):
+            return base_name(name)
+    return None
+
+
+def compare(check: Check, what: str, got: np.ndarray | None, exp: np.ndarray, *, exact: bool = False,
+            candidates: Callable[[], dict] | None = None,
+            shape_hint: Callable[[tuple], str | None] | None = None) -> Verdict:
+    """Compare one output with the reference; on a mismatch say what and why."""
+    if got is None:
+        return Verdict(False, f"{check.id}: {what} was not saved by the check (outputs missing).")
+    if same(got, exp, exact):
+        return Verdict(True, f"{check.title}: {what} matched the reference.")
+    name = None
+    if got.shape != exp.shape and shape_hint is not None:
+        name = shape_hint(tuple(got.shape))
+    if name is None and candidates is not None:
+        name = _match(got, candidates(), exact)
+    head = f"{check.id}: {check.title}: {what} did not match the reference." + diagnosis(name)
+    return Verdict(False, "\n".join([head, *mismatch_details(got, exp, exact)]))
+
+
+def first_failure(*verdicts: Verdict) -> Verdict:
+    """The first failure (the others usually repeat it), or the first verdict when all passed."""
+    bad = [r for r in verdicts if not r.ok]
+    if bad:
+        more = f"\n({len(bad) - 1} more output(s) of this check did not match either.)" if len(bad) > 1 else ""
+        return Verdict(False, bad[0].message + more)
+    return verdicts[0]
+
+
+def format_patterns(patterns: dict[str, str], dims: dict) -> list[list[str]]:
+    """The error patterns with this check's sizes filled in, in order (stored for the student's own run)."""
+    return [[name, pat.format(**dims)] for name, pat in patterns.items()]
+
+
+def numpy_dict(d: dict[str, Tensor | np.ndarray]) -> dict[str, np.ndarray]:
+    return {k: v.detach().numpy() if isinstance(v, Tensor) else np.asarray(v) for k, v in d.items()}

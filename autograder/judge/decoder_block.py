@@ -1,0 +1,211 @@
+"""Grader side of the ``decoder_block`` exercise (chapter 11): the causal mask, the masked
+softmax and ``DecoderBlock.forward``: inputs, references, judges."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from encdec import attention as A
+from encdec import model as Mdl
+
+from . import variants as Var
+from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, numpy_dict, \
+    randomize_, state_arrays
+
+CHECKS: list[Check] = []
+
+
+def _ints(g, lo, hi) -> int:
+    return int(torch.randint(lo, hi, (1,), generator=g))
+
+
+# --- get_subsequent_mask -----------------------------------------------------------------------
+
+def _build_mask(seed: int, hidden: bool) -> dict:
+    g = gen(seed)
+    N, K = (3, 6) if not hidden else (_ints(g, 2, 5), _ints(g, 3, 9))
+    return {"seq": torch.randint(0, 16, (N, K), generator=g), "dims": {"N": N, "K": K}}
+
+
+def _mask_variants(inputs) -> dict:
+    return {k: {"mask": v.numpy()} for k, v in Var.mask_variants(inputs["seq"]).items()}
+
+
+def _judge_mask(check):
+    def judge(got, ref, inputs):
+        return compare(check, "the mask", got.get("mask"), ref["mask"], exact=True,
+                       candidates=lambda: {k: v["mask"] for k, v in _mask_variants(inputs).items()})
+    return judge
+
+
+for _cid, _hidden, _seed in (("decoder_block.mask", False, 1101), ("decoder_block.mask_hidden", True, 0)):
+    _c = Check(id=_cid, title="get_subsequent_mask", task="get_subsequent_mask(seq)", kind="mask", hidden=_hidden,
+               seed=_seed, build=(lambda s, h=_hidden: _build_mask(s, h)),
+               wire=lambda inp: ({}, {"seq": inp["seq"].numpy()}),
+               reference=lambda inp: {"mask": A.get_subsequent_mask(inp["seq"]).numpy()}, variants=_mask_variants)
+    _c.judge = _judge_mask(_c)
+    CHECKS.append(_c)
+
+
+# --- masked_softmax ------------------------------------------------------------------------------
+
+def _build_softmax(seed: int, hidden: bool) -> dict:
+    g = gen(seed)
+    N, L = (2, 5) if not hidden else (_ints(g, 2, 5), _ints(g, 3, 9))
+    scores = 3 * torch.randn(N, L, L, generator=g)
+    mask = A.get_subsequent_mask(torch.zeros(N, L, dtype=torch.long)).clone()
+    if hidden:  # plus random padding columns, never a whole row
+        pad = torch.rand(N, 1, L, generator=g) < 0.3
+        pad[..., 0] = False
+        mask = mask | pad
+    return {"scores": scores, "mask": mask, "dims": {"N": N, "L": L}}
+
+
+def _softmax_variants(inputs) -> dict:
+    return {k: {"weights": v.numpy()} for k, v in Var.softmax_variants(inputs["scores"], inputs["mask"]).items()}
+
+
+def _judge_softmax(check):
+    def judge(got, ref, inputs):
+        w = got.get("weights")
+        r = compare(check, "the attention weights", w, ref["weights"],
+                    candidates=lambda: {k: v["weights"] for k, v in _softmax_variants(inputs).items()})
+        if not r.ok and w is not None and w.shape == ref["weights"].shape:
+            sums = w.sum(-1)
+            if not np.allclose(sums, 1.0, atol=1e-4):
+                r.message += f"\n  rows must sum to 1; row sums range from {sums.min():.4f} to {sums.max():.4f}"
+        return r
+    return judge
+
+
+for _cid, _hidden, _seed in (("decoder_block.masked_softmax", False, 1102), ("decoder_block.masked_softmax_hidden", True, 0)):
+    _c = Check(id=_cid, title="masked_softmax", task="masked_softmax(scores, mask)", kind="softmax", hidden=_hidden,
+               seed=_seed, build=(lambda s, h=_hidden: _build_softmax(s, h)),
+               wire=lambda inp: ({}, {"scores": inp["scores"].numpy(), "mask": inp["mask"].numpy()}),
+               reference=lambda inp: {"weights": A.masked_softmax(inp["scores"], inp["mask"]).numpy()},
+               variants=_softmax_variants)
+    _c.judge = _judge_softmax(_c)
+    CHECKS.append(_c)
+
+
+# --- DecoderBlock.forward --------------------------------------------------------------------------
+
+def _build_block(seed: int, hidden: bool) -> dict:
+    g = gen(seed)
+    if hidden:
+        N = _ints(g, 2, 5)
+        Ka = _ints(g, 3, 8)
+        Kq = Ka + _ints(g, 2, 7)
+        H, M = [(2, 16), (4, 24), (2, 24)][_ints(g, 0, 3)]
+    else:
+        N, Ka, Kq, H, M = 2, 5, 9, 2, 16
+    F = 2 * M
+    block = randomize_(Mdl.DecoderBlock(H, M, F, 0.1), seed)
+    dec = torch.randn(N, Ka, M, generator=g)
+    enc = torch.randn(N, Kq, M, generator=g)
+    j = _ints(g, 1, Ka)  # first position changed by the causality probe
+    dec_changed = dec.clone()
+    dec_changed[:, j:] = torch.randn(N, Ka - j, M, generator=g)
+    enc_changed = torch.randn(N, Kq, M, generator=g)
+    mask = A.get_subsequent_mask(torch.zeros(N, Ka, dtype=torch.long))
+    return {"block": block, "dec": dec, "enc": enc, "mask": mask, "dec_changed": dec_changed,
+            "enc_changed": enc_changed, "j": j, "dims": {"N": N, "Ka": Ka, "Kq": Kq, "M": M, "H": H, "F": F}}
+
+
+# Which (dec, enc) each probe runs the block on: the first case is always the plain one.
+_CASES = {"shape": {"out": ("dec", "enc")}, "plain": {"out": ("dec", "enc")},
+          "causal": {"out": ("dec", "enc"), "out_changed": ("dec_changed", "enc")},
+          "question": {"out": ("dec", "enc"), "out_changed": ("dec", "enc_changed")}}
+
+
+def _block_out(block, dec, enc, mask) -> np.ndarray:
+    with torch.no_grad():
+        return block(dec.clone(), enc.clone(), mask.clone()).numpy().astype(np.float32)
+
+
+def _wire_block(probe: str):
+    def wire(inputs):
+        d = inputs["dims"]
+        arrays = state_arrays(inputs["block"])
+        for name, (dk, ek) in _CASES[probe].items():
+            arrays.update({f"case/{name}/dec": inputs[dk].numpy(), f"case/{name}/enc": inputs[ek].numpy(),
+                           f"case/{name}/mask": inputs["mask"].numpy()})
+        return {"dims": {"H": d["H"], "M": d["M"], "F": d["F"]}, "cases": list(_CASES[probe])}, arrays
+    return wire
+
+
+def _ref_block(probe: str):
+    def ref(inputs):
+        return {name: _block_out(inputs["block"], inputs[dk], inputs[ek], inputs["mask"])
+                for name, (dk, ek) in _CASES[probe].items()}
+    return ref
+
+
+def _block_variants(inputs) -> dict:
+    out = Var.block_variants(inputs["block"], inputs["dec"], inputs["enc"], inputs["mask"])
+    return {k: numpy_dict({"out": v}) for k, v in out.items()}
+
+
+def _block_shape_hint(inputs):
+    d = inputs["dims"]
+    return lambda shape: "cross_q_from_encoder" if shape == (d["N"], d["Kq"], d["M"]) else None
+
+
+def _judge_block(check, probe: str):
+    def judge(got, ref, inputs):
+        cands = lambda dec=inputs["dec"], enc=inputs["enc"]: Var.block_variants(inputs["block"], dec, enc, inputs["mask"])  # noqa: E731
+        if probe == "shape":
+            d = inputs["dims"]
+            out = got.get("out")
+            exp = (d["N"], d["Ka"], d["M"])
+            if out is not None and out.shape == exp and np.isfinite(out).all():
+                return Verdict(True, f"{check.title}: output shape {exp} (N, Ka, M) and finite values.")
+            shape = None if out is None else tuple(out.shape)
+            name = _block_shape_hint(inputs)(shape) if shape else None
+            return Verdict(False, f"{check.id}: DecoderBlock output should have shape (N, Ka, M) = {exp} "
+                                  f"with finite values; got {shape}." + diagnosis(name))
+        r = compare(check, "the block output", got.get("out"), ref["out"], candidates=cands,
+                    shape_hint=_block_shape_hint(inputs))
+        if probe == "plain":
+            return r
+        oc = got.get("out_changed")
+        if probe == "causal":
+            j = inputs["j"]
+            o = got.get("out")
+            if o is not None and oc is not None and o.shape == oc.shape == ref["out"].shape and not np.allclose(o[:, :j], oc[:, :j], atol=ATOL):
+                return Verdict(False, f"{check.id}: answer positions 0..{j - 1} changed when only positions {j}.. of "
+                                      f"dec_inp changed." + diagnosis("not_causal") + ("\n" + r.message if not r.ok else ""))
+            r2 = compare(check, "the output after changing later answer positions", oc, ref["out_changed"],
+                         candidates=lambda: Var.block_variants(inputs["block"], inputs["dec_changed"], inputs["enc"], inputs["mask"]),
+                         shape_hint=_block_shape_hint(inputs))
+            return first_failure(r, r2)
+        o = got.get("out")
+        if o is not None and oc is not None and o.shape == oc.shape and np.allclose(o, oc, atol=ATOL):
+            return Verdict(False, f"{check.id}: the output did not change when enc_inp changed." + diagnosis("ignores_question"))
+        r2 = compare(check, "the output for a different question memory", oc, ref["out_changed"],
+                     candidates=lambda: Var.block_variants(inputs["block"], inputs["dec"], inputs["enc_changed"], inputs["mask"]),
+                     shape_hint=_block_shape_hint(inputs))
+        return first_failure(r, r2)
+    return judge
+
+
+_BLOCK_ERRORS = {
+    "cross_kv_from_decoder": "must have the same length",
+    "cross_q_from_encoder": "({Ka})&&({Kq})",
+}
+
+for _cid, _hidden, _seed, _probe, _title in (
+    ("decoder_block.shapes", False, 1103, "shape", "DecoderBlock output shape"),
+    ("decoder_block.output", False, 1104, "plain", "DecoderBlock.forward"),
+    ("decoder_block.output_hidden", True, 0, "plain", "DecoderBlock.forward on fresh weights and sizes"),
+    ("decoder_block.causal_hidden", True, 0, "causal", "DecoderBlock causality"),
+    ("decoder_block.question_hidden", True, 0, "question", "DecoderBlock reads the encoder memory"),
+):
+    _c = Check(id=_cid, title=_title, task="DecoderBlock.forward", kind="block", hidden=_hidden, seed=_seed,
+               build=(lambda s, h=_hidden: _build_block(s, h)), wire=_wire_block(_probe),
+               reference=_ref_block(_probe), error_patterns=_BLOCK_ERRORS,
+               variants=_block_variants if _probe == "plain" else (lambda inputs: {}),
+               shape_only=("out",) if _probe == "shape" else ())
+    _c.judge = _judge_block(_c, _probe)
+    CHECKS.append(_c)

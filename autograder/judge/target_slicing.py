@@ -1,0 +1,210 @@
+"""Grader side of the ``target_slicing`` exercise (chapter 12): ``shift_targets``, the slicing in
+``Transformer.forward`` and the loss aligned with the labels: inputs, references, judges."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import torch
+
+from encdec import model as Mdl
+from encdec.config import ModelConfig
+
+from . import variants as Var
+from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, randomize_, same, \
+    state_arrays
+
+CHECKS: list[Check] = []
+_SMALL = dict(emb_dim=16, num_heads=2, feedforward_dim=32, num_enc_layers=2, num_dec_layers=2, dropout=0.2)
+
+
+def _ints(g, lo, hi) -> int:
+    return int(torch.randint(lo, hi, (1,), generator=g))
+
+
+def _build_answers(seed: int, hidden: bool) -> dict:
+    g = gen(seed)
+    N, Ka, Kq = (4, 5, 9) if not hidden else (_ints(g, 2, 6), _ints(g, 4, 8), _ints(g, 9, 12))
+    ans = torch.randint(0, 14, (N, Ka), generator=g)
+    ans[:, 0] = 14  # BOS
+    ans[:, -1] = 15  # EOS
+    ques = torch.randint(0, 16, (N, Kq), generator=g)
+    j = _ints(g, 1, Ka - 1)
+    ans_changed = ans.clone()
+    ans_changed[:, j:] = (ans[:, j:] + 1 + torch.randint(0, 12, (N, Ka - j), generator=g)) % 14
+    ques_changed = (ques + 1 + torch.randint(0, 14, ques.shape, generator=g)) % 16
+    cfg = ModelConfig(**_SMALL, position_encoding="sinusoid" if not hidden or seed % 2 else "simple")
+    return {"ans": ans, "ques": ques, "ans_changed": ans_changed, "ques_changed": ques_changed, "j": j,
+            "config": cfg, "dims": {"N": N, "Ka": Ka, "Kq": Kq, "Ka1": Ka - 1, "V": 16, "M": cfg.emb_dim}}
+
+
+# --- shift_targets ---------------------------------------------------------------------------------
+
+def _shift_variants(inputs) -> dict:
+    return {k: {"dec_in": a.numpy(), "labels": b.numpy()} for k, (a, b) in Var.shift_variants(inputs["ans"]).items()}
+
+
+def _judge_shift(check):
+    def judge(got, ref, inputs):
+        din, lab = got.get("dec_in"), got.get("labels")
+        named = None
+        if din is not None and lab is not None:
+            for name, outs in _shift_variants(inputs).items():
+                if same(din, outs["dec_in"], True) and same(lab, outs["labels"], True):
+                    named = Var.base_name(name)
+                    break
+        r = first_failure(compare(check, "dec_in_b", din, ref["dec_in"], exact=True),
+                          compare(check, "labels_b", lab, ref["labels"], exact=True))
+        if not r.ok:
+            r.message += diagnosis(named)
+        return r
+    return judge
+
+
+for _cid, _hidden, _seed in (("target_slicing.shift", False, 1201), ("target_slicing.shift_hidden", True, 0)):
+    _c = Check(id=_cid, title="shift_targets", task="shift_targets(ans_b)", kind="shift", hidden=_hidden, seed=_seed,
+               build=(lambda s, h=_hidden: _build_answers(s, h)), wire=lambda inp: ({}, {"ans": inp["ans"].numpy()}),
+               reference=lambda inp: dict(zip(("dec_in", "labels"), (t.numpy() for t in Mdl.shift_targets(inp["ans"])))),
+               variants=_shift_variants)
+    _c.judge = _judge_shift(_c)
+    CHECKS.append(_c)
+
+
+# --- Transformer.forward -------------------------------------------------------------------------
+
+def _build_forward(seed: int, hidden: bool) -> dict:
+    inputs = _build_answers(seed, hidden)
+    inputs["model"] = randomize_(Mdl.Transformer(inputs["config"]), seed)
+    return inputs
+
+
+# Which (question, answer) each probe runs the model on: the first case is always the plain one.
+_CASES = {"shape": [("logits", "ques", "ans")], "plain": [("logits", "ques", "ans")],
+          "causal": [("logits", "ques", "ans"), ("logits_changed", "ques", "ans_changed")],
+          "question": [("logits", "ques", "ans"), ("logits_changed", "ques_changed", "ans")]}
+
+
+def _logits(m, q, a) -> np.ndarray:
+    with torch.no_grad():
+        return m(q.clone(), m.positions(q.shape[1]), a.clone(), m.positions(a.shape[1])).numpy().astype(np.float32)
+
+
+def _wire_forward(probe: str):
+    def wire(inputs):
+        keys = sorted({k for _, q, a in _CASES[probe] for k in (q, a)})
+        arrays = {**state_arrays(inputs["model"]), **{k: inputs[k].numpy() for k in keys}}
+        return {"config": dataclasses.asdict(inputs["config"]), "cases": [list(c) for c in _CASES[probe]]}, arrays
+    return wire
+
+
+def _ref_forward(probe: str):
+    def ref(inputs):
+        return {name: _logits(inputs["model"], inputs[q], inputs[a]) for name, q, a in _CASES[probe]}
+    return ref
+
+
+def _forward_cands(inputs, ques_key="ques", ans_key="ans"):
+    m, q, a = inputs["model"], inputs[ques_key], inputs[ans_key]
+    return lambda: Var.forward_variants(m, q, m.positions(q.shape[1]), a, m.positions(a.shape[1]))
+
+
+def _forward_variants(inputs) -> dict:
+    return {k: {"logits": v.detach().numpy()} for k, v in _forward_cands(inputs)().items()}
+
+
+def _forward_shape_hint(inputs):
+    d = inputs["dims"]
+    return lambda shape: "no_shift" if shape == (d["N"], d["Ka"], d["V"]) else None
+
+
+def _judge_forward(check, probe: str):
+    def judge(got, ref, inputs):
+        d = inputs["dims"]
+        lg = got.get("logits")
+        if probe == "shape":
+            exp = (d["N"], d["Ka1"], d["V"])
+            if lg is not None and lg.shape == exp:
+                return Verdict(True, f"{check.title}: logits of shape (N, Ka-1, V) = {exp}.")
+            shape = None if lg is None else tuple(lg.shape)
+            return Verdict(False, f"{check.id}: logits should have shape (N, Ka-1, V) = {exp}; got {shape}."
+                                  + diagnosis(_forward_shape_hint(inputs)(shape) if shape else None))
+        r = compare(check, "the logits", lg, ref["logits"], candidates=_forward_cands(inputs),
+                    shape_hint=_forward_shape_hint(inputs))
+        if probe == "plain":
+            return r
+        lc = got.get("logits_changed")
+        if probe == "causal":
+            j = inputs["j"]
+            # logits at positions < j read answer tokens < j only; the last answer token is never read.
+            if lg is not None and lc is not None and lg.shape == lc.shape == ref["logits"].shape and not np.allclose(lg[:, :j], lc[:, :j], atol=ATOL):
+                return Verdict(False, f"{check.id}: logits at positions 0..{j - 1} changed when only answer tokens {j}.. changed."
+                                      + diagnosis("not_causal") + ("\n" + r.message if not r.ok else ""))
+            r2 = compare(check, "the logits after changing later answer tokens", lc, ref["logits_changed"],
+                         candidates=_forward_cands(inputs, ans_key="ans_changed"), shape_hint=_forward_shape_hint(inputs))
+            return first_failure(r, r2)
+        if lg is not None and lc is not None and lg.shape == lc.shape and np.allclose(lg, lc, atol=ATOL):
+            return Verdict(False, f"{check.id}: the logits did not change when the question changed." + diagnosis("ignores_question"))
+        r2 = compare(check, "the logits for a different question", lc, ref["logits_changed"],
+                     candidates=_forward_cands(inputs, ques_key="ques_changed"), shape_hint=_forward_shape_hint(inputs))
+        return first_failure(r, r2)
+    return judge
+
+
+_FORWARD_ERRORS = {
+    "pos_not_sliced": "({Ka1})&&({Ka})&&size",
+    "mask_from_full_answer": "mask of shape&&does not fit",
+    "no_shift": "({Ka})&&({Ka1})",
+}
+
+for _cid, _hidden, _seed, _probe, _title in (
+    ("target_slicing.forward_shapes", False, 1202, "shape", "Transformer.forward logits shape"),
+    ("target_slicing.forward", False, 1203, "plain", "Transformer.forward"),
+    ("target_slicing.forward_hidden", True, 0, "plain", "Transformer.forward on fresh weights and lengths"),
+    ("target_slicing.causal_hidden", True, 0, "causal", "Transformer.forward causality"),
+    ("target_slicing.question_hidden", True, 0, "question", "Transformer.forward reads the question"),
+):
+    _c = Check(id=_cid, title=_title, task="Transformer.forward", kind="forward", hidden=_hidden, seed=_seed,
+               build=(lambda s, h=_hidden: _build_forward(s, h)), wire=_wire_forward(_probe),
+               reference=_ref_forward(_probe), error_patterns=_FORWARD_ERRORS,
+               variants=_forward_variants if _probe == "plain" else (lambda inputs: {}),
+               shape_only=("logits",) if _probe == "shape" else ())
+    _c.judge = _judge_forward(_c, _probe)
+    CHECKS.append(_c)
+
+
+# --- the loss --------------------------------------------------------------------------------------
+
+def _build_loss(seed: int, hidden: bool) -> dict:
+    inputs = _build_answers(seed, hidden)
+    d = inputs["dims"]
+    inputs["logits"] = 2 * torch.randn(d["N"], d["Ka1"], d["V"], generator=gen(seed + 1))
+    d["NK1"] = d["N"] * d["Ka1"]
+    d["NK"] = d["N"] * d["Ka"]
+    return inputs
+
+
+def _loss_variants(inputs) -> dict:
+    return {k: {"loss": v.reshape(1).double().numpy()} for k, v in Var.loss_variants(inputs["logits"], inputs["ans"]).items()}
+
+
+def _judge_loss(check):
+    def judge(got, ref, inputs):
+        return compare(check, "the loss", got.get("loss"), ref["loss"],
+                       candidates=lambda: {k: v["loss"] for k, v in _loss_variants(inputs).items()})
+    return judge
+
+
+_LOSS_ERRORS = {
+    "labels_not_sliced": "({NK1})&&({NK})",
+    "labels_not_sliced_align": "do not align with labels&&{Ka}",
+}
+
+for _cid, _hidden, _seed in (("target_slicing.loss", False, 1204), ("target_slicing.loss_hidden", True, 0)):
+    _c = Check(id=_cid, title="next_token_loss", task="next_token_loss(logits, ans_b)", kind="loss", hidden=_hidden,
+               seed=_seed, build=(lambda s, h=_hidden: _build_loss(s, h)),
+               wire=lambda inp: ({}, {"logits": inp["logits"].numpy(), "ans": inp["ans"].numpy()}),
+               reference=lambda inp: {"loss": Mdl.sequence_loss(inp["logits"], inp["ans"][:, 1:]).reshape(1).double().numpy()},
+               error_patterns=_LOSS_ERRORS, variants=_loss_variants)
+    _c.judge = _judge_loss(_c)
+    CHECKS.append(_c)

@@ -1,0 +1,157 @@
+"""How a check calls the student's code, one function per kind of exercise.
+
+Runs in the student's kernel. Each function gets the student's ``impl`` and the check's inputs
+(plain arrays and a little metadata, see ``wire``), builds the *given* parts from
+``encdec.model`` (in a graded run: the grading edition, which has no exercise in it), calls the
+student's code and returns what came out as arrays. Nothing here computes an expected answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from .wire import section
+
+
+def _t(a: np.ndarray) -> Tensor:
+    return torch.from_numpy(np.array(a))
+
+
+def as_array(x: Any, what: str) -> np.ndarray:
+    """Student output -> numpy, with a clear message when it is not a tensor."""
+    if isinstance(x, Tensor):
+        return x.detach().cpu().numpy()
+    if isinstance(x, (np.ndarray, float, int, bool)):
+        return np.asarray(x)
+    raise TypeError(f"{what} must be a torch.Tensor, got {type(x).__name__}")
+
+
+def _state(arrays: dict) -> dict[str, Tensor]:
+    return {k: _t(v) for k, v in section(arrays, "state").items()}
+
+
+def call_mask(impl, meta, a) -> dict:
+    out = impl(_t(a["seq"]))
+    arr = as_array(out, "get_subsequent_mask(seq)")
+    if arr.dtype != bool:
+        raise TypeError(f"get_subsequent_mask must return a boolean tensor (True = forbidden), got dtype {out.dtype}")
+    return {"mask": arr}
+
+
+def call_softmax(impl, meta, a) -> dict:
+    out = impl(_t(a["scores"]), _t(a["mask"]))
+    return {"weights": as_array(out, "masked_softmax(scores, mask)").astype(np.float32)}
+
+
+def call_block(impl, meta, a) -> dict:
+    d = meta["dims"]
+    block = impl(d["H"], d["M"], d["F"], 0.1)
+    block.load_state_dict(_state(a))
+    block.eval()
+    out = {}
+    for name in meta["cases"]:  # e.g. "out", then "out_changed" (later answer positions changed)
+        case = section(a, f"case/{name}")
+        with torch.no_grad():
+            y = block(_t(case["dec"]), _t(case["enc"]), _t(case["mask"]))
+        out[name] = as_array(y, "DecoderBlock.forward(dec_inp, enc_inp, mask)").astype(np.float32)
+    return out
+
+
+def call_shift(impl, meta, a) -> dict:
+    out = impl(_t(a["ans"]))
+    if not isinstance(out, tuple) or len(out) != 2:
+        raise TypeError(f"shift_targets must return a pair (dec_in_b, labels_b), got {type(out).__name__}")
+    return {"dec_in": as_array(out[0], "dec_in_b"), "labels": as_array(out[1], "labels_b")}
+
+
+def _config(meta):
+    from ..config import ModelConfig
+
+    return ModelConfig(**meta["config"])
+
+
+def call_forward(impl, meta, a) -> dict:
+    m = impl(_config(meta))
+    m.load_state_dict(_state(a))
+    m.eval()
+    out = {}
+    for name, ques_key, ans_key in meta["cases"]:  # e.g. ["logits", "ques", "ans"]
+        q, ans = _t(a[ques_key]), _t(a[ans_key])
+        with torch.no_grad():
+            y = m(q, m.positions(q.shape[1]), ans, m.positions(ans.shape[1]))
+        out[name] = as_array(y, "Transformer.forward(...)").astype(np.float32)
+    return out
+
+
+def call_loss(impl, meta, a) -> dict:
+    out = impl(_t(a["logits"]), _t(a["ans"]))
+    return {"loss": as_array(out, "next_token_loss(logits, ans_b)").astype(np.float64).reshape(-1)}
+
+
+def call_update(impl, meta, a) -> dict:
+    cache = impl()
+    out = {}
+    for i in range(meta["steps"]):
+        res = cache.update(_t(a[f"k/{i}"]), _t(a[f"v/{i}"]))
+        if not isinstance(res, tuple) or len(res) != 2:
+            raise TypeError(f"KVCache.update must return (keys, values), got {type(res).__name__}")
+        out[f"k{i}"] = as_array(res[0], "keys returned by update")
+        out[f"v{i}"] = as_array(res[1], "values returned by update")
+        out[f"len{i}"] = np.array(len(cache))
+    return out
+
+
+def call_decode(impl, meta, a) -> dict:
+    """Cached greedy decoding on the given model, counting what the decoder is fed.
+
+    The counts come from hooks on the given model in this process: see autograder/README.md
+    for what that means for a student who tampers with them.
+    """
+    from ..model import Transformer
+
+    model = Transformer(_config(meta))
+    model.load_state_dict(_state(a))
+    model.eval()
+    counts: dict = {"enc": 0, "dec": [], "logits": []}
+
+    def enc_hook(mod, args):
+        counts["enc"] += 1
+
+    def dec_hook(mod, args, kwargs):
+        x = args[0] if args else kwargs.get("dec_inp")
+        counts["dec"].append(int(x.shape[1]))
+
+    def vocab_hook(mod, args, y):
+        counts["logits"].append(y[:, -1] if y.dim() == 3 else y)  # the last position: (N, V)
+
+    hooks = [model.encoder.layers[0].register_forward_pre_hook(enc_hook),
+             model.decoder.layers[0].register_forward_pre_hook(dec_hook, with_kwargs=True),
+             model.proj_to_vocab.register_forward_hook(vocab_hook)]
+    try:
+        with torch.no_grad():
+            tokens = impl(model, _t(a["ques"]), int(meta["n"]))
+    finally:
+        for h in hooks:
+            h.remove()
+    steps = counts["logits"]
+    same_shape = steps and len({tuple(s.shape) for s in steps}) == 1
+    step_logits = torch.stack(steps).numpy().astype(np.float32) if same_shape else np.zeros((0,), np.float32)
+    return {"tokens": as_array(tokens, "greedy_decode_cached(...)"), "encoder_calls": np.array(counts["enc"]),
+            "decoder_lengths": np.array(counts["dec"], dtype=np.int64), "step_logits": step_logits}
+
+
+CALLS: dict[str, Callable[[Any, dict, dict], dict]] = {
+    "mask": call_mask, "softmax": call_softmax, "block": call_block, "shift": call_shift,
+    "forward": call_forward, "loss": call_loss, "update": call_update, "decode": call_decode,
+}
+
+
+def call(meta: dict, arrays: dict[str, np.ndarray], impl) -> dict[str, np.ndarray]:
+    kind = meta.get("kind")
+    if kind not in CALLS:
+        raise ValueError(f"unknown kind of check {kind!r}; expected one of {sorted(CALLS)}")
+    return CALLS[kind](impl, meta, section(arrays, "in"))

@@ -1,0 +1,64 @@
+"""Comparing a student's output with an expected one, and saying where they differ.
+
+Pure numpy, no reference code: the student's own checks (``checks``) and the grader's judges
+(``autograder.judge``) use the same comparison and the same wording.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+ATOL = RTOL = 1e-4
+
+
+def describe(a: np.ndarray) -> str:
+    return f"shape {tuple(a.shape)}, {a.dtype}"
+
+
+def fmt(x: np.generic) -> str:
+    v = x.item()
+    return f"{v:.6g}" if isinstance(v, float) else repr(v)
+
+
+def is_exact(a: np.ndarray) -> bool:
+    """Integer and boolean outputs (token ids, masks, counts) must match exactly."""
+    return a.dtype == bool or np.issubdtype(a.dtype, np.integer)
+
+
+def same(got: np.ndarray, exp: np.ndarray, exact: bool = False) -> bool:
+    if got.shape != exp.shape:
+        return False
+    if exact:
+        return bool(np.array_equal(got, exp))
+    if not (np.issubdtype(got.dtype, np.number) or got.dtype == bool):
+        return False
+    return bool(np.allclose(got.astype(np.float64), exp.astype(np.float64), atol=ATOL, rtol=RTOL, equal_nan=False))
+
+
+def first_mismatch(got: np.ndarray, exp: np.ndarray, exact: bool) -> str:
+    if exact:
+        bad = got != exp
+    else:
+        bad = ~np.isclose(got.astype(np.float64), exp.astype(np.float64), atol=ATOL, rtol=RTOL)
+        bad |= np.isnan(got) != np.isnan(exp)
+    idx = tuple(int(i) for i in np.argwhere(bad)[0])
+    n = int(bad.sum())
+    return f"first mismatch at index {idx}: expected {fmt(exp[idx])}, got {fmt(got[idx])} ({n} of {bad.size} entries differ)"
+
+
+def mismatch_details(got: np.ndarray, exp: np.ndarray, exact: bool) -> list[str]:
+    """The lines under "did not match": both shapes, and the first differing entry."""
+    details = [f"  expected: {describe(exp)}", f"  got:      {describe(got)}"]
+    if got.shape == exp.shape:
+        details.append("  " + first_mismatch(got, exp, exact))
+    return details
+
+
+def error_match(patterns, msg: str, dims: dict | None = None) -> str | None:
+    """The first misconception whose pattern fits an exception message. ``patterns``: a dict or a
+    list of (name, pattern) pairs, tried in order; a pattern is substrings joined by ``&&`` (with
+    ``{Ka}``-style sizes filled in from ``dims``), all of which must occur."""
+    for name, pat in (patterns.items() if isinstance(patterns, dict) else patterns):
+        if all((p.format(**dims) if dims else p) in msg for p in pat.split("&&")):
+            return name
+    return None

@@ -1,0 +1,150 @@
+"""The misconceptions the exercises' feedback names, one sentence each, in the lesson's words.
+
+Plain text only: the student's own checks (``encdec.grading.checks``) and the grader's judges
+(``autograder.judge``) both quote it. Chapters 11-13 teach the correct versions.
+"""
+
+from __future__ import annotations
+
+MISCONCEPTIONS = {
+    "mask_after_softmax": (
+        "mask applied after softmax: the future scores were already in the softmax denominator, "
+        "so the allowed weights are too small and rows no longer sum to 1. Mask the scores "
+        "(set forbidden ones to a very negative number) before the softmax."
+    ),
+    "no_mask": (
+        "no mask: masked self-attention let answer position i read positions after i (label "
+        "leakage). Pass the causal mask to the decoder's self-attention."
+    ),
+    "mask_inverted": (
+        "mask inverted: True means *forbidden*, so the upper triangle (j > i, reader i's future) "
+        "must be True; the allowed past was hidden and the future shown."
+    ),
+    "mask_diagonal": (
+        "the diagonal is masked too: reader i may read its own position j = i; only j > i is "
+        "the future (torch.triu(..., diagonal=1))."
+    ),
+    "mask_not_expanded": (
+        "the mask has no batch axis: expand the (K, K) triangle to (N, K, K), one per sequence."
+    ),
+    "cross_q_from_encoder": (
+        "cross-attention Q taken from the encoder (Q/K/V swapped): Q must come from the decoder "
+        "state (answer-so-far, length Ka), K and V from the encoder memory (length Kq); with Q "
+        "from the encoder the weights are (N, Kq, Ka) and each question position queries the answer."
+    ),
+    "cross_kv_from_decoder": (
+        "cross-attention K/V taken from the decoder: K and V must both be the encoder memory "
+        "enc_inp, the 'reference book' every answer position reads."
+    ),
+    "cross_reads_dec_inp": (
+        "cross-attention read the decoder input instead of the self-attention output: its query "
+        "must be out_2 = layer_norm_1(dec_inp + out_1), the answer-so-far after masked self-attention."
+    ),
+    "cross_skipped": (
+        "cross-attention skipped: the decoder never reads the question, so the answer cannot "
+        "depend on it."
+    ),
+    "residual_1_missing": (
+        "a residual is missing around masked self-attention: layer_norm_1 must see dec_inp + out_1, "
+        "keeping the identity path."
+    ),
+    "residual_2_missing": (
+        "a residual is missing around cross-attention: layer_norm_2 must see out_2 + out_3."
+    ),
+    "residual_3_missing": (
+        "a residual is missing around the MLP: layer_norm_3 must see out_4 + out_5."
+    ),
+    "prenorm": (
+        "norm before the residual (pre-norm): this block is post-norm, "
+        "x = LayerNorm(x + sublayer(x)); pre-norm (x + sublayer(LayerNorm(x))) is the modern "
+        "variant, not this lesson's block."
+    ),
+    "norm_inside_residual": (
+        "norm before the residual: the sublayer output was normalised and then added to x; the "
+        "lesson's block adds the residual first, then normalises: LayerNorm(x + sublayer(x))."
+    ),
+    "norms_swapped": (
+        "layer norms used in the wrong places: layer_norm_1 follows self-attention, layer_norm_2 "
+        "cross-attention, layer_norm_3 the MLP (each has its own gain and bias)."
+    ),
+    "mlp_skipped": (
+        "the MLP was skipped: after cross-attention each position goes through feed_forward, "
+        "with its own residual and layer_norm_3."
+    ),
+    "no_shift": (
+        "no shift: the decoder input must drop the last answer token (ans_b[:, :-1]) and the "
+        "labels drop the first (ans_b[:, 1:]), so position t predicts token t+1."
+    ),
+    "shift_reversed": (
+        "shift reversed: the decoder input is ans_b[:, :-1] (starts with BOS) and the labels are "
+        "ans_b[:, 1:] (end with EOS), not the other way round."
+    ),
+    "labels_not_sliced": (
+        "labels not sliced: the labels are ans_b[:, 1:], one per decoder position (N, Ka-1); "
+        "the first answer token BOS is never a label."
+    ),
+    "input_not_sliced": (
+        "decoder input not sliced: the last answer token has no successor to predict, so the "
+        "decoder input is ans_b[:, :-1]."
+    ),
+    "labels_not_shifted": (
+        "labels not shifted: the loss compared position t with its own input token; the label "
+        "of position t is answer token t+1 (ans_b[:, 1:])."
+    ),
+    "loss_sum": "the loss was summed: use the mean cross-entropy over all N*(Ka-1) positions.",
+    "pos_not_sliced": (
+        "position encodings not sliced: the decoder input keeps Ka-1 tokens, so it takes the "
+        "first Ka-1 positions, ans_pos[:, :-1]."
+    ),
+    "pos_shifted": (
+        "position encodings sliced from the wrong end: token t keeps position t, so the decoder "
+        "input adds ans_pos[:, :-1], not ans_pos[:, 1:]."
+    ),
+    "no_question_positions": (
+        "the question's position encodings were not added: q_emb_inp = emb_layer(ques_b) + ques_pos."
+    ),
+    "mask_from_full_answer": (
+        "the mask was built from the unsliced answer: build it from the decoder input "
+        "ans_b[:, :-1] so it is (N, Ka-1, Ka-1)."
+    ),
+    "encoder_every_step": (
+        "the encoder re-ran every decoding step: its memory (N, Kq, M) does not change while the "
+        "answer grows. Run it once before the loop and reuse it."
+    ),
+    "no_cache": (
+        "no KV cache used: the decoder re-read the whole prefix at every step. With the cache, "
+        "feed the whole prefix once (prefill), then only the newest token."
+    ),
+    "prefix_refed_into_cache": (
+        "the whole prefix was fed again while the cache already held it: the cache appended "
+        "duplicate keys. After prefill feed only the newest token."
+    ),
+    "pos_not_advanced": (
+        "position encodings not sliced for the new token: the token at step t needs position t "
+        "(ans_pos[:, t:t+1]), not position 0."
+    ),
+    "cache_overwrites": (
+        "each step's self-attention saw only the newest token: the cache kept only the newest keys "
+        "and values (update must append along the time axis, torch.cat([...], dim=2), and return "
+        "everything cached so far), or the same caches were not passed to every step."
+    ),
+    "cache_wrong_axis": (
+        "keys and values were appended along the wrong axis: (N, H, T, Dh) grows along T, dim=2."
+    ),
+    "not_causal": (
+        "an earlier position changed when only a later answer token changed: the future leaked "
+        "into the past (causal mask missing or inverted)."
+    ),
+    "ignores_question": (
+        "the output did not change when the question changed: the decoder is not reading the "
+        "encoder memory through cross-attention."
+    ),
+}
+
+
+def base_name(variant: str) -> str:
+    """``norms_swapped_23`` -> ``norms_swapped``: several variants share one misconception."""
+    for key in sorted(MISCONCEPTIONS, key=len, reverse=True):
+        if variant == key or variant.startswith(key + "_"):
+            return key
+    return variant
