@@ -1,0 +1,390 @@
+"""Integrity flags (`autograder/integrity.py`): honest code in any style is never flagged, every
+rule family catches its attacks (aliases included), and `FlagIntegrity` marks a flagged notebook for
+manual review in a real nbgrader gradebook without changing a score; the report lists it."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbgrader.api import Gradebook
+from nbgrader.preprocessors import ClearSolutions, ComputeChecksums, GetGrades, SaveAutoGrades, SaveCells
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from autograder import integrity  # noqa: E402
+from autograder.integrity import PREFIX, FlagIntegrity, HideIntegrityFlags, scan_notebook, scan_source  # noqa: E402
+
+# nbgrader's own add_submission warns that it builds rows before adding them to the session
+pytestmark = pytest.mark.filterwarnings("ignore:Object of type .* not in session")
+ASSIGNMENTS = ["decoder_block", "target_slicing", "kv_cache"]
+SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
+FIXTURES = ROOT / "autograder" / "fixtures"
+HOSTILE = ROOT / "autograder" / "hostile" / "submitted"
+
+
+def read(path: Path):
+    return nbformat.read(path, as_version=4)
+
+
+def solution_cells():
+    for a in ASSIGNMENTS:
+        for cell in read(ROOT / "solutions" / a / f"{a}.ipynb").cells:
+            if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
+                source = "\n".join(line for line in cell.source.splitlines()
+                                   if line.strip() not in SOLUTION_MARKERS)
+                yield pytest.param(source, id=f"{a}/{cell.metadata.nbgrader.grade_id}")
+
+
+HONEST_FIXTURES = sorted(p for p in FIXTURES.glob("*/*.ipynb") if p.parent.name.startswith(("db_", "ts_", "kv_")))
+
+# (snippet, what the reason must say): every rule family, aliases and renamings included.
+ATTACKS = [
+    # stack frames
+    ("import sys\ncaller = sys._getframe(1)", "stack frames (sys._getframe)"),
+    ("from sys import _getframe as g\nns = g(2).f_locals", "stack frames (sys._getframe"),
+    ("import inspect as i\ni.stack()", "stack frames (inspect.stack)"),
+    ("from inspect import currentframe\nf = currentframe()", "stack frames (inspect.currentframe)"),
+    ("def forward(self, x):\n    return x.f_back", "stack frames (x.f_back)"),
+    ("try:\n    1 / 0\nexcept Exception as e:\n    g = e.__traceback__.tb_frame.f_globals", "stack frames"),
+    ("getattr(sys, '_getframe')(1)", "stack frames (sys._getframe)"),
+    ("s = __import__('sys')\nframe = s._getframe()", "stack frames (sys._getframe)"),
+    # torch hooks
+    ("m._forward_pre_hooks.clear()", "hook machinery (m._forward_pre_hooks)"),
+    ("model.decoder.layers[0]._forward_hooks.clear()", "hook machinery (_forward_hooks)"),
+    ("import torch.nn.modules.module as mm\nmm._global_forward_hooks.clear()",
+     "hook machinery (torch.nn.modules.module"),
+    ("from torch.nn.modules.module import register_module_forward_hook", "hook machinery"),
+    ("self.register_forward_pre_hook(lambda m, a: None)", "hook machinery (self.register_forward_pre_hook)"),
+    ("torch.nn.Module.__call__ = lambda self, *a: None", "hook machinery (torch.nn.Module.__call__)"),
+    ("from torch import nn\nnn.Module._call_impl = f", "hook machinery (torch.nn.Module._call_impl)"),
+    # the check library
+    ("from encdec.grading.checks import verify", "grader's code (encdec.grading.checks.verify)"),
+    ("import encdec.grading.checks as c", "grader's code (encdec.grading.checks)"),
+    ("from encdec.grading import checks as c", "grader's code (encdec.grading.checks)"),
+    ("checks.CHECKS.clear()", "grader's code (encdec.grading.checks.CHECKS"),
+    ("checks.run = lambda *a, **k: None", "grader's code (encdec.grading.checks.run)"),
+    ("run = checks.run", "grader's code (encdec.grading.checks.run)"),
+    ("from autograder import trusted", "grader's code (autograder.trusted)"),
+    # the grading files
+    ("np.load('reference/decoder_block.output.npz')", "grader's files ('reference/decoder_block.output.npz')"),
+    ("p = Path('.grading') / 'seed.json'", "grader's files ('.grading', 'seed.json')"),
+    ("x = f'{root}/autograded/{name}'", "grader's files"),
+    # interpreter trickery
+    ("import gc\ngc.get_objects()", "interpreter (gc.get_objects)"),
+    ("import sys\nsys.modules['encdec.grading.checks']", "interpreter (sys.modules)"),
+    ("import importlib\nimportlib.reload(torch)", "interpreter (importlib.reload)"),
+    ("from importlib import import_module as im\nim('os')", "interpreter (importlib.import_module)"),
+    ("__builtins__['print'] = print", "interpreter (__builtins__)"),
+    ("import threading\nthreading.settrace(tracer)", "interpreter (threading.settrace)"),
+    ("import ctypes\nctypes.pythonapi", "interpreter (ctypes"),
+    ("fn.__code__ = other.__code__", "interpreter (fn.__code__"),
+    ("exec('import sys')", "interpreter (exec)"),
+    ("numpy.allclose = lambda *a, **k: True", "patches library functions (numpy.allclose)"),
+    ("import numpy as n\nn.testing.assert_allclose = lambda *a, **k: None", "patches library functions (numpy.testing"),
+    ("import builtins\nbuiltins.print = f", "patches library functions (builtins.print)"),
+    ("setattr(torch, 'allclose', lambda *a: True)", "patches library functions (torch.allclose)"),
+    # probes of the graded run
+    ("import os\nos.environ['HOME']", "grading environment (os.environ)"),
+    ("from os import getenv\ngetenv('USER')", "grading environment (os.getenv)"),
+    ("import os\nos.getuid() == 0", "grading environment (os.getuid)"),
+    ("import socket\nsocket.gethostname()", "grading environment (socket.gethostname)"),
+    ("import platform as pf\npf.node()", "grading environment (platform.node)"),
+    ("import os\nos.listdir('..')", "grading environment (os.listdir)"),
+    ("from pathlib import Path\nhere = Path.cwd()", "grading environment (pathlib.Path.cwd)"),
+    ("import glob\nglob.glob('*')", "grading environment (glob"),
+    ("s = Path('/proc/self/status')", "grading environment ('/proc/self/status')"),
+    ("%env HOME", "grading environment (env)"),
+    ("files = !ls ..", "grading environment ('ls ..')"),
+    ("with open(name) as f:\n    f.read()", "reads or writes files (open)"),
+    ("open('.grading/x.npz')", "grader's files ('.grading/x.npz')"),
+    ("Path('x.txt').write_text('hi')", "reads or writes files (write_text)"),
+    # torch's own building blocks
+    ("torch.nn.TransformerDecoderLayer(16, 2)", "ready-made layers (torch.nn.TransformerDecoderLayer)"),
+    ("from torch import nn\nlayer = nn.Transformer(16, 2)", "ready-made layers (torch.nn.Transformer)"),
+    ("from torch.nn import MultiheadAttention as MHA\nMHA(16, 2)", "ready-made layers (torch.nn.MultiheadAttention)"),
+    ("F.scaled_dot_product_attention(q, k, v)", "ready-made layers (torch.nn.functional.scaled_dot_product_attention)"),
+    ("import torch.nn.functional as G\nG.scaled_dot_product_attention(q, k, v)", "scaled_dot_product_attention"),
+    ("from torch.nn.functional import scaled_dot_product_attention as sdpa\nsdpa(q, k, v)",
+     "scaled_dot_product_attention"),
+    ("mask = torch.nn.Transformer.generate_square_subsequent_mask(K)", "generate_square_subsequent_mask"),
+    ("nn.TransformerEncoderLayer(16, 2)", "ready-made layers (torch.nn.TransformerEncoderLayer)"),
+    # hidden in magics
+    ("%time caller = sys._getframe(1)", "stack frames (sys._getframe)"),
+    ("%%capture\nimport gc\ngc.get_objects()", "interpreter (gc.get_objects)"),
+]
+
+# Honest code that looks like the attacks in some way: never flagged.
+HONEST = [
+    "scores = x.masked_fill(mask, float('-inf'))",
+    "mask = torch.triu(torch.ones(K, K, dtype=torch.bool), diagonal=1)",
+    "frame = x[:, -1]\nframe.shape",
+    "out = self.layer_norm_1(x + self.dropout(self.attention_self(x, x, x, mask)))",
+    "loss = nn.functional.cross_entropy(logits.reshape(-1, V), labels.reshape(-1))",
+    "loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten())",
+    "from encdec.generate import new_caches\ncaches = new_caches(model)",
+    "class DecoderBlock(ref.DecoderBlock):\n    def __init__(self, *a, **k):\n        super().__init__(*a, **k)",
+    "from encdec.grading import checks",
+    'checks.run("decoder_block.mask", get_subsequent_mask)',
+    "out, w = ref_attention.scaled_dot_product_attention(q, k, v, mask)",
+    "mask = ref.get_subsequent_mask(ans_b[:, :-1])",
+    "checks = [a == b for a, b in pairs]\nall(checks)",
+    "def f(checks):\n    return checks.append(1)",
+    "model.eval()\nhooks = []",
+    'def f(x):\n    """Reads the submitted answer from the .grading reference/ npz: no, it does not."""\n    return x',
+    "torch.backends.cudnn.deterministic = True",
+    "self.k = torch.cat([self.k, k_new], dim=2)",
+    "np.testing.assert_allclose(a, b)",
+    "%matplotlib inline\nimport torch",
+    "N, K = seq.shape\nenv = torch.zeros(N)\nstack = torch.stack([env, env])",
+    "from torch import nn\nlayer = nn.Linear(4, 4)\nlayer.weight.data.fill_(1)",
+]
+
+
+@pytest.mark.parametrize("source", list(solution_cells()))
+def test_solution_cells_are_not_flagged(source):
+    assert scan_source(source) == []
+
+
+@pytest.mark.parametrize("path", HONEST_FIXTURES, ids=lambda p: p.parent.name)
+def test_honest_fixtures_are_not_flagged(path):
+    assert scan_notebook(read(path)) == []
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_solution_and_release_notebooks_are_not_flagged(assignment):
+    assert scan_notebook(read(ROOT / "solutions" / assignment / f"{assignment}.ipynb")) == []
+    assert scan_notebook(read(ROOT / "exercises" / assignment / f"{assignment}.ipynb")) == []
+
+
+@pytest.mark.parametrize("source, expected", ATTACKS, ids=[a[0].splitlines()[-1][:40] for a in ATTACKS])
+def test_attack_is_flagged(source, expected):
+    reasons = scan_source(source)
+    assert any(expected in r for r in reasons), reasons
+    assert len(reasons) == len(set(reasons))
+    assert all("\n" not in r for r in reasons)
+
+
+@pytest.mark.parametrize("source", HONEST)
+def test_honest_lookalike_is_not_flagged(source):
+    assert scan_source(source) == []
+
+
+def test_every_rule_family_has_an_attack():
+    families = {reason.split(" (")[0] for _, reason in integrity.RULES}
+    caught = {r.split(" (")[0] for source, _ in ATTACKS for r in scan_source(source)}
+    assert families <= caught, families - caught
+    assert len(ATTACKS) >= 25
+
+
+def test_reasons_are_deduplicated_and_name_what_was_used():
+    assert scan_source("import sys\nsys._getframe(1)\nsys._getframe(2).f_back") == [
+        "reads interpreter stack frames (sys._getframe, f_back)"]
+
+
+def test_cell_that_does_not_parse_is_not_flagged():
+    assert scan_source("def f(:\n    sys._getframe()") == []
+
+
+def test_scan_notebook_skips_test_cells_labels_cells_and_carries_imports():
+    nb = read(ROOT / "solutions" / "decoder_block" / "decoder_block.ipynb")
+    test = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "mask_test")
+    test.source += "\nimport sys; sys._getframe()"  # the grader restores test cells: never scanned
+    nb.cells.insert(2, nbformat.v4.new_code_cell("import torch.nn.functional as G"))
+    block = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "block_solution")
+    block.source += "\n_ = G.scaled_dot_product_attention"
+    nb.cells.insert(3, nbformat.v4.new_code_cell("import os\nos.getpid()"))
+    flags = scan_notebook(nb)
+    assert [(f.cell, f.reason.split(" (")[0]) for f in flags] == [
+        ("cell 3", "probes the grading environment"),
+        ("block_solution", "uses torch's ready-made layers")]
+
+
+def test_hostile_submissions_that_reach_the_grader_are_flagged():
+    flagged = {p.parents[1].name for p in HOSTILE.glob("*/*/*.ipynb")
+               if p.parents[1].name != "invalid_json" and scan_notebook(read(p))}
+    assert {"patched_asserts", "patched_checks", "stored_outputs", "read_hidden", "write_outside"} <= flagged
+    assert "pass_all" not in flagged
+
+
+# --------------------------------------------------------------------------------------------
+# FlagIntegrity in a real nbgrader gradebook
+
+ASSIGNMENT = NOTEBOOK = "decoder_block"
+FAILED_TEST = "block_output_hidden"  # scores 0 for both students, so the scores are not all full
+
+
+def ids(db_url: str, student: str | None = None) -> dict:
+    out = {"assignment": ASSIGNMENT, "notebook": NOTEBOOK, "db_url": db_url}
+    if student:
+        out["student"] = student
+    return {"nbgrader": out}
+
+
+def executed(nb):
+    """The notebook as if it had run: every test cell passed except FAILED_TEST."""
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            failed = cell.metadata.get("nbgrader", {}).get("grade_id") == FAILED_TEST
+            cell.outputs = [nbformat.v4.new_output("error", ename="AssertionError", evalue="no", traceback=[])
+                            if failed else nbformat.v4.new_output("stream", name="stdout", text="passed\n")]
+    return nb
+
+
+def cheating(nb):
+    nb = copy.deepcopy(nb)
+    block = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "block_solution")
+    block.source += "\n\nimport sys\n_peek = sys._getframe(1).f_locals  # what the check holds"
+    nb.cells.insert(2, nbformat.v4.new_code_cell("import gc\n_everything = gc.get_objects()"))
+    return nb
+
+
+def snapshot(db_url: str, student: str) -> dict:
+    with Gradebook(db_url) as gb:
+        sub = gb.find_submission_notebook(NOTEBOOK, ASSIGNMENT, student)
+        return {"grades": {g.name: (g.auto_score, g.needs_manual_grade) for g in sub.grades},
+                "comments": {c.name: c.auto_comment for c in sub.comments},
+                "score": sub.score, "needs_manual_grade": bool(sub.needs_manual_grade)}
+
+
+def autograde(db_url: str, student: str, nb, log=None):
+    """nbgrader's SaveAutoGrades, then FlagIntegrity: their order in Autograde.autograde_preprocessors."""
+    nb = executed(nb)
+    SaveAutoGrades().preprocess(nb, ids(db_url, student))
+    before = snapshot(db_url, student)
+    FlagIntegrity(log=log or logging.getLogger("test_integrity")).preprocess(nb, ids(db_url, student))
+    return before, snapshot(db_url, student)
+
+
+@pytest.fixture(scope="module")
+def blank_gradebook(tmp_path_factory):
+    """A gradebook that knows decoder_block as generate_assignment records it, and two submissions."""
+    path = tmp_path_factory.mktemp("gradebook") / "gradebook.db"
+    db_url = f"sqlite:///{path}"
+    source = read(ROOT / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb")
+    with pytest.MonkeyPatch.context() as mp:
+        # a new gradebook runs `alembic` from PATH: the venv's, as nbgrader_config.py arranges
+        mp.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+        with Gradebook(db_url) as gb:
+            gb.add_assignment(ASSIGNMENT)
+            for student in ("honest", "cheat"):
+                gb.add_student(student)
+    for step in (ClearSolutions(), ComputeChecksums(), SaveCells()):
+        source, _ = step.preprocess(source, ids(db_url))
+    with Gradebook(db_url) as gb:
+        for student in ("honest", "cheat"):
+            gb.add_submission(ASSIGNMENT, student)
+    return path
+
+
+@pytest.fixture
+def gradebook(blank_gradebook, tmp_path):
+    """A fresh copy of the blank gradebook for each test."""
+    path = tmp_path / "gradebook.db"
+    shutil.copy(blank_gradebook, path)
+    return f"sqlite:///{path}"
+
+
+def test_flagged_notebook_needs_manual_grade_and_says_why_scores_unchanged(gradebook, caplog):
+    submitted = read(FIXTURES / "db_pass_all" / f"{NOTEBOOK}.ipynb")
+    with caplog.at_level(logging.WARNING, logger="test_integrity"):
+        before, after = autograde(gradebook, "cheat", cheating(submitted))
+
+    assert {name: score for name, (score, _) in after["grades"].items()} == \
+        {name: score for name, (score, _) in before["grades"].items()}
+    assert after["score"] == before["score"] == 9.0  # FAILED_TEST is worth 2 of 11
+    assert not before["needs_manual_grade"] and after["needs_manual_grade"]
+    tests = [name for name in after["grades"] if not name.endswith("_solution")]
+    assert tests and all(after["grades"][name][1] for name in tests)
+
+    block = after["comments"]["block_solution"]
+    assert block.startswith(PREFIX) and "reads interpreter stack frames (sys._getframe, f_locals)" in block
+    first = after["comments"]["mask_solution"]  # the flagged cell 2 is not a solution cell
+    assert first == PREFIX + "cell 2: tampers with the interpreter (gc.get_objects)"
+    assert after["comments"]["softmax_solution"] == before["comments"]["softmax_solution"]
+
+    line = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(line) == 1 and line[0].startswith("integrity flag: cheat/decoder_block/decoder_block: ")
+    assert "gc.get_objects" in line[0] and "sys._getframe" in line[0]
+
+
+def test_honest_notebook_changes_nothing(gradebook):
+    before, after = autograde(gradebook, "honest", read(FIXTURES / "db_style" / f"{NOTEBOOK}.ipynb"))
+    assert before == after
+    assert not after["needs_manual_grade"] and after["score"] == 9.0
+
+
+def test_flagging_twice_does_not_repeat_the_reason(gradebook):
+    nb = executed(cheating(read(FIXTURES / "db_pass_all" / f"{NOTEBOOK}.ipynb")))
+    SaveAutoGrades().preprocess(nb, ids(gradebook, "cheat"))
+    for _ in range(2):
+        FlagIntegrity().preprocess(nb, ids(gradebook, "cheat"))
+    assert snapshot(gradebook, "cheat")["comments"]["mask_solution"].count(PREFIX) == 1
+
+
+def test_report_lists_exactly_the_flagged_submission(gradebook, tmp_path):
+    autograde(gradebook, "honest", read(FIXTURES / "db_pass_all" / f"{NOTEBOOK}.ipynb"))
+    autograde(gradebook, "cheat", cheating(read(FIXTURES / "db_pass_all" / f"{NOTEBOOK}.ipynb")))
+
+    rows = integrity.flagged_submissions(gradebook)
+    assert [(r["assignment"], r["student"], r["notebook"], r["needs_manual_grade"]) for r in rows] == [
+        ("decoder_block", "cheat", "decoder_block", True)]
+    assert "sys._getframe" in rows[0]["reasons"] and "cell 2: tampers with the interpreter" in rows[0]["reasons"]
+
+    out = tmp_path / "flags.csv"
+    done = subprocess.run([sys.executable, "-m", "autograder.integrity", "report", "--db-url", gradebook,
+                           "--csv", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("decoder_block\tcheat\tdecoder_block\t")
+    assert "sys._getframe" in lines[0]
+    table = list(csv.DictReader(out.open()))
+    assert [(r["assignment"], r["student"], r["notebook"]) for r in table] == [
+        ("decoder_block", "cheat", "decoder_block")]
+
+
+def test_review_and_regrade_clear_the_flag(gradebook):
+    submitted = read(FIXTURES / "db_pass_all" / f"{NOTEBOOK}.ipynb")
+    autograde(gradebook, "cheat", cheating(submitted))
+    with Gradebook(gradebook) as gb:  # the instructor confirms every score, as the formgrader does
+        for grade in gb.find_submission_notebook(NOTEBOOK, ASSIGNMENT, "cheat").grades:
+            grade.manual_score, grade.needs_manual_grade = grade.auto_score, False
+        gb.db.commit()
+    assert [r["needs_manual_grade"] for r in integrity.flagged_submissions(gradebook)] == [False]
+
+    autograde(gradebook, "cheat", submitted)  # an honest resubmission, graded again
+    assert integrity.flagged_submissions(gradebook) == []
+
+
+def test_feedback_does_not_show_the_flag(gradebook):
+    autograde(gradebook, "cheat", cheating(read(FIXTURES / "db_pass_all" / f"{NOTEBOOK}.ipynb")))
+    nb = read(FIXTURES / "db_pass_all" / f"{NOTEBOOK}.ipynb")
+    nb, _ = GetGrades().preprocess(nb, ids(gradebook, "cheat"))
+    comments = [c.metadata.nbgrader.get("comment") for c in nb.cells if "nbgrader" in c.metadata]
+    assert any(isinstance(c, str) and c.startswith(PREFIX) for c in comments)
+    nb, _ = HideIntegrityFlags().preprocess(nb, {})
+    assert not any(isinstance(c.metadata.get("nbgrader", {}).get("comment"), str)
+                   and PREFIX in c.metadata.nbgrader["comment"] for c in nb.cells)
+
+
+def test_report_refuses_a_missing_gradebook(tmp_path):
+    assert integrity.main(["report", "--db-url", f"sqlite:///{tmp_path / 'none.db'}"]) == 1
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_rule_table_is_data():
+    assert len(integrity.RULES) >= 30
+    for pattern, reason in integrity.RULES:
+        re.compile(pattern)
+        assert reason.count("{}") == 1
