@@ -38,6 +38,12 @@ class Row:
     diagnosis: str | None  # expected substring
     diagnosis_found: bool
     feedback_html: Path | None
+    flag: str | None = None  # expected substring of the integrity flag (None: must not be flagged)
+    flags: str = ""  # the integrity flags the gradebook holds for this submission
+
+    @property
+    def flag_ok(self) -> bool:
+        return (self.flag in self.flags) if self.flag else not self.flags
 
 
 def course_args(work: Path) -> list[str]:
@@ -73,6 +79,8 @@ def grade(work: Path, timeout: int = 10, only: list[str] | None = None) -> list[
         dest = work / "submitted" / name / a
         dest.mkdir(parents=True, exist_ok=True)
         shutil.copy(FIXTURES / name / f"{a}.ipynb", dest / f"{a}.ipynb")
+        # what `nbgrader collect` brings along: the release's stored visible references
+        shutil.copytree(ROOT / "exercises" / a / "reference", dest / "reference", dirs_exist_ok=True)
     args = course_args(work)
     assignments = [a for a in ASSIGNMENTS if any(manifest[n]["assignment"] == a for n in names)]
     for a in assignments:
@@ -82,6 +90,11 @@ def grade(work: Path, timeout: int = 10, only: list[str] | None = None) -> list[
         # a broken submission makes nbgrader exit 1 after grading every other student
         nbgrader("autograde", a, f"--Execute.timeout={timeout}", *args, log=log)
         nbgrader("generate_feedback", a, *args, log=log)
+    from autograder.integrity import flagged_submissions
+
+    flagged: dict[str, str] = {}
+    for f in flagged_submissions(f"sqlite:///{work / 'gradebook.db'}"):
+        flagged[f["student"]] = flagged.get(f["student"], "") + " " + str(f["reasons"])
     rows = []
     with Gradebook(f"sqlite:///{work / 'gradebook.db'}") as gb:
         for name in names:
@@ -95,7 +108,7 @@ def grade(work: Path, timeout: int = 10, only: list[str] | None = None) -> list[
             html = work / "feedback" / name / a / f"{a}.html"
             rows.append(Row(name, a, spec["expected_score"], actual, spec["max_score"], spec["diagnosis"],
                             spec["diagnosis"] is None or spec["diagnosis"] in text,
-                            html if html.exists() else None))
+                            html if html.exists() else None, spec.get("flag"), flagged.get(name, "").strip()))
     return rows
 
 
@@ -125,10 +138,10 @@ def main(argv: list[str] | None = None) -> int:
     bad = 0
     print(f"{'fixture':30s} {'expected':>8s} {'actual':>8s}  diagnosis")
     for r in rows:
-        ok = r.actual == r.expected and r.diagnosis_found
+        ok = r.actual == r.expected and r.diagnosis_found and r.flag_ok
         bad += not ok
         print(f"{r.name:30s} {r.expected:8.1f} {(r.actual if r.actual is not None else float('nan')):8.1f}  "
-              f"{(r.diagnosis or '-')[:40]:40s} {'ok' if ok else 'MISMATCH'}")
+              f"{(r.diagnosis or '-')[:40]:40s} {(r.flags or '-')[:40]:40s} {'ok' if ok else 'MISMATCH'}")
     print(f"{len(rows)} fixtures graded in {time.time() - t0:.0f} s; state in {work}")
     return 1 if bad else 0
 

@@ -5,13 +5,11 @@ the batch, and the feedback HTML names the mistake without showing hidden test c
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from autograder import grade_fixtures  # noqa: E402
 
@@ -44,6 +42,18 @@ def test_fixture_gets_expected_score_and_diagnosis(graded, name):
     row = rows[name]
     assert row.actual == row.expected, f"{name}: expected {row.expected}, got {row.actual}"
     assert row.diagnosis_found, f"{name}: diagnosis {row.diagnosis!r} not in the graded outputs"
+    assert row.flag_ok, f"{name}: expected flag {row.flag!r}, the gradebook holds {row.flags!r}"
+
+
+def test_every_way_to_the_points_without_the_work_scores_below_full():
+    cheats = [n for n in MANIFEST if n.startswith("cheat_")]
+    assert len(cheats) >= 10
+    for n in cheats:
+        assert MANIFEST[n]["expected_score"] < MANIFEST[n]["max_score"], n
+    # honest work in any style is never flagged
+    for n in MANIFEST:
+        if n.startswith(("db_", "ts_", "kv_")):
+            assert MANIFEST[n]["flag"] is None, n
 
 
 def test_feedback_names_the_mistake_and_hides_hidden_tests(graded):
@@ -72,3 +82,38 @@ def test_a_broken_submission_does_not_stop_the_batch(graded):
     assert rows["broken_invalid_json"].actual in (0, None)
     graded_ok = [n for n, r in rows.items() if n != "broken_invalid_json"]
     assert all((work / "autograded" / n).exists() for n in graded_ok)
+
+
+def test_cheats_score_the_same_through_the_batch_driver(tmp_path):
+    """The same fixtures through `python -m autograder.driver` (parallel workers, the zygote)."""
+    import shutil
+    import subprocess
+    import sys
+
+    from nbgrader.api import Gradebook
+
+    from autograder.integrity import flagged_submissions
+    from test_sandbox_hostile import make_course
+
+    course = make_course(tmp_path)
+    names = sorted(n for n in MANIFEST if n.startswith("cheat_")) + ["db_pass_all", "ts_style", "kv_style"]
+    assignments = sorted({MANIFEST[n]["assignment"] for n in names})
+    for a in assignments:
+        subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", a, "--force"], cwd=course,
+                       check=True, capture_output=True)
+    for n in names:
+        a = MANIFEST[n]["assignment"]
+        dest = course / "autograder" / "submitted" / n / a
+        dest.mkdir(parents=True)
+        shutil.copy(ROOT / "autograder" / "fixtures" / n / f"{a}.ipynb", dest / f"{a}.ipynb")
+        shutil.copytree(ROOT / "exercises" / a / "reference", dest / "reference")
+    run = subprocess.run([sys.executable, "-m", "autograder.driver", *assignments, "--workers", "2"], cwd=course,
+                         capture_output=True, text=True, timeout=1200)
+    db = f"sqlite:///{course / 'autograder' / 'gradebook.db'}"
+    flags = {f["student"]: str(f["reasons"]) for f in flagged_submissions(db)}
+    with Gradebook(db) as gb:
+        for n in names:
+            spec = MANIFEST[n]
+            score = gb.find_submission(spec["assignment"], n).score
+            assert score == spec["expected_score"], f"{n}: {score}\n{run.stdout[-2000:]}"
+            assert (spec["flag"] in flags.get(n, "")) if spec["flag"] else n not in flags, n
