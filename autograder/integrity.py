@@ -75,6 +75,7 @@ RULES: list[tuple[str, str]] = [
     (r"(name|import):torch\.utils\.hooks(\..*)?", HOOKS),
     (r"(name|assign):torch\.nn\.(modules\.module\.)?Module\.(__call__|_call_impl|_wrapped_call_impl)", HOOKS),
     (r"attr:_(wrapped_)?call_impl", HOOKS),
+    (r"call:forward", HOOKS),  # `layer.forward(x)` runs a module around its hooks (super().forward excepted)
     (r"(name|import):encdec\.grading(\..*)?", GRADER),  # the exact `from encdec.grading import checks` and a
     (r"import:(autograder|nbgrader)(\..*)?", GRADER),  # plain `checks.run(...)` call state no fact
     (r"str:.*(\.grading|grading-in|reference/|\.npz|seed\.json|gradebook|autograded|submitted).*", GRADING_FILES),
@@ -157,7 +158,9 @@ def _reasons(facts: list[str]) -> list[str]:
         kind, value = fact.split(":", 1)
         for pattern, reason in _RULES:
             if pattern.fullmatch(fact):
-                if kind in ("str", "shell"):
+                if kind == "call":
+                    shown = f".{value}(...) called directly"
+                elif kind in ("str", "shell"):
                     shown = repr(value if len(value) <= 40 else value[:37] + "...")
                 elif kind == "attr":  # the whole chain where the cell has one: `m._forward_hooks`
                     shown = next((n for n in names if n.endswith("." + value)), value)
@@ -309,7 +312,11 @@ def _import_facts(module: str):
 
 
 def _call_facts(node: ast.Call, aliases: dict[str, str]):
-    """getattr/setattr with a constant name, dynamic imports, IPython magics and shell commands."""
+    """getattr/setattr with a constant name, dynamic imports, IPython magics and shell commands,
+    and `.forward(...)` called on anything but `super()`."""
+    if (isinstance(node.func, ast.Attribute) and node.func.attr == "forward"
+            and not (isinstance(node.func.value, ast.Call) and _dotted(node.func.value.func, aliases) == "super")):
+        yield "call:forward"
     func = _dotted(node.func, aliases)
     const = [a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else None for a in node.args]
     if func in ("getattr", "hasattr", "delattr", "setattr") and len(node.args) >= 2:

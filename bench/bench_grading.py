@@ -94,11 +94,12 @@ def floor(kind: str, cwd: Path, repeat: int = 3) -> float:
             from jupyter_core.utils import run_sync
 
             km = SandboxKernelManager(prefork=kind == "zygote", prefork_root=str(cwd))
+            km.assignment = "decoder_block"  # the kernel imports that assignment's grading edition
             run_sync(km.start_kernel)(cwd=str(work))
             kc = km.client()
             kc.start_channels()
             run_sync(kc.wait_for_ready)(timeout=60)
-            run_sync(kc.execute_interactive)("import torch, encdec", timeout=60)
+            run_sync(kc.execute_interactive)("import torch, encdec.model", timeout=60)
             kc.stop_channels()
             run_sync(km.shutdown_kernel)()
             run_sync(km.cleanup_resources)()

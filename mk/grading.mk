@@ -1,19 +1,28 @@
 # Exercises and their grader (nbgrader; see autograder/README.md).
-#   make exercises      reference outputs, then the student release exercises/ and the fixture
-#                       submissions, all regenerated from solutions/ (the one source of truth)
+#   make exercises      stored visible-check files, then the student release exercises/, the
+#                       fixture and hostile submissions and the grading editions, all
+#                       regenerated from solutions/ and encdec/ (the one source of truth)
+#   make grading-edition  the package as graded kernels import it (exercise targets removed);
+#                       the grader also rebuilds it by itself when it is stale
 #   make grading-test   the grading tests: check library, regeneration, nbgrader validate, and
 #                       every fixture submission through the real `nbgrader autograde`
-ASSIGNMENTS := decoder_block target_slicing kv_cache
+ASSIGNMENTS := $(notdir $(patsubst %/,%,$(dir $(wildcard solutions/*/*.ipynb))))
 
-.PHONY: exercises grading-test grade-fixtures
+.PHONY: exercises grading-test grade-fixtures grading-edition
 exercises: $(VENV)/.installed
 	$(PY) autograder/make_references.py
 	for a in $(ASSIGNMENTS); do $(BIN)/nbgrader generate_assignment $$a --force || exit 1; done
 	$(PY) autograder/fixtures/make_fixtures.py
+	$(PY) autograder/hostile/make_hostile.py
+	$(PY) -m autograder.edition
+
+grading-edition: $(VENV)/.installed
+	$(PY) -m autograder.edition
 
 grading-test: $(VENV)/.installed
 	$(PY) -m pytest -q tests/test_grading_checks.py tests/test_grading_references.py \
-		tests/test_exercises_notebooks.py tests/test_grading_fixtures.py
+		tests/test_exercises_notebooks.py tests/test_grading_fixtures.py \
+		tests/test_edition.py tests/test_integrity.py
 
 # The fixture table (expected vs actual score, diagnosis) without pytest.
 grade-fixtures: $(VENV)/.installed

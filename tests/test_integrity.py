@@ -119,6 +119,9 @@ ATTACKS = [
      "scaled_dot_product_attention"),
     ("mask = torch.nn.Transformer.generate_square_subsequent_mask(K)", "generate_square_subsequent_mask"),
     ("nn.TransformerEncoderLayer(16, 2)", "ready-made layers (torch.nn.TransformerEncoderLayer)"),
+    # running a module around its hooks
+    ("for layer in model.decoder.layers:\n    h = layer.forward(h, memory, mask)", "hook machinery (.forward(...) called directly)"),
+    ("ref.DecoderBlock.forward(self, dec_inp, enc_inp, mask)", ".forward(...) called directly"),
     # hidden in magics
     ("%time caller = sys._getframe(1)", "stack frames (sys._getframe)"),
     ("%%capture\nimport gc\ngc.get_objects()", "interpreter (gc.get_objects)"),
@@ -148,6 +151,8 @@ HONEST = [
     "%matplotlib inline\nimport torch",
     "N, K = seq.shape\nenv = torch.zeros(N)\nstack = torch.stack([env, env])",
     "from torch import nn\nlayer = nn.Linear(4, 4)\nlayer.weight.data.fill_(1)",
+    "class B(ref.DecoderBlock):\n    def forward(self, x, e, m=None):\n        return super().forward(x, e, m)",
+    "def forward(self, x):\n    return self.linear(x)",
 ]
 
 
