@@ -56,6 +56,7 @@ c.Autograde.autograde_preprocessors = [
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
     "autograder.trusted.TrustedVerdict",
+    "autograder.trusted.SanitizeOutputs",  # the formgrader renders this notebook: no active content
     "nbgrader.preprocessors.SaveAutoGrades",
     "autograder.integrity.FlagIntegrity",  # reaching into the grader: needs_manual_grade + a reason
     "nbgrader.preprocessors.AssignLatePenalties",
@@ -66,6 +67,7 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "autograder.integrity.HideIntegrityFlags",  # the instructor sees a flag before the student does
     "autograder.trusted.HideHiddenTests",
+    "autograder.trusted.SanitizeOutputs",  # again, for notebooks graded before it was configured
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 

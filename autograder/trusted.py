@@ -20,6 +20,9 @@ Registered by the root ``nbgrader_config.py``:
 - ``SafeOverwriteCells`` (nbgrader's ``OverwriteCells``, in the sanitizing step): puts deleted
   test cells back even when the cell before them was deleted too (nbgrader's own version stops
   the notebook with a KeyError then).
+- ``SanitizeOutputs`` (before the grades are saved, and again in ``GenerateFeedback``): no
+  script, event handler or ``javascript:`` link from a student's cell reaches the formgrader or
+  the feedback HTML.
 - ``HideHiddenTests`` (in ``GenerateFeedback``): the feedback HTML shows a placeholder instead
   of the hidden test code.
 """
@@ -28,14 +31,17 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
 import textwrap
 from pathlib import Path
 
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
+from bleach import ALLOWED_TAGS
+from nbconvert.preprocessors.sanitize import SanitizeHTML
 from nbgrader.preprocessors import NbGraderPreprocessor, OverwriteCells
-from traitlets import Unicode
+from traitlets import Bool, Unicode, default
 from traitlets.config import LoggingConfigurable
 
 from autograder.integrity import scan_notebook
@@ -160,16 +166,32 @@ class GradedExecute(SandboxedExecute):
 
         ids = [i for i in _check_ids(cell) if i in judge.CHECKS]
         workdir = _workdir(resources)
+        # A hidden check runs under a one-time name: neither its id nor its code enters the kernel.
+        names = {i: f"check_{secrets.token_hex(8)}" if judge.CHECKS[i].hidden else i for i in ids}
         for check_id in ids:
             try:
-                deliver(workdir, check_id, judge.wire_bytes(check_id, graded_inputs(self, resources, check_id)))
+                deliver(workdir, names[check_id], judge.wire_bytes(check_id, graded_inputs(self, resources, check_id)))
             except OSError as err:  # the kernel replaced the folder by something else: the check scores 0
                 self.log.warning("could not hand %s its inputs (%s); it scores 0", check_id, err)
-        cell, resources = super().preprocess_cell(cell, resources, index)
+        source = cell.source
+        if any(names[i] != i for i in ids):
+            cell.source = _as_run(source, names)
+        try:
+            cell, resources = super().preprocess_cell(cell, resources, index)
+        finally:
+            cell.source = source
         outputs = resources.setdefault("nbgrader", {}).setdefault(OUTPUTS_KEY, {})
         for check_id in ids:
-            outputs[check_id] = withdraw(workdir, check_id)
+            outputs[check_id] = withdraw(workdir, names[check_id])
         return cell, resources
+
+
+def _as_run(source: str, names: dict[str, str]) -> str:
+    """A test cell's source as the kernel runs it: comments dropped, hidden ids renamed."""
+    lines = [line for line in source.splitlines() if not line.lstrip().startswith("#")]
+    for check_id, name in names.items():
+        lines = [re.sub(rf"""(["']){re.escape(check_id)}\1""", f'"{name}"', line) for line in lines]
+    return "\n".join(lines)
 
 
 def _error(ename: str, message: str) -> NotebookNode:
@@ -246,6 +268,29 @@ class HideHiddenTests(NbGraderPreprocessor):
                     kept.append(line)
             cell.source = "\n".join(kept)
         return cell, resources
+
+
+class SanitizeOutputs(SanitizeHTML):
+    """Student-made HTML (outputs, markdown and raw cells) with no active content left.
+
+    The autograded notebook is what the formgrader renders in the instructor's Jupyter session,
+    and the feedback HTML is opened by whoever gets it: a cell's ``<script>``, ``onerror=`` or
+    ``javascript:`` link must arrive as inert text. nbconvert's ``SanitizeHTML`` (bleach) keeps
+    a short list of tags and attributes and drops every output type that could run code
+    (JavaScript, widget views); this allows the harmless tags a plot or a table needs.
+    """
+
+    enabled = Bool(True, help="nbconvert's preprocessors are off unless enabled; this one always runs.").tag(config=True)
+
+    @default("tags")
+    def _tags_default(self):
+        return sorted(set(ALLOWED_TAGS) | {"p", "div", "span", "pre", "br", "hr", "table", "thead", "tbody",
+                                           "tr", "th", "td", "h1", "h2", "h3", "h4", "h5", "h6", "sub", "sup", "img"})
+
+    @default("attributes")
+    def _attributes_default(self):
+        return {"a": ["href", "title"], "img": ["src", "alt", "width", "height"], "abbr": ["title"],
+                "acronym": ["title"], "*": ["class"]}
 
 
 class SafeOverwriteCells(OverwriteCells):

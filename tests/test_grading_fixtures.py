@@ -5,6 +5,7 @@ the batch, and the feedback HTML names the mistake without showing hidden test c
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -69,6 +70,18 @@ def test_feedback_names_the_mistake_and_hides_hidden_tests(graded):
         assert "_hidden&quot;" not in text, f"{name}: a hidden check call is shown"
 
 
+def test_hidden_test_code_never_reaches_the_kernel(graded):
+    """A submission that prints its input history shows what the kernel ran: no hidden check."""
+    work, rows = graded
+    nb = (work / "autograded" / "hostile_print_history" / "decoder_block" / "decoder_block.ipynb").read_text()
+    printed = json.loads(nb)["cells"][-1]["outputs"][0]["text"]
+    printed = "".join(printed) if isinstance(printed, list) else printed
+    assert "checks.run(" in printed  # the history was printed ...
+    assert "BEGIN HIDDEN TESTS" not in printed and "_hidden" not in printed  # ... without a hidden check
+    html = rows["hostile_print_history"].feedback_html.read_text()
+    assert "BEGIN HIDDEN TESTS" not in html and not re.search(r"decoder_block\.\w+_hidden", html)
+
+
 def test_tampering_cannot_flip_the_verdict(graded):
     work, rows = graded
     outputs = grade_fixtures._graded_text(work / "autograded" / "tamper_patched" / "decoder_block" / "decoder_block.ipynb")
@@ -117,3 +130,27 @@ def test_cheats_score_the_same_through_the_batch_driver(tmp_path):
             score = gb.find_submission(spec["assignment"], n).score
             assert score == spec["expected_score"], f"{n}: {score}\n{run.stdout[-2000:]}"
             assert (spec["flag"] in flags.get(n, "")) if spec["flag"] else n not in flags, n
+
+
+def test_no_active_content_from_a_submission_reaches_the_formgrader_or_the_feedback(graded):
+    """The formgrader renders the autograded notebook; students and instructors open the feedback."""
+    import re
+
+    from autograder.fixtures.make_fixtures import XSS
+
+    work, rows = graded
+    html = rows["hostile_xss"].feedback_html.read_text()
+    active = [
+        rf"<script[^>]*>[^<]*{XSS}",  # a script element that would run
+        rf"""\son\w+\s*=\s*["']?[^"'>]*{XSS}""",  # an event handler attribute
+        rf"""href\s*=\s*["']?\s*javascript:[^"'>]*{XSS}""",  # a javascript: link
+    ]
+    for pattern in active:
+        assert not re.search(pattern, html, re.I), pattern
+    assert XSS in html  # the payload is there, as inert text
+    nb = json.loads((work / "autograded" / "hostile_xss" / "decoder_block" / "decoder_block.ipynb").read_text())
+    for cell in nb["cells"]:
+        text = cell["source"] if cell["cell_type"] == "markdown" else json.dumps(cell.get("outputs", []))
+        text = "".join(text) if isinstance(text, list) else text
+        assert not re.search(rf"<script[^>]*>[^<]*{XSS}", text, re.I), cell["cell_type"]
+        assert "application/javascript" not in text

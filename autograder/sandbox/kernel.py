@@ -32,11 +32,12 @@ from jupyter_client.manager import AsyncKernelManager
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Integer, Unicode, default
+from traitlets import Bool, Float, Integer, Unicode, default
 
 from .. import edition
-from .sandbox import Limits, SandboxUnavailable, UidSlot, check_available, package_path, prepare_workdir, \
-    readonly_paths, reclaim_workdir, write_policy, zygote_command
+from .cgroups import Cgroup
+from .sandbox import Limits, SandboxUnavailable, UidSlot, check_available, kernel_cgroup, package_path, \
+    prepare_workdir, readonly_paths, reclaim_workdir, write_policy, zygote_command
 
 KERNEL_NAME = "encdec-sandbox"
 KERNELS_DIR = Path(__file__).resolve().parent / "kernels"
@@ -51,6 +52,8 @@ class SandboxKernelManager(AsyncKernelManager):
     fsize_mb = Integer(Limits.fsize_mb, help="Largest file the kernel may write (MiB).").tag(config=True)
     tmp_mb = Integer(Limits.tmp_mb, help="Size of the kernel's private /tmp (MiB).").tag(config=True)
     threads = Integer(Limits.threads, help="OMP/MKL threads of the kernel.").tag(config=True)
+    cpus = Float(Limits.cpus, help="CPU quota of the whole kernel, all its processes together (its cgroup).").tag(
+        config=True)
     prefork = Bool(
         True, help="Fork kernels from a zygote that has imported torch already (zygote.py) instead of "
                    "starting a fresh bwrap sandbox for each."
@@ -69,6 +72,7 @@ class SandboxKernelManager(AsyncKernelManager):
         super().__init__(**kwargs)
         self.transport = "ipc"
         self._slot: UidSlot | None = None
+        self._cgroup: Cgroup | None = None
         self._sockdir: Path | None = None
         self._workdir: Path | None = None
         self.planted: list[str] = []
@@ -79,7 +83,7 @@ class SandboxKernelManager(AsyncKernelManager):
 
     def limits(self) -> Limits:
         return Limits(memory_mb=self.memory_mb, cpu_seconds=self.cpu_seconds, nproc=self.nproc,
-                      fsize_mb=self.fsize_mb, tmp_mb=self.tmp_mb, threads=self.threads)
+                      fsize_mb=self.fsize_mb, tmp_mb=self.tmp_mb, threads=self.threads, cpus=self.cpus)
 
     def grading_edition(self) -> tuple[Path, Path]:
         """(the edition's `encdec` folder, the package folder it is mounted over), built if stale."""
@@ -116,10 +120,13 @@ class SandboxKernelManager(AsyncKernelManager):
     def _prepare(self, overlay: tuple[Path, Path]) -> None:
         uid = self._slot.uid
         os.chown(self._sockdir, uid, uid)
+        # the kernel's own cgroup (None where there is none to use: rlimits only, warned once)
+        self._cgroup = kernel_cgroup(self.limits(), self._slot.slot)
         policy = {"uid": uid, "workdir": str(self._workdir),
                   "readonly": [str(p) for p in readonly_paths()],
                   "overlay": [str(p) for p in overlay],
-                  "limits": dataclasses.asdict(self.limits())}
+                  "limits": dataclasses.asdict(self.limits()),
+                  "cgroup": self._cgroup.to_json() if self._cgroup is not None else None}
         stage = None
         if self.prefork:
             stage = Path(self.prefork_root).resolve() if self.prefork_root else self._workdir.parents[1]
@@ -138,7 +145,13 @@ class SandboxKernelManager(AsyncKernelManager):
         write_policy(self._sockdir, policy)
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
-        await super()._async_cleanup_resources(restart=restart)
+        try:
+            await super()._async_cleanup_resources(restart=restart)
+        finally:  # whatever the kernel left running is killed, and its cgroup goes, in every outcome
+            if self._cgroup is not None:
+                cgroup, self._cgroup = self._cgroup, None
+                if not cgroup.close():
+                    self.log.warning("sandbox cgroup %s: not all of it could be killed and removed", cgroup.dirs)
         if self._slot is not None:
             if self._workdir is not None:
                 self.planted += reclaim_workdir(self._workdir, self._slot.uid)
@@ -190,6 +203,19 @@ class Zygote:
             self.proc.kill()
             self.proc.wait()
         shutil.rmtree(self.sockbase, ignore_errors=True)
+
+
+def _content_size(content, depth: int = 0) -> int:
+    """Bytes of text in a message's content (strings, nested in dicts and lists), cheaply."""
+    if isinstance(content, str):
+        return len(content)
+    if depth > 8:
+        return 0
+    if isinstance(content, dict):
+        return sum(len(str(k)) + _content_size(v, depth + 1) for k, v in content.items())
+    if isinstance(content, (list, tuple)):
+        return sum(_content_size(v, depth + 1) for v in content)
+    return 8
 
 
 def _cap_outputs(cell: NotebookNode, budget: int) -> None:
@@ -246,7 +272,26 @@ class SandboxedExecute(Execute):
         self.kernel_name = KERNEL_NAME
         self._deadline = monotonic() + self.notebook_timeout
         self._stopped: str | None = None
+        self._output_bytes: dict[int, int] = {}
         return super().preprocess(nb, resources, km)
+
+    def output(self, outs, msg, display_id, cell_index):
+        """Keep at most `max_output_bytes` of a cell's outputs *while* they stream in.
+
+        nbclient appends every output message to the cell as it arrives; a kernel that prints
+        hundreds of MB would pile them up in the grader's memory before any cap after the cell.
+        Past the budget each message is dropped on arrival, and one line says so.
+        """
+        used = self._output_bytes.get(cell_index, 0)
+        size = _content_size(msg.get("content", {}))
+        if used + size > self.max_output_bytes:
+            if used <= self.max_output_bytes:  # the first message over the budget: say so once
+                outs.append(NotebookNode(output_type="stream", name="stderr",
+                                         text=f"\n[output cut by the grader: more than {self.max_output_bytes} bytes]\n"))
+            self._output_bytes[cell_index] = self.max_output_bytes + 1
+            return None
+        self._output_bytes[cell_index] = used + size
+        return super().output(outs, msg, display_id, cell_index)
 
     def create_kernel_manager(self):
         km = super().create_kernel_manager()
