@@ -7,8 +7,10 @@ Registered by the root ``nbgrader_config.py``:
 - ``GradedExecute`` (the sandboxed execution step): just before a graded test cell runs, draws
   the inputs of the checks it calls, from a seed that only the grader can compute (an HMAC of
   the student, the assignment and the check under the course secret, ``judge.seeds``), and
-  writes them to ``.grading-in/<check_id>.npz``; right after the cell, it reads the outputs the
-  kernel saved (``.grading/<check_id>.npz``) into the grader's memory and removes the inputs.
+  writes them to ``.grading-in/<check_id>.npz`` in the kernel's folder (its scratch copy,
+  ``SandboxKernelManager.kernel_dir``, never nbgrader's folder); right after the cell, it reads
+  the outputs the kernel saved (``.grading/<check_id>.npz``) into the grader's memory and removes
+  the inputs, never following a link the kernel planted.
   So the kernel cannot know the inputs before its code runs on them, and nothing it does later
   changes what it answered.
 - ``TrustedVerdict`` (after execution, before ``SaveAutoGrades``): for every graded test cell
@@ -32,7 +34,7 @@ from __future__ import annotations
 import os
 import re
 import secrets
-import shutil
+import stat
 import textwrap
 from pathlib import Path
 
@@ -45,6 +47,7 @@ from traitlets import Bool, Unicode, default
 from traitlets.config import LoggingConfigurable
 
 from autograder.integrity import scan_notebook
+from autograder.sandbox import safefs
 from autograder.sandbox.kernel import SandboxedExecute
 from encdec.grading import wire
 
@@ -75,19 +78,12 @@ def _check_ids(cell: NotebookNode) -> list[str]:
     return CHECK_CALL.findall(cell.source)
 
 
-def _remove_tree(path: Path) -> None:
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    elif path.exists():
-        shutil.rmtree(path)
-
-
 class ClearGradingFiles(NbGraderPreprocessor):
     """Before execution: no ``.grading/`` or ``.grading-in/`` left from the submission."""
 
     def preprocess(self, nb: NotebookNode, resources: dict):
-        for name in (wire.OUTPUTS_DIR, wire.INPUTS_DIR):
-            _remove_tree(_workdir(resources) / name)
+        for name in (wire.OUTPUTS_DIR, wire.INPUTS_DIR):  # rm -rf, whatever the submission put there
+            safefs.remove_tree(_workdir(resources) / name)
         resources.setdefault("nbgrader", {})[INPUTS_KEY] = {}
         resources["nbgrader"][OUTPUTS_KEY] = {}
         return nb, resources
@@ -127,7 +123,15 @@ def withdraw(workdir: Path, check_id: str) -> bytes | None:
     """After the cell: take the kernel's saved outputs (bounded, no links) and remove the inputs."""
     saved = None
     try:
-        saved = wire.read_bounded(workdir / wire.OUTPUTS_DIR / f"{check_id}.npz")
+        top = os.open(workdir, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            d = _open_dir(top, wire.OUTPUTS_DIR, create=False)
+            try:
+                saved = _read_bounded(d, f"{check_id}.npz")
+            finally:
+                os.close(d)
+        finally:
+            os.close(top)
     except (OSError, ValueError):
         pass
     try:
@@ -143,6 +147,18 @@ def withdraw(workdir: Path, check_id: str) -> bytes | None:
     except OSError:
         pass
     return saved
+
+
+def _read_bounded(dir_fd: int, name: str) -> bytes:
+    """A regular file of the folder ``dir_fd``, at most ``wire.MAX_BYTES`` (links and FIFOs fail)."""
+    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise ValueError(f"{name} is not a regular file")
+        data = f.read(wire.MAX_BYTES + 1)
+    if len(data) > wire.MAX_BYTES:
+        raise ValueError(f"{name} is larger than {wire.MAX_BYTES} bytes, more than a check writes")
+    return data
 
 
 def graded_inputs(preprocessor, resources: dict, check_id: str) -> dict:
@@ -165,11 +181,13 @@ class GradedExecute(SandboxedExecute):
         from autograder import judge
 
         ids = [i for i in _check_ids(cell) if i in judge.CHECKS]
-        workdir = _workdir(resources)
+        workdir = self._kernel_folder(resources)
         # A hidden check runs under a one-time name: neither its id nor its code enters the kernel.
         names = {i: f"check_{secrets.token_hex(8)}" if judge.CHECKS[i].hidden else i for i in ids}
         for check_id in ids:
             try:
+                if workdir is None:
+                    raise FileNotFoundError("no kernel is running")
                 deliver(workdir, names[check_id], judge.wire_bytes(check_id, graded_inputs(self, resources, check_id)))
             except OSError as err:  # the kernel replaced the folder by something else: the check scores 0
                 self.log.warning("could not hand %s its inputs (%s); it scores 0", check_id, err)
@@ -182,8 +200,16 @@ class GradedExecute(SandboxedExecute):
             cell.source = source
         outputs = resources.setdefault("nbgrader", {}).setdefault(OUTPUTS_KEY, {})
         for check_id in ids:
-            outputs[check_id] = withdraw(workdir, names[check_id])
+            outputs[check_id] = withdraw(workdir, names[check_id]) if workdir is not None else None
         return cell, resources
+
+    def _kernel_folder(self, resources: dict) -> Path | None:
+        """Where the kernel works, as the grader reaches it: the sandbox's scratch folder (None
+        once its kernel is gone), not nbgrader's folder, which the kernel never sees."""
+        km = getattr(self, "km", None)
+        if km is not None and hasattr(km, "kernel_dir"):
+            return km.kernel_dir
+        return _workdir(resources)
 
 
 def _as_run(source: str, names: dict[str, str]) -> str:

@@ -93,7 +93,7 @@ def floor(kind: str, cwd: Path, repeat: int = 3) -> float:
             from autograder.sandbox.kernel import SandboxKernelManager
             from jupyter_core.utils import run_sync
 
-            km = SandboxKernelManager(prefork=kind == "zygote", prefork_root=str(cwd))
+            km = SandboxKernelManager(prefork=kind == "zygote")
             km.assignment = "decoder_block"  # the kernel imports that assignment's grading edition
             run_sync(km.start_kernel)(cwd=str(work))
             kc = km.client()

@@ -49,9 +49,10 @@ def test_stock_nbgrader_autograde_runs_in_the_sandbox(tmp_path, prefork):
     """Stock `nbgrader autograde` from the course root, with kernels forked from the zygote
     (the default) and with a fresh bwrap per kernel (ENCDEC_SANDBOX_PREFORK=0)."""
     from autograder.hostile import make_hostile
-    from test_sandbox_hostile import Listener, grades, sandbox_pids
+    from test_sandbox_hostile import Listener, grades, printed, sandbox_pids, solution_tail
 
-    students = ["read_hidden", "write_outside", "network", "os_exit", "fork_bomb"]
+    students = ["read_hidden", "write_outside", "network", "os_exit", "fork_bomb", "deep_tree", "chmod_trap",
+                "log_symlink"]
     course = course_with(tmp_path, students)
     listener = Listener(make_hostile.LISTEN_PORTS)
     try:
@@ -62,15 +63,56 @@ def test_stock_nbgrader_autograde_runs_in_the_sandbox(tmp_path, prefork):
     assert run.returncode == 0, run.stderr[-3000:]
     assert listener.connections == 0 and sandbox_pids(course) == []
     out = course / "autograder" / "autograded"
-    assert json.loads((out / "read_hidden" / ASSIGNMENT / "stolen.json").read_text()) == []
-    assert json.loads((out / "write_outside" / ASSIGNMENT / "escape.json").read_text()) == []
-    assert json.loads((out / "network" / ASSIGNMENT / "network.json").read_text()) == []
     text = (out / "read_hidden" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text()
     assert "unreadable" in text  # the attempts ran, and failed
     expected = json.loads((HOSTILE / "expected.json").read_text())
     for s in students:
         passed = sorted(n for n, (score, top) in grades(course, s).items() if score == top)
         assert passed == sorted(expected[s]["passed"]), s
+        for name, value in expected[s].get("file_equals", {}).items():  # stolen.json, escape.json, ...
+            assert printed(course, s).get(name) == value, (s, name)
+        assert {p.name for p in (out / s / ASSIGNMENT).iterdir()} == {f"{ASSIGNMENT}.ipynb", "reference"}, s
+    assert list((course / "tmp").iterdir()) == []  # scratch and socket folders removed, deep trees and all
+    assert [line for line in solution_tail(course) if line in run.stderr] == []  # the linked log was not read
+    assert "kernel.log is unreadable" in run.stderr
+
+
+@pytest.mark.grading
+def test_regrade_of_a_resubmission_is_not_frozen(tmp_path):
+    """timestamp_freeze writes a far-future timestamp.txt in its working folder. Nothing of that
+    folder reaches nbgrader's, so a later, wrong resubmission is regraded by a plain
+    `nbgrader autograde` (not skipped as older than the graded copy) and loses the marks."""
+    from autograder.hostile import make_hostile
+    from test_sandbox_hostile import grades, printed
+
+    student = "timestamp_freeze"
+    course = course_with(tmp_path, [student])
+    sub = course / "autograder" / "submitted" / student / ASSIGNMENT
+    graded = course / "autograder" / "autograded" / student / ASSIGNMENT
+    expected = json.loads((HOSTILE / "expected.json").read_text())
+
+    def autograde():
+        run = subprocess.run([PY, "-m", "nbgrader", "autograde", ASSIGNMENT], cwd=course, capture_output=True,
+                             text=True, timeout=600)
+        assert run.returncode == 0, run.stderr[-3000:]
+        return run.stdout + run.stderr
+
+    (sub / "timestamp.txt").write_text("2024-01-01 10:00:00.000000 UTC\n")
+    autograde()
+    passed = sorted(n for n, (score, top) in grades(course, student).items() if score == top)
+    assert passed == sorted(expected[student]["passed"])
+    assert printed(course, student)["freeze.json"]["timestamp"] == make_hostile.FROZEN_TIMESTAMP  # it wrote one
+    assert (graded / "timestamp.txt").read_text() == (sub / "timestamp.txt").read_text()  # nbgrader's copy
+    assert not (graded / "many").exists() and not (graded / "big0.bin").exists()
+
+    # A day later: a resubmission with the block wrong.
+    shutil.copy(HOSTILE / "submitted" / "patched_checks" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", sub / f"{ASSIGNMENT}.ipynb")
+    (sub / "timestamp.txt").write_text("2024-01-02 10:00:00.000000 UTC\n")
+    log = autograde()
+    assert "Skipping existing assignment" not in log and "Updating existing assignment" in log
+    passed = sorted(n for n, (score, top) in grades(course, student).items() if score == top)
+    assert passed == sorted(expected["patched_checks"]["passed"])
+    assert list((course / "tmp").iterdir()) == []
 
 
 @pytest.mark.grading

@@ -3,14 +3,22 @@
 One batch (autograder/hostile/submitted/, made by autograder/hostile/make_hostile.py) is graded
 by `python -m autograder.driver` in a copy of the course in a temporary folder; the tests then
 check every fixture's expected outcome (autograder/hostile/expected.json), that the batch
-finished, the gradebook is intact, no sandbox process is left, the repository is unchanged, a
-re-run is idempotent and the feedback shows no hidden test code.
+finished, the gradebook is intact, no sandbox process and no kernel cgroup is left, the
+repository is unchanged, a re-run is idempotent, the feedback shows no hidden test code, and two
+kernels graded one after the other do not share a uid or a keyring. Fixtures marked
+`needs_cgroup` are skipped where the grader has no cgroup (it then says so, once).
+
+Nothing a kernel writes is copied back (it works in a scratch copy of its folder), so what a
+fixture records is read from what it printed (`printed`), and the tests check that nbgrader's
+folders hold only what nbgrader wrote, that no kernel folder is left in the grader's temporary
+folder, and that the grader's log shows nothing of what a kernel linked its log to.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
 import shutil
 import socket
 import sqlite3
@@ -51,9 +59,29 @@ def make_course(dest: Path) -> Path:
     ignore = shutil.ignore_patterns("__pycache__", "hostile", "submitted", "autograded", "feedback",
                                     "gradebook.db*", "export", "exchange")
     shutil.copytree(ROOT / "autograder", dest / "autograder", ignore=ignore)
+    (dest / "tmp").mkdir()  # the kernels' scratch and socket folders: checked for leftovers
     with open(dest / "nbgrader_config.py", "a") as f:  # short limits keep the run to minutes
         f.write("\nc.SandboxedExecute.timeout = 20\nc.SandboxedExecute.interrupt_grace = 8\n")
+        f.write(f"c.SandboxKernelManager.temp_dir = {str(dest / 'tmp')!r}\n")
     return dest
+
+
+def printed(course: Path, student: str) -> dict:
+    """The JSON files a fixture wrote in its (scratch) folder, as it printed them in its graded
+    notebook: `hostile-result <file> <json>` lines (make_hostile.REPORT)."""
+    path = course / "autograder" / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    if not path.is_file():
+        return {}
+    nb = json.loads(path.read_text())
+    found = {}
+    for cell in nb["cells"]:
+        text = "".join("".join(o["text"]) if isinstance(o["text"], list) else o["text"]
+                       for o in cell.get("outputs", []) if o.get("output_type") == "stream" and o.get("name") == "stdout")
+        for line in text.splitlines():
+            if line.startswith("hostile-result "):
+                _, name, value = line.split(" ", 2)
+                found[name] = json.loads(value)
+    return found
 
 
 class Listener:
@@ -91,6 +119,21 @@ class Listener:
         self.stop = True
         self.thread.join()
         self.sock.close()
+
+
+def cgroup_hierarchy():
+    """The cgroup hierarchy kernels get their cgroups in here (None: rlimits only, and a warning)."""
+    from autograder.sandbox import cgroups
+    from autograder.sandbox.sandbox import Policy
+
+    return cgroups.probe(**Policy().cgroup_limits())
+
+
+def kernel_cgroups() -> set[Path]:
+    from autograder.sandbox import cgroups
+
+    h = cgroup_hierarchy()
+    return set(cgroups.leftovers(h)) if h is not None else set()
 
 
 def sandbox_pids(course: Path) -> list[int]:
@@ -152,6 +195,8 @@ def test_batch_finishes_with_every_fixture(batch):
 def test_fixture_outcome(batch, student):
     expect, result = EXPECTED[student], batch["results"][student]
     course = batch["course"]
+    if expect.get("needs_cgroup") and cgroup_hierarchy() is None:
+        pytest.skip("no usable cgroup here: the grader falls back to per-process limits (and says so)")
     assert result["status"] == expect["status"], (student, result)
     got = grades(course, student)
     assert got, f"{student}: no grades in the gradebook"
@@ -159,8 +204,13 @@ def test_fixture_outcome(batch, student):
     assert passed == sorted(expect["passed"]), f"{student}: {expect['why']}; result {result}"
     assert result["score"] == sum(got[n][1] for n in expect["passed"])
     folder = course / "autograder" / "autograded" / student / ASSIGNMENT
+    # (a fixture graded into no notebook, invalid_json or not_submitted, reports nothing)
+    reported = printed(course, student) if expect.get("file_equals") or expect.get("file_at_most") else {}
     for name, value in expect.get("file_equals", {}).items():
-        assert json.loads((folder / name).read_text()) == value, f"{student}: {name}"
+        assert reported.get(name) == value, f"{student}: {name}"
+    for name, tops in expect.get("file_at_most", {}).items():
+        got = reported[name]
+        assert all(got[key] <= top for key, top in tops.items()), f"{student}: {name} {got} > {tops}"
     if "output_contains" in expect:
         assert expect["output_contains"] in (folder / f"{ASSIGNMENT}.ipynb").read_text()
     if "max_bytes" in expect:
@@ -168,9 +218,17 @@ def test_fixture_outcome(batch, student):
 
 
 def test_nothing_escaped(batch):
-    assert batch["listener"].connections == 0
-    assert sandbox_pids(batch["course"]) == []
     course = batch["course"]
+    assert batch["listener"].connections == 0
+    assert sandbox_pids(course) == []
+    # every kernel's cgroup is gone: none is named after a worker of the batch (the pids in its
+    # log; graders of other runs on this machine may have theirs)
+    log = (course / "autograder" / "autograded" / ".driver" / f"{ASSIGNMENT}.log").read_text(errors="replace")
+    workers = set(re.findall(r"^\S+ \S+ \[(\d+)\]", log, flags=re.M))
+    assert workers
+    assert [d for d in kernel_cgroups() if d.name.split("-")[1] in workers] == []
+    if cgroup_hierarchy() is not None:
+        assert "falling back to per-process limits" not in batch["run"].stderr
     for path, digest in batch["course_before"].items():
         assert hashlib.sha256((course / path).read_bytes()).hexdigest() == digest, path
     assert not list(course.rglob("pwned.txt"))
@@ -182,6 +240,62 @@ def test_nothing_escaped(batch):
     after = tree_digest(ROOT / "solutions", ROOT / "exercises", ROOT / "encdec", ROOT / "autograder")
     changed = sorted(k for k in set(after) | set(batch["before"]) if after.get(k) != batch["before"].get(k))
     assert changed == [], f"changed during grading: {changed}"
+    # Every kernel's scratch and socket folder (and each worker's zygote's) is gone, deep trees,
+    # mode-000 folders and all.
+    assert sorted(p.name for p in (course / "tmp").iterdir()) == []
+
+
+def solution_tail(course: Path) -> set[str]:
+    """The distinctive lines at the end of the solution notebook (the launcher shows a log's end)."""
+    tail = (course / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_bytes()[-4000:].decode(errors="replace")
+    lines = {line.strip() for line in tail.splitlines() if len(line.strip()) >= 30}
+    assert lines
+    return lines
+
+
+def test_grader_log_shows_nothing_a_kernel_linked_its_log_to(batch):
+    """log_symlink made its kernel.log a link to the solution notebook, log_zero to /dev/zero: the
+    launcher (root) reads neither, so no line of the notebook's end reaches the grader's log."""
+    course = batch["course"]
+    lines = solution_tail(course)
+    log = (course / "autograder" / "autograded" / ".driver" / f"{ASSIGNMENT}.log").read_text(errors="replace")
+    for text in (log, batch["run"].stdout, batch["run"].stderr):
+        assert [line for line in lines if line in text] == []
+    assert "kernel.log is unreadable" in log  # the launcher saw the link, and said so
+
+
+def nbgrader_files(course: Path, student: str) -> set[str]:
+    """What nbgrader itself puts in a student's autograded folder: the graded notebook, the
+    source folder's other files, and the submission's own files."""
+    allowed = {f"{ASSIGNMENT}.ipynb"}
+    for top in (course / "solutions" / ASSIGNMENT, course / "autograder" / "submitted" / student / ASSIGNMENT):
+        allowed |= {str(p.relative_to(top)) for p in top.rglob("*") if p.is_file() and p.suffix != ".ipynb"}
+    return allowed
+
+
+def test_kernel_files_never_reach_nbgrader_folders(batch):
+    """The kernel works in a scratch copy: deep trees, mode-000 folders, a far-future
+    timestamp.txt, 240 MiB and 5,005 files, escape.json... none of it is in autograded/ or, after
+    generate_feedback, in feedback/."""
+    course = batch["course"]
+    autograded = course / "autograder" / "autograded"
+    for student, expect in EXPECTED.items():
+        if expect["status"] != "graded":
+            continue
+        folder = autograded / student / ASSIGNMENT
+        files = {str(p.relative_to(folder)) for p in folder.rglob("*") if not p.is_dir()}
+        assert files <= nbgrader_files(course, student), (student, sorted(files - nbgrader_files(course, student))[:10])
+        assert not any(p.is_symlink() for p in folder.rglob("*")), student
+        assert sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) < 5_000_000, student
+    student = "timestamp_freeze"
+    folder = autograded / student / ASSIGNMENT
+    assert not (folder / "timestamp.txt").exists()
+    subprocess.run([PY, "-m", "nbgrader", "generate_feedback", ASSIGNMENT, "--student", student, "--force"],
+                   cwd=course, check=True, capture_output=True, timeout=300)
+    feedback = course / "autograder" / "feedback" / student / ASSIGNMENT
+    got = {str(p.relative_to(feedback)) for p in feedback.rglob("*") if not p.is_dir()}
+    graded = {str(p.relative_to(folder)) for p in folder.rglob("*") if not p.is_dir()}
+    assert got == {f"{ASSIGNMENT}.html"} | (graded - {f"{ASSIGNMENT}.ipynb"})
 
 
 def test_rerun_is_idempotent(batch):
@@ -208,3 +322,24 @@ def test_feedback_hides_hidden_tests(batch):
         for hidden in ["decoder_block.output_hidden", "decoder_block.causal_hidden", "decoder_block.mask_hidden"]:
             for quoted in (f'"{hidden}"', f"&quot;{hidden}&quot;", f"&#34;{hidden}&#34;", f"'{hidden}'"):
                 assert quoted not in html, (student, quoted)
+
+
+def kernel_uid(course: Path, student: str) -> int:
+    text = (course / "autograder" / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text()
+    return int(re.search(r"kernel uid (\d+)", text).group(1))
+
+
+def test_keyring_not_carried_over(batch):
+    """The keyring fixtures once more, one after the other in one worker: the second kernel runs
+    under another uid (slots rotate), and neither may touch the keyring (seccomp)."""
+    course = batch["course"]
+    students = ["keyring_1_write", "keyring_2_read"]
+    run = subprocess.run([PY, "-m", "autograder.driver", ASSIGNMENT, "--workers", "1", "--force",
+                          *(f"--student={s}" for s in students)], cwd=course, capture_output=True, text=True,
+                         timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    uids = [kernel_uid(course, s) for s in students]
+    assert uids[0] != uids[1], uids
+    for s in students:
+        for name, value in EXPECTED[s]["file_equals"].items():
+            assert printed(course, s).get(name) == value, s

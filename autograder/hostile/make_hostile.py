@@ -7,6 +7,12 @@ markers and hidden tests removed), with one hostile change. `expected.json` says
 must make of it: which graded cells pass, the score, and what must not have happened.
 `tests/test_sandbox_hostile.py` grades them all through the real path (the course's nbgrader
 configuration, the sandbox and `autograder.driver`) and checks every expectation.
+
+A kernel works in a scratch copy of its folder that is removed after it: nothing it writes
+reaches nbgrader's folders. So a fixture that records what it managed in a JSON file (the
+expectations `file_equals` and `file_at_most` name the file) also prints that file, on one line
+`hostile-result <file> <json>` (`REPORT`, added by `reporting` to the cell that writes it), and
+the tests read it from the graded notebook's outputs.
 """
 from __future__ import annotations
 
@@ -29,6 +35,8 @@ BLOCK_HIDDEN = ["block_output_hidden", "block_causal_hidden", "block_question_hi
 ALL = MASK_SOFTMAX + BLOCK_VISIBLE + BLOCK_HIDDEN
 # Ports the network fixture tries; the test listens on one of them, outside the sandbox.
 LISTEN_PORTS = range(47600, 47620)
+REPORT = "hostile-result"  # the prefix of the line on which a fixture prints a JSON file it wrote
+FROZEN_TIMESTAMP = "2999-01-01 00:00:00.000000 UTC"  # what timestamp_freeze writes
 
 
 def student_form(nb):
@@ -113,7 +121,8 @@ import encdec
 here = Path.cwd()
 course = here.parents[3]
 repo = Path(encdec.__file__).parents[1]
-candidates = [course / "solutions" / "decoder_block" / "decoder_block.ipynb",
+candidates = [here / "decoder_block.ipynb",  # the notebook being graded: hidden tests restored
+              course / "solutions" / "decoder_block" / "decoder_block.ipynb",
               repo / "solutions" / "decoder_block" / "decoder_block.ipynb",
               course / "autograder" / "gradebook.db", repo / "autograder" / "gradebook.db",
               course / "autograder" / "trusted.py", repo / "autograder" / "trusted.py",
@@ -126,7 +135,7 @@ for c in candidates:
         stolen.append([str(c), len(Path(c).read_bytes())])
     except OSError as err:
         print(f"unreadable: {c}: {err.strerror}")
-for d in [course, repo, Path("/root"), here.parent.parent]:
+for d in [here, course, repo, Path("/root"), here.parent.parent]:
     try:
         print(d, sorted(os.listdir(d)))
     except OSError as err:
@@ -205,6 +214,193 @@ MEMORY_BOMB = '''hoard = []
 while True:
     hoard.append(b"\\x01" * (256 * 2**20))  # touched pages: real memory, 256 MiB at a time'''
 
+# The fixtures below are caught by the kernel's cgroup and seccomp filter (sandbox/cgroups.py,
+# sandbox/seccomp.py), not by the per-process limits.
+
+MEMFD_HOARD = '''import os
+hoard, chunk = [], b"\\x01" * (16 * 2**20)
+for i in range(72):  # 4.5 GiB in memfds of 64 MiB (the file-size limit): written, never mapped,
+    fd = os.memfd_create(f"hoard{i}")  # so no address space is used
+    for _ in range(4):
+        os.write(fd, chunk)
+    hoard.append(fd)
+return dec_inp  # reached only where nothing caps the memory of the kernel as a whole'''
+
+CHILDREN_MEMORY = '''
+# Two fresh children (each far below its own address-space limit) touch 2.5 GiB each, together
+# more than the kernel's memory; children.json says whether both ever held it at once.
+import json, subprocess, sys
+from pathlib import Path
+CHILD = "import time\\nhold = [b'\\\\x01' * (256 * 2**20) for _ in range(10)]\\ntime.sleep(2)"
+children = [subprocess.Popen([sys.executable, "-c", CHILD]) for _ in range(2)]
+codes = [c.wait() for c in children]
+print("children exited with", codes)
+Path("children.json").write_text(json.dumps({"both_held": codes == [0, 0]}))
+'''
+
+CPU_HOG = '''
+# Four children spin for 4 s of wall time each; cpu.json: how many CPUs they got together.
+import json, resource, subprocess, sys, time
+from pathlib import Path
+SPIN = "import time\\nend = time.monotonic() + 4\\nwhile time.monotonic() < end:\\n    pass"
+start = time.monotonic()
+for child in [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(4)]:
+    child.wait()
+wall = time.monotonic() - start
+used = resource.getrusage(resource.RUSAGE_CHILDREN)
+cpus = (used.ru_utime + used.ru_stime) / wall
+print(f"4 spinning children used {cpus:.2f} CPUs over {wall:.1f} s")
+Path("cpu.json").write_text(json.dumps({"cpus_used": round(cpus, 2)}))
+'''
+
+# Raw system calls, with the numbers of the machine the kernel runs on.
+SYSCALLS = '''
+import ctypes, errno, json, os, platform
+from pathlib import Path
+NR = {"x86_64": dict(add_key=248, request_key=249, keyctl=250, unshare=272, clone=56, io_uring_setup=425),
+      "aarch64": dict(add_key=217, request_key=218, keyctl=219, unshare=97, clone=220, io_uring_setup=425),
+      }[platform.machine()]
+libc = ctypes.CDLL(None, use_errno=True)
+def call(name, *args):
+    """The call's result, or the name of its errno."""
+    ctypes.set_errno(0)
+    ret = libc.syscall(NR[name], *args)
+    return errno.errorcode.get(ctypes.get_errno(), "?") if ret == -1 else ret
+KEY_SPEC_USER_KEYRING, KEYCTL_SEARCH = ctypes.c_int(-4), 10  # the uid's keyring: outlives the kernel
+print("kernel uid", os.getuid())
+'''
+
+KEYRING_WRITE = SYSCALLS + '''
+secret = b"answers of the previous student"
+stored = call("add_key", b"user", b"encdec-answers", secret, len(secret), KEY_SPEC_USER_KEYRING)
+Path("keyring.json").write_text(json.dumps({"add_key": "stored" if isinstance(stored, int) else stored}))
+'''
+
+KEYRING_READ = SYSCALLS + '''
+found = call("keyctl", KEYCTL_SEARCH, KEY_SPEC_USER_KEYRING, b"user", b"encdec-answers", 0)
+asked = call("request_key", b"user", b"encdec-answers", None, 0)
+Path("keyring.json").write_text(json.dumps({
+    "keyctl_search": "found" if isinstance(found, int) else found,
+    "request_key": "found" if isinstance(asked, int) else asked}))
+'''
+
+USERNS_ESCAPE = SYSCALLS + '''
+CLONE_NEWUSER, SIGCHLD = 0x10000000, 17
+attempts = {"clone": call("clone", CLONE_NEWUSER | SIGCHLD, None, None, None, None)}  # fork into a user namespace
+if attempts["clone"] == 0:
+    os._exit(0)
+attempts["unshare"] = call("unshare", CLONE_NEWUSER)  # after clone: from inside one, clone would fail anyway
+attempts["io_uring_setup"] = call("io_uring_setup", 8, ctypes.create_string_buffer(120))
+attempts = {k: v if isinstance(v, str) else "allowed" for k, v in attempts.items()}
+print(attempts)
+Path("userns.json").write_text(json.dumps(attempts))
+'''
+
+
+# The fixtures below leave behind what the root grader must clean up or read safely
+# (sandbox/safefs.py); the kernel finds its socket folder next to its connection file.
+
+DEEP_TREE = '''
+# Folder trees 1,500 levels deep wherever the kernel can write: its working folder, its /tmp and
+# its socket folder. A recursive walk or removal of any of them raises RecursionError.
+import json, os
+from pathlib import Path
+from ipykernel.connect import get_connection_file
+def deep(where, levels=1500):
+    fd = os.open(where, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(levels):
+            os.mkdir("d", dir_fd=fd)
+            child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        os.close(os.open("leaf.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
+    finally:
+        os.close(fd)
+    return levels
+made = {}
+for name, where in [("working folder", "."), ("/tmp", "/tmp"), ("socket folder", os.path.dirname(get_connection_file()))]:
+    try:
+        made[name] = deep(where)
+    except OSError as err:
+        made[name] = err.strerror
+Path("deep_tree.json").write_text(json.dumps(made))
+'''
+
+
+def log_link(target: str) -> str:
+    """Swap the kernel's log (in its socket folder) for a link to `target` (a Python expression)."""
+    return f'''
+# The launcher (root) shows the end of the kernel's log when the kernel fails: make the log a
+# link to {target}, then fail (the next cell).
+import os
+from pathlib import Path
+from ipykernel.connect import get_connection_file
+course = Path.cwd().parents[3]  # autograder/autograded/<student>/<assignment> -> course root
+log = Path(get_connection_file()).parent / "kernel.log"
+log.unlink()
+log.symlink_to({target})
+print("kernel.log now links to", os.readlink(log))
+'''
+
+
+TIMESTAMP_FREEZE = f'''
+# What would matter if the kernel's folder were copied back into nbgrader's: a timestamp far in
+# the future (a plain `nbgrader autograde` skips a resubmission older than the graded copy's
+# timestamp), 240 MiB of files and 5,000 small ones (copied again into feedback/).
+import json, os
+from pathlib import Path
+Path("timestamp.txt").write_text("{FROZEN_TIMESTAMP}\\n")
+for i in range(4):
+    with open(f"big{{i}}.bin", "wb") as f:
+        f.truncate(60 * 2**20)  # sparse: 60 MiB each, under the file-size limit
+Path("many").mkdir()
+for i in range(5000):
+    Path("many", f"f{{i}}.txt").write_text("x")
+Path("freeze.json").write_text(json.dumps({{"timestamp": Path("timestamp.txt").read_text().strip(),
+                                           "files": len(os.listdir("many")) + 5}}))
+'''
+
+CHMOD_TRAP = '''
+# Folders without any permission left (mode 000, files inside), and a file made immutable if the
+# kernel may (it may not: no CAP_LINUX_IMMUTABLE), in the working and the socket folder (the next
+# cell leaves the working folder itself mode 000). Whoever cleans up must remove all of it.
+import fcntl, json, os, struct
+from pathlib import Path
+from ipykernel.connect import get_connection_file
+def trap(where):
+    top = Path(where) / "trap"
+    (top / "inner").mkdir(parents=True)
+    for folder in (top, top / "inner"):
+        for i in range(3):
+            (folder / f"f{i}.txt").write_text("x")
+    fd = os.open(top / "frozen.txt", os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        flags = struct.unpack("i4x", fcntl.ioctl(fd, 0x80086601, bytes(8)))[0]  # FS_IOC_GETFLAGS
+        fcntl.ioctl(fd, 0x40086602, struct.pack("i4x", flags | 0x10))  # FS_IOC_SETFLAGS, immutable
+        immutable = True
+    except OSError:
+        immutable = False
+    finally:
+        os.close(fd)
+    os.chmod(top / "inner", 0)
+    os.chmod(top, 0)
+    return {"trapped": True, "immutable": immutable}
+result = {"working folder": trap("."), "socket folder": trap(os.path.dirname(get_connection_file()))}
+Path("chmod_trap.json").write_text(json.dumps(result))
+'''
+
+
+def reporting(nb, names):
+    """The cell that writes each JSON file of `names` also prints it on one `REPORT` line."""
+    for name in names:
+        cells = [c for c in nb.cells if c.cell_type == "code" and f'Path("{name}").write_text(' in c.source]
+        if not cells:
+            raise ValueError(f"no cell writes {name}: an expectation names a file the fixture does not write")
+        for cell in cells:
+            cell.source = cell.source.rstrip("\n") + f'\nprint("{REPORT} {name}", Path("{name}").read_text())'
+    return nb
+
 
 def fixtures(base):
     """(student, notebook or raw text or None, expectation) for every hostile submission."""
@@ -262,6 +458,48 @@ def fixtures(base):
     yield "big_line", insert_after(nb(), None, 'print("y" * 30_000_000)  # one 30 MB line'), dict(
         passed=ALL, max_bytes=2_000_000, why="a 30 MB line is cut to the per-cell output budget")
     yield "not_submitted", None, dict(passed=[], status="missing", why="no notebook: 0, reported")
+    # Caught by the kernel's cgroup (`needs_cgroup`: only where the grader has one, see
+    # sandbox/cgroups.py; elsewhere the grader warns that it falls back to per-process limits).
+    yield "memfd_hoard", with_forward(nb(), MEMFD_HOARD), dict(
+        passed=MASK_SOFTMAX, needs_cgroup=True,
+        why="4.5 GiB in memfds, under the address-space and file-size limits: the cgroup's memory limit kills the kernel")
+    yield "children_memory", insert_after(nb(), None, CHILDREN_MEMORY), dict(
+        passed=ALL, needs_cgroup=True, file_equals={"children.json": {"both_held": False}},
+        why="two children of 2.5 GiB each: the cgroup's memory limit kills one, the kernel goes on")
+    yield "cpu_hog", insert_after(nb(), None, CPU_HOG), dict(
+        passed=ALL, needs_cgroup=True, file_at_most={"cpu.json": {"cpus_used": 1.3}},
+        why="four spinning children share the kernel's one CPU; the notebook and its neighbours are graded")
+    # Caught by the seccomp filter (and a fresh uid per kernel): graded one after the other.
+    yield "keyring_1_write", insert_after(nb(), None, KEYRING_WRITE), dict(
+        passed=ALL, file_equals={"keyring.json": {"add_key": "EPERM"}},
+        why="add_key refused: nothing is stored in the uid's keyring for the next kernel")
+    yield "keyring_2_read", insert_after(nb(), None, KEYRING_READ), dict(
+        passed=ALL, file_equals={"keyring.json": {"keyctl_search": "EPERM", "request_key": "EPERM"}},
+        why="the keyring cannot be searched, and the kernel before ran under another uid")
+    yield "userns_escape", insert_after(nb(), None, USERNS_ESCAPE), dict(
+        passed=ALL, file_equals={"userns.json": {"unshare": "EPERM", "io_uring_setup": "EPERM", "clone": "EPERM"}},
+        why="no user namespace (unshare, clone) and no io_uring")
+    # Left behind for the root grader (sandbox/safefs.py): nothing is followed, walked
+    # recursively or read without bound, nothing of the kernel's folder is copied back.
+    yield "deep_tree", insert_after(nb(), None, DEEP_TREE), dict(
+        passed=ALL, file_equals={"deep_tree.json": {"working folder": 1500, "/tmp": 1500, "socket folder": 1500}},
+        why="1,500-level trees in the working, /tmp and socket folders: removed, the batch goes on")
+    last = "block_question_hidden"
+    solution = 'course / "solutions" / "decoder_block" / "decoder_block.ipynb"'
+    for student, target in [("log_symlink", solution), ("log_zero", '"/dev/zero"')]:
+        n = insert_after(nb(), last, "import os\nos._exit(3)  # fail: the launcher shows the log")
+        yield student, insert_after(n, last, log_link(target)), dict(
+            passed=ALL, output_contains="kernel.log now links to",
+            why="kernel.log made a link: the launcher reads no link (nothing of it in the grader's log, no "
+                "endless read); the kernel dies after the last test")
+    yield "timestamp_freeze", insert_after(nb(), None, TIMESTAMP_FREEZE), dict(
+        passed=ALL, file_equals={"freeze.json": {"timestamp": FROZEN_TIMESTAMP, "files": 5005}},
+        why="timestamp.txt and 5,005 files written in its folder: none reaches autograded/ or feedback/")
+    n = insert_after(nb(), last, 'import os\nos.chmod(".", 0)  # the working folder itself, last')
+    yield "chmod_trap", insert_after(n, last, CHMOD_TRAP), dict(
+        passed=ALL, file_equals={"chmod_trap.json": {f: {"trapped": True, "immutable": False}
+                                                     for f in ("working folder", "socket folder")}},
+        why="folders mode 000 (the working folder too), no immutable file: all removed after the kernel")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -285,6 +523,7 @@ def main(argv: list[str] | None = None) -> int:
             target.write_text(content)
             written.add(target)
         else:
+            reporting(content, [*expect.get("file_equals", {}), *expect.get("file_at_most", {})])
             nbformat.validate(content)
             target.write_text(nbformat.writes(content) + "\n")
             written.add(target)

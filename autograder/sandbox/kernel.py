@@ -4,9 +4,11 @@
   nothing is installed into anyone's home) over ZeroMQ `ipc` sockets in a private folder:
   the kernel has no network, so TCP on localhost cannot reach it. The kernel imports the grading
   edition of its `assignment` (autograder/edition.py, built or reused before the start) where
-  the package is, never the package itself. Before the start it hands the working folder to a
-  fresh sandbox uid; after the kernel is gone it takes the folder back and removes links and
-  special files the kernel may have planted there.
+  the package is, never the package itself. Before the start it copies the regular files of
+  nbgrader's working folder (no notebook) into a scratch folder of a fresh sandbox uid, which the
+  sandbox mounts at nbgrader's working folder (`kernel_dir` is where the grader reaches it);
+  after the kernel, in every outcome, it removes the scratch and socket folders (safefs.py:
+  nothing the kernel wrote is copied back or followed) and gives the uid back.
 - `SandboxedExecute` replaces nbgrader's `Execute` preprocessor: it tells the kernel manager
   which assignment it grades, refuses to run when the sandbox cannot start, enforces a
   wall-clock limit per notebook on top of nbgrader's limit per cell, and contains a kernel that
@@ -20,7 +22,6 @@ import atexit
 import dataclasses
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -35,6 +36,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Bool, Float, Integer, Unicode, default
 
 from .. import edition
+from . import safefs
 from .cgroups import Cgroup
 from .sandbox import Limits, SandboxUnavailable, UidSlot, check_available, kernel_cgroup, package_path, \
     prepare_workdir, readonly_paths, reclaim_workdir, write_policy, zygote_command
@@ -62,9 +64,16 @@ class SandboxKernelManager(AsyncKernelManager):
         "", help="The assignment graded (set by SandboxedExecute): the kernel sees its grading edition "
                  "of the package; without one the kernel is not started."
     )
-    prefork_root = Unicode(
-        "", help="The folder the zygote stages (kernels working elsewhere get a fresh bwrap); default: "
-                 "the autograded folder, two levels above the working folder (<autograded>/<student>/<assignment>)."
+    temp_dir = Unicode(
+        "", help="Where the grader makes each kernel's private folders (its scratch working folder and its "
+                 "socket folder) and the zygote's; default: the system's temporary folder."
+    ).tag(config=True)
+    workdir_max_files = Integer(
+        2000, help="Files of nbgrader's working folder copied into the kernel's scratch folder, at most; a "
+                   "larger submission is not graded."
+    ).tag(config=True)
+    workdir_max_mb = Integer(
+        256, help="MiB of nbgrader's working folder copied into the kernel's scratch folder, at most."
     ).tag(config=True)
 
     def __init__(self, **kwargs):
@@ -74,12 +83,22 @@ class SandboxKernelManager(AsyncKernelManager):
         self._slot: UidSlot | None = None
         self._cgroup: Cgroup | None = None
         self._sockdir: Path | None = None
-        self._workdir: Path | None = None
-        self.planted: list[str] = []
+        self._workdir: Path | None = None  # nbgrader's working folder: the kernel sees its scratch there
+        self._holder: Path | None = None  # root's folder holding the scratch folder
+        self._scratch: Path | None = None
 
     @default("kernel_spec_manager")
     def _kernel_spec_manager_default(self):
         return kernelspec.KernelSpecManager(kernel_dirs=[str(KERNELS_DIR)], ensure_native_kernel=False)
+
+    @property
+    def kernel_dir(self) -> Path | None:
+        """The kernel's working folder as the grader reaches it: its scratch copy (None without a kernel).
+
+        Inside the sandbox it is mounted at nbgrader's working folder; nothing written there is
+        copied back, and it is removed after the kernel.
+        """
+        return self._scratch
 
     def limits(self) -> Limits:
         return Limits(memory_mb=self.memory_mb, cpu_seconds=self.cpu_seconds, nproc=self.nproc,
@@ -105,9 +124,9 @@ class SandboxKernelManager(AsyncKernelManager):
         overlay = self.grading_edition()
         check_available()
         self._workdir = Path(kw.get("cwd") or os.getcwd()).resolve()
-        self._sockdir = Path(tempfile.mkdtemp(prefix="encdec-k-"))
-        self._slot = UidSlot()
         try:
+            self._sockdir = Path(tempfile.mkdtemp(prefix="encdec-k-", dir=self.temp_dir or None))
+            self._slot = UidSlot()
             self._prepare(overlay)
         except BaseException:
             await self._async_cleanup_resources()
@@ -127,69 +146,108 @@ class SandboxKernelManager(AsyncKernelManager):
                   "overlay": [str(p) for p in overlay],
                   "limits": dataclasses.asdict(self.limits()),
                   "cgroup": self._cgroup.to_json() if self._cgroup is not None else None}
-        stage = None
+        scratch_base = self.temp_dir or None
         if self.prefork:
-            stage = Path(self.prefork_root).resolve() if self.prefork_root else self._workdir.parents[1]
-        if stage is not None and stage != Path("/") and stage in self._workdir.parents:
             editions = edition.DEFAULT_OUT.resolve()
-            zygote = Zygote.get(stage, editions)
-            shutil.rmtree(self._sockdir)
+            zygote = Zygote.get(editions, self.temp_dir)
+            os.rmdir(self._sockdir)  # still empty: the zygote stages its own socket folders
             self._sockdir = Path(tempfile.mkdtemp(dir=zygote.sockbase))
             os.chown(self._sockdir, uid, uid)
-            policy.update(zygote=str(zygote.control), stage_root=str(stage), sockbase=str(zygote.sockbase),
-                          editions=str(editions))
+            scratch_base = zygote.workbase  # the zygote stages its scratch area, never nbgrader's folders
+            policy.update(zygote=str(zygote.control), stage_root=str(zygote.workbase),
+                          sockbase=str(zygote.sockbase), editions=str(editions))
         policy["sockdir"] = str(self._sockdir)
         self.ip = str(self._sockdir / "k")
         self.connection_file = str(self._sockdir / "connection.json")
-        prepare_workdir(self._workdir, uid)
+        # The kernel's working folder: a scratch copy, in a folder of root's (0700), bound at
+        # nbgrader's working folder inside the sandbox. Nothing of it is ever copied back.
+        self._holder = Path(tempfile.mkdtemp(prefix="encdec-w-", dir=scratch_base))
+        self._scratch = self._holder / "work"
+        prepare_workdir(self._workdir, self._scratch, uid, self.workdir_max_files, self.workdir_max_mb)
+        policy["scratch"] = str(self._scratch)
         write_policy(self._sockdir, policy)
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         try:
             await super()._async_cleanup_resources(restart=restart)
         finally:  # whatever the kernel left running is killed, and its cgroup goes, in every outcome
-            if self._cgroup is not None:
-                cgroup, self._cgroup = self._cgroup, None
-                if not cgroup.close():
-                    self.log.warning("sandbox cgroup %s: not all of it could be killed and removed", cgroup.dirs)
-        if self._slot is not None:
-            if self._workdir is not None:
-                self.planted += reclaim_workdir(self._workdir, self._slot.uid)
-            self._slot.release()
-            self._slot = None
-        if self._sockdir is not None:
-            shutil.rmtree(self._sockdir, ignore_errors=True)
-            self._sockdir = None
+            try:
+                if self._cgroup is not None:
+                    cgroup, self._cgroup = self._cgroup, None
+                    if not cgroup.close():
+                        self.log.warning("sandbox cgroup %s: not all of it could be killed and removed", cgroup.dirs)
+            finally:
+                self._release()
+
+    def _release(self) -> None:
+        """After the kernel, in every outcome: no process of its uid left, its scratch and socket
+        folders removed (safefs: the kernel could write there), its uid slot given back."""
+        slot, holder, sockdir = self._slot, self._holder, self._sockdir
+        self._slot = self._holder = self._scratch = self._sockdir = None
+        try:
+            for folder in (holder, sockdir):
+                if folder is None:
+                    continue
+                try:
+                    if slot is not None and folder is holder:
+                        reclaim_workdir(holder, slot.uid)  # waits for the uid's processes to end first
+                    else:
+                        safefs.remove_tree(folder)
+                except Exception as err:  # noqa: BLE001 - grading goes on; the folder is reported
+                    self.log.warning("sandbox: could not remove %s: %r", folder, err)
+        finally:
+            if slot is not None:
+                slot.release()
+
+    async def _async_start_kernel(self, **kw):
+        try:
+            await super()._async_start_kernel(**kw)
+        except BaseException:
+            # a launch that failed after the folders were made leaves nothing behind
+            try:
+                if self.has_kernel:
+                    await self._async_kill_kernel()
+            finally:
+                await self._async_cleanup_resources()
+            raise
 
     # AsyncKernelManager exposes the coroutines under the public names; keep ours there too.
+    start_kernel = _async_start_kernel
     pre_start_kernel = _async_pre_start_kernel
     cleanup_resources = _async_cleanup_resources
 
 
 class Zygote:
-    """One fork server per grader process and staged folder, for every assignment (see zygote.py)."""
+    """One fork server per grader process (and temporary folder), for every assignment (see zygote.py).
 
-    _running: dict[tuple[Path, Path], "Zygote"] = {}
+    It stages its own scratch area (``workbase``: each kernel's working folder is made there)
+    and socket area (``sockbase``), both folders of root's, removed when it stops.
+    """
 
-    def __init__(self, stage: Path, editions: Path) -> None:
-        self.sockbase = Path(tempfile.mkdtemp(prefix="encdec-z-"))
+    _running: dict[tuple[Path, str], "Zygote"] = {}
+
+    def __init__(self, editions: Path, temp_dir: str = "") -> None:
+        self.sockbase = Path(tempfile.mkdtemp(prefix="encdec-z-", dir=temp_dir or None))
+        self.workbase = Path(tempfile.mkdtemp(prefix="encdec-zw-", dir=temp_dir or None))
         ctl = self.sockbase / "ctl"
         ctl.mkdir(mode=0o700)
         self.control = ctl / "zygote.sock"
-        self.proc = subprocess.Popen(zygote_command(stage, self.sockbase, self.control, editions),
+        self.proc = subprocess.Popen(zygote_command(self.workbase, self.sockbase, self.control, editions),
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
         line = self.proc.stdout.readline()
         self.proc.stdout.close()  # nothing else comes that way (the zygote moves stdout to stderr)
         if b"zygote ready" not in line:
-            self.proc.kill()
+            self.stop()
             raise SandboxUnavailable(f"the sandbox's fork server did not start (exit {self.proc.wait()})")
         atexit.register(self.stop)
 
     @classmethod
-    def get(cls, stage: Path, editions: Path) -> "Zygote":
-        z = cls._running.get((stage, editions))
+    def get(cls, editions: Path, temp_dir: str = "") -> "Zygote":
+        z = cls._running.get((editions, temp_dir))
         if z is None or z.proc.poll() is not None:
-            z = cls._running[stage, editions] = cls(stage, editions)
+            if z is not None:
+                z.stop()  # a dead zygote's folders go too
+            z = cls._running[editions, temp_dir] = cls(editions, temp_dir)
         return z
 
     @classmethod
@@ -201,8 +259,12 @@ class Zygote:
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
-            self.proc.wait()
-        shutil.rmtree(self.sockbase, ignore_errors=True)
+        self.proc.wait()
+        for folder in (self.sockbase, self.workbase):
+            try:
+                safefs.remove_tree(folder)  # what a kernel left there (its cleanup failed) goes too
+            except OSError:
+                pass
 
 
 def _content_size(content, depth: int = 0) -> int:

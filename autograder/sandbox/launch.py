@@ -1,8 +1,8 @@
 """Kernel launcher of the `encdec-sandbox` kernelspec: starts ipykernel inside the sandbox.
 
 Run by jupyter_client (as the grader's user) with the connection file written by
-`SandboxKernelManager`; the sandbox policy (uid, working folder, limits) sits next to it. Two
-ways to start the kernel, same isolation:
+`SandboxKernelManager`; the sandbox policy (uid, scratch and working folder, limits) sits next
+to it. Two ways to start the kernel, same isolation:
 
 - `bwrap` (default): a fresh sandbox per kernel (`sandbox.bwrap_command`). The launcher stays
   the parent of `bwrap`, which dies with it.
@@ -11,7 +11,12 @@ ways to start the kernel, same isolation:
   launcher dies, the zygote kills the kernel.
 
 Either way the kernel sees its assignment's grading edition (the policy's `overlay`) bound over
-the `encdec` package; a policy without one starts no kernel.
+the `encdec` package; a policy without one starts no kernel. Either way the kernel runs under
+the seccomp filter of `sandbox.Policy` (bwrap `--seccomp`; the zygote gets the program in its
+request) and, where the grader made one (the policy's `cgroup`), in its own cgroup before any
+of its code runs: on the bwrap path this launcher moves itself in before it starts `bwrap`; on
+the zygote path it sends the zygote open `cgroup.procs` files, and the supervisor moves itself
+in before it forks the kernel (the zygote cannot see /sys/fs/cgroup).
 
 Either way killing this process (what jupyter_client does) kills the kernel and everything it
 started. Interrupts travel as messages (the kernelspec's `interrupt_mode`), so SIGINT sent to
@@ -28,8 +33,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from autograder.sandbox import cgroups, safefs, seccomp  # noqa: E402
 from autograder.sandbox.sandbox import (  # noqa: E402
-    SandboxUnavailable, bwrap_command, kernel_environment, read_policy)
+    Limits, Policy, SandboxUnavailable, bwrap_command, kernel_environment, read_policy)
 
 
 def _die_with_parent() -> None:
@@ -39,18 +45,27 @@ def _die_with_parent() -> None:
 
 
 def via_zygote(policy: dict, connection_file: str, extra: list[str], log: Path) -> int:
-    workdir, sockdir = Path(policy["workdir"]), Path(policy["sockdir"])
+    scratch, sockdir = Path(policy["scratch"]), Path(policy["sockdir"])
     req = {
         "policy": policy, "connection_file": connection_file, "extra": extra, "log": str(log),
-        "work_rel": str(workdir.relative_to(policy["stage_root"])),
+        "work_rel": str(scratch.relative_to(policy["stage_root"])),  # bound at policy["workdir"]
         "sock_rel": str(sockdir.relative_to(policy["sockbase"])),
         "edition_rel": str(Path(policy["overlay"][0]).relative_to(policy["editions"])),
-        "notebooks": sorted(p.name for p in workdir.glob("*.ipynb") if p.is_file() and not p.is_symlink()),
         "env": kernel_environment(policy["limits"], sys.prefix),
+        "sandbox": Policy(Limits(**policy["limits"])).request(),
     }
+    cgroup = policy_cgroup(policy)
+    fds = cgroup.open_procs() if cgroup is not None else []
+    req["cgroup_fds"] = len(fds)  # the supervisor refuses a request whose descriptors went missing
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    conn.connect(policy["zygote"])
-    conn.sendall(json.dumps(req).encode() + b"\n")
+    try:
+        conn.connect(policy["zygote"])
+        data = json.dumps(req).encode() + b"\n"
+        sent = socket.send_fds(conn, [data], fds) if fds else 0  # they travel with the first bytes
+        conn.sendall(data[sent:])
+    finally:
+        for fd in fds:
+            os.close(fd)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # closing the socket stops the kernel
     buf = b""
     while True:
@@ -69,13 +84,28 @@ def via_zygote(policy: dict, connection_file: str, extra: list[str], log: Path) 
 
 def via_bwrap(policy: dict, connection_file: str, extra: list[str], log: Path) -> int:
     kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file, *extra]
-    cmd = bwrap_command(policy, kernel)
+    cgroup = policy_cgroup(policy)
+    if cgroup is not None:
+        cgroup.join()  # this launcher, so prlimit, bwrap and the kernel are born inside
+    fd = seccomp.program_fd(Policy(Limits(**policy["limits"])).seccomp_program())
+    cmd = bwrap_command(policy, kernel, fd)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
     with open(log, "ab") as out:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env)
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env, pass_fds=[fd])
+    os.close(fd)
     signal.signal(signal.SIGTERM, lambda signum, _frame: proc.send_signal(signum))
     code = proc.wait()
     return code if code >= 0 else 128 - code
+
+
+def policy_cgroup(policy: dict) -> cgroups.Cgroup | None:
+    """The cgroup the grader made for this kernel (None: the grader has none to use, and said so)."""
+    if not policy.get("cgroup"):
+        return None
+    cgroup = cgroups.Cgroup.from_json(policy["cgroup"])
+    if not cgroup.dirs or any(d.parent.name != cgroups.PARENT for d in cgroup.dirs):
+        raise SandboxUnavailable(f"not a kernel cgroup: {policy['cgroup']}")
+    return cgroup
 
 
 def main(argv: list[str]) -> int:
@@ -89,7 +119,10 @@ def main(argv: list[str]) -> int:
         policy = read_policy(connection_file)
         if not policy.get("overlay"):
             raise SandboxUnavailable("the policy names no grading edition to mount over the package")
-        os.chown(connection_file, policy["uid"], policy["uid"])
+        if not policy.get("scratch"):
+            raise SandboxUnavailable("the policy names no scratch working folder (the kernel never works "
+                                     "in nbgrader's folders)")
+        os.chown(connection_file, policy["uid"], policy["uid"], follow_symlinks=False)
         # The kernel's stdout/stderr go to a file of its own (capped by its file-size limit),
         # never to the grader's terminal or log, which other kernels share.
         log = Path(policy["sockdir"]) / "kernel.log"
@@ -100,7 +133,10 @@ def main(argv: list[str]) -> int:
         print(f"encdec sandbox: cannot start the kernel: {err}", file=sys.stderr)
         return 70
     if code not in (0, 137, 143):  # say why a kernel failed (not when it was stopped)
-        tail = log.read_bytes()[-2000:].decode(errors="replace").strip()
+        try:  # the kernel owns its socket folder: the log may be a link (to a secret, /dev/zero) by now
+            tail = safefs.read_tail(log, 2000).decode(errors="replace").strip()
+        except OSError as err:
+            tail = f"(its kernel.log is unreadable: {err.strerror})"
         print(f"encdec sandbox: the kernel exited with status {code}" + (f":\n{tail}" if tail else ""),
               file=sys.stderr)
     return code

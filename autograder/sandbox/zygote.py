@@ -5,20 +5,25 @@ a process that has imported ipykernel, torch and numpy and then only forks; it n
 student code. It does not import `encdec`: a forked kernel would inherit the real package in
 `sys.modules`, answers included. It runs inside `bwrap` as root (so it may build namespaces),
 with its own pid and network namespace, the same read-only system view as a kernel, and three
-staging mounts: the grader's autograded folder, its socket folder and, read-only, the grading
+staging mounts: its scratch area (where the grader makes each kernel's working folder, a copy
+of nbgrader's; never nbgrader's own folders), its socket folder and, read-only, the grading
 editions of every assignment (autograder/edition.py). `sandbox.zygote_command` starts it. For each
 kernel it forks a supervisor that, still as root:
 
-1. unshares a new mount, network, IPC, UTS and pid namespace (each kernel has its own empty
-   loopback; everything it starts dies with it);
+0. moves itself into the kernel's cgroup, through the `cgroup.procs` files the launcher opened
+   and sent along with the request (the zygote sees no /sys/fs/cgroup), so that everything
+   forked from now on is counted there (cgroups.py);
+1. unshares what the request's `sandbox` (the grader's `Policy`, as plain data) names: a new
+   mount, network, IPC, UTS, cgroup and pid namespace (each kernel has its own empty loopback;
+   everything it starts dies with it);
 2. mounts a fresh, size-limited `/tmp`, binds its assignment's grading edition read-only over
-   the `encdec` package, the kernel's own working folder (its notebooks read-only) and socket
-   folder from the staging mounts, then detaches the staging mounts, so no other student's
+   the `encdec` package, the kernel's own scratch working folder (at the path of nbgrader's
+   working folder) and socket folder from the staging mounts, then detaches the staging mounts, so no other student's
    folder and no other assignment's edition (which holds other exercises' answers) is reachable;
 3. forks pid 1 of the new pid namespace (a reaper that mounts `/proc`), which forks the kernel:
    it sets the resource limits, drops to the kernel's own uid (no capabilities, no_new_privs),
-   closes every inherited descriptor, resets its environment and starts ipykernel in-process,
-   where the imports already are;
+   installs the seccomp filter (seccomp.py), closes every inherited descriptor, resets its
+   environment and starts ipykernel in-process, where the imports already are;
 4. stays connected to the kernelspec's launcher: when the launcher goes away (jupyter_client
    killed it), it kills pid 1 and with it the namespace; when the kernel ends, it tells the
    launcher the exit status.
@@ -35,12 +40,14 @@ import socket
 import sys
 import threading
 
-CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x02000000, 0x04000000, 0x08000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+NAMESPACES = {"pid": CLONE_NEWPID, "net": CLONE_NEWNET, "ipc": CLONE_NEWIPC, "uts": CLONE_NEWUTS,
+              "cgroup": CLONE_NEWCGROUP}  # the names of sandbox.Policy.namespaces
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
-PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 38, 24
+PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 24, 22, 2
 STAGE_WORK, STAGE_SOCK, STAGE_EDITIONS = "/staging/work", "/staging/sock", "/staging/editions"
 
 _libc = ctypes.CDLL("libc.so.6", use_errno=True)
@@ -72,18 +79,34 @@ def _makedirs_traversable(path):
             os.chmod(current, 0o755)
 
 
+def _join_cgroup(req, fds):
+    """In the supervisor: into the kernel's cgroup ("0": the writer), before anything is forked."""
+    try:
+        if len(fds) != req.get("cgroup_fds", 0):
+            raise ValueError(f"expected {req.get('cgroup_fds', 0)} cgroup descriptors, got {len(fds)}")
+        for fd in fds:
+            os.write(fd, b"0")
+    finally:
+        for fd in fds:  # they move whoever writes to them: never into the kernel
+            os.close(fd)
+
+
 def _namespaces(req):
     """In the supervisor: the kernel's own namespaces and mounts (see the module docstring)."""
-    policy = req["policy"]
-    work, sockdir, limits = policy["workdir"], policy["sockdir"], policy["limits"]
-    _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID), "unshare")
+    policy, sandbox = req["policy"], req["sandbox"]
+    work, sockdir, tmp = policy["workdir"], policy["sockdir"], sandbox["tmp"]
+    flags = CLONE_NEWNS
+    for name in sandbox["namespaces"]:
+        flags |= NAMESPACES[name]
+    _check(_libc.unshare(flags), "unshare")
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    _libc.sethostname(b"sandbox", 7)
+    hostname = sandbox["hostname"].encode()
+    _libc.sethostname(hostname, len(hostname))
     # Read-only trees under /tmp (a checkout there: the venv, the package) would vanish under
     # the kernel's fresh /tmp: hold them open, then bind them back on top of it.
     held = [(p, os.open(p, os.O_PATH | os.O_DIRECTORY)) for p in policy.get("readonly", [])
-            if p.startswith("/tmp/")]
-    _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={limits['tmp_mb']}m,mode=1777")
+            if p.startswith(tmp.rstrip("/") + "/")]
+    _mount("tmpfs", tmp, "tmpfs", MS_NOSUID | MS_NODEV, f"size={sandbox['tmp_mb']}m,mode=1777")
     for path, fd in held:
         _makedirs_traversable(path)
         _bind(f"/proc/self/fd/{fd}", path, readonly=True)
@@ -92,10 +115,11 @@ def _namespaces(req):
     if edition_rel.startswith(("/", "..")):
         raise ValueError(f"grading edition outside the staged editions: {edition_rel}")
     _bind(os.path.join(STAGE_EDITIONS, edition_rel), policy["overlay"][1], readonly=True)  # over the package
+    work_rel = os.path.normpath(req["work_rel"])
+    if work_rel.startswith(("/", "..")) or work_rel == ".":
+        raise ValueError(f"working folder outside the staged scratch area: {work_rel}")
     os.makedirs(work, mode=0o755, exist_ok=True)
-    _bind(os.path.join(STAGE_WORK, req["work_rel"]), work, readonly=False)
-    for nb in req["notebooks"]:
-        _bind(os.path.join(work, nb), os.path.join(work, nb), readonly=True)
+    _bind(os.path.join(STAGE_WORK, work_rel), work, readonly=False)  # its scratch copy, at nbgrader's path
     os.makedirs(sockdir, mode=0o755, exist_ok=True)
     _bind(os.path.join(STAGE_SOCK, req["sock_rel"]), sockdir, readonly=False)
     for stage in (STAGE_WORK, STAGE_SOCK, STAGE_EDITIONS):
@@ -118,27 +142,34 @@ def _pid1(req):
         os._exit(70)
 
 
+def _seccomp(program):
+    """Install the seccomp filter (classic BPF, built by the grader: seccomp.py) for good."""
+    buf = ctypes.create_string_buffer(program, len(program))
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    fprog = SockFprog(len(program) // 8, ctypes.addressof(buf))
+    _check(_libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp")
+
+
 def _kernel(req):
-    policy = req["policy"]
-    uid, limits = int(policy["uid"]), policy["limits"]
+    policy, sandbox = req["policy"], req["sandbox"]
+    uid = int(policy["uid"])
     try:
         os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
         out = os.open(req["log"], os.O_WRONLY | os.O_APPEND)  # the kernel's own log (see launch.py)
         os.dup2(out, 1)
         os.dup2(out, 2)
-        mb = 1024 * 1024
-        for res, value in [(resource.RLIMIT_AS, limits["memory_mb"] * mb),
-                           (resource.RLIMIT_CPU, limits["cpu_seconds"]),
-                           (resource.RLIMIT_NPROC, limits["nproc"]),
-                           (resource.RLIMIT_FSIZE, limits["fsize_mb"] * mb),
-                           (resource.RLIMIT_NOFILE, limits["nofile"]), (resource.RLIMIT_CORE, 0)]:
-            resource.setrlimit(res, (value, value))
+        for name, value in sandbox["rlimits"]:  # as `prlimit --<name>` on the bwrap path
+            resource.setrlimit(getattr(resource, f"RLIMIT_{name.upper()}"), (value, value))
         for cap in range(64):  # empty the bounding set too (as setpriv --bounding-set=-all)
             _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)  # root -> plain uid: every capability is dropped
         _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+        _seccomp(bytes.fromhex(sandbox["seccomp"]))
         os.chdir(policy["workdir"])
         os.closerange(3, 1 << 16)
         os.environ.clear()
@@ -157,7 +188,8 @@ def _kernel(req):
     os._exit(0)
 
 
-def _supervise(conn, req):
+def _supervise(conn, req, cgroup_fds):
+    _join_cgroup(req, cgroup_fds)
     _namespaces(req)
     p1 = os.fork()
     if p1 == 0:
@@ -196,9 +228,10 @@ def serve(control):
     os.dup2(2, 1)  # the grader stops reading our stdout now
     while True:
         conn, _ = srv.accept()
-        data = b""
+        data, fds = b"", []
         while not data.endswith(b"\n"):
-            chunk = conn.recv(65536)
+            chunk, got, _, _ = socket.recv_fds(conn, 65536, 8)  # the kernel's cgroup.procs, if any
+            fds += got
             if not chunk:
                 break
             data += chunk
@@ -206,7 +239,7 @@ def serve(control):
             srv.close()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             try:
-                _supervise(conn, json.loads(data))
+                _supervise(conn, json.loads(data), fds)
             except BaseException as err:  # noqa: BLE001
                 print(f"zygote: {err!r}", file=sys.stderr, flush=True)
                 try:
@@ -215,6 +248,8 @@ def serve(control):
                     pass
             os._exit(0)
         conn.close()
+        for fd in fds:
+            os.close(fd)
 
 
 if __name__ == "__main__":

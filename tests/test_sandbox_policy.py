@@ -1,0 +1,282 @@
+"""The sandbox policy as data, and the parts it adds below the namespaces: seccomp, cgroups, uids.
+
+- `Policy` drives both launch paths: the bwrap command line and the plain-data request the
+  zygote applies (same namespaces, rlimits, /tmp, seccomp program).
+- The seccomp program assembles for every supported architecture, and a process under it is
+  refused the keyring and user namespaces but still starts threads, subprocesses and torch.
+- A kernel's cgroup is made with its limits, charges memfds to the kernel (the point: they
+  escape the address-space limit), is killed whole and removed; without one the grader says so.
+- `UidSlot` hands consecutive kernels different uids.
+
+The grading tests (tests/test_sandbox.py, tests/test_sandbox_hostile.py) prove the same on
+real kernels, on both launch paths.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import os
+import resource
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from autograder.sandbox import cgroups, seccomp  # noqa: E402
+from autograder.sandbox.sandbox import (  # noqa: E402
+    BWRAP_NAMESPACES, UID_BASE, UID_SLOTS, Limits, Policy, UidSlot, bwrap_command, readonly_paths)
+
+MiB = 1024 * 1024
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox runs as root")
+
+
+def zygote_module():
+    """zygote.py, imported by path (it is a script that imports only the standard library)."""
+    spec = importlib.util.spec_from_file_location("zygote", ROOT / "autograder" / "sandbox" / "zygote.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def kernel_policy(tmp_path: Path, limits: Limits) -> dict:
+    work, sock = tmp_path / "work", tmp_path / "sock"
+    work.mkdir()
+    sock.mkdir()
+    return {"uid": UID_BASE + 7, "workdir": str(work), "sockdir": str(sock),
+            "readonly": [str(p) for p in readonly_paths()], "limits": dataclasses.asdict(limits)}
+
+
+def test_policy_drives_the_bwrap_command(tmp_path):
+    limits = Limits(memory_mb=1234, cpu_seconds=99, nproc=17, fsize_mb=5, nofile=33, tmp_mb=77)
+    rules = Policy(limits)
+    cmd = bwrap_command(kernel_policy(tmp_path, limits), ["python"], seccomp_fd=9)
+    bwrap = next(i for i, arg in enumerate(cmd) if arg.endswith("bwrap"))
+    assert cmd[1:bwrap - 1] == [f"--{name}={value}" for name, value in rules.rlimits()]
+    assert f"--as={1234 * MiB}" in cmd and "--nproc=17" in cmd and "--core=0" in cmd
+    args = cmd[bwrap:]
+    for ns in rules.namespaces:
+        assert BWRAP_NAMESPACES[ns] in args
+    assert args[args.index("--hostname") + 1] == rules.hostname
+    assert args[args.index("--seccomp") + 1] == "9"
+    tmpfs = args.index("--tmpfs")
+    assert args[tmpfs + 1] == rules.tmp and args[tmpfs - 2:tmpfs] == ["--size", str(77 * MiB)]
+    pairs = list(zip(args, args[1:], args[2:]))
+    for kind, *paths in rules.mounts(readonly_paths(), []):
+        if kind in ("ro-bind", "symlink"):
+            assert (f"--{kind}", *paths) in pairs, (kind, paths)
+    for top in rules.system:  # the whole system view, read-only
+        if Path(top).is_dir() and not Path(top).is_symlink():
+            assert ("--ro-bind", top, top) in pairs
+    assert args[-1] == "python"
+
+
+def test_policy_request_is_what_the_zygote_applies(tmp_path):
+    rules = Policy(Limits(memory_mb=1234, tmp_mb=77))
+    request = json.loads(json.dumps(rules.request()))  # plain data: it travels as JSON
+    zygote = zygote_module()
+    assert set(request["namespaces"]) == set(rules.namespaces) <= set(zygote.NAMESPACES)
+    assert request["rlimits"] == [list(r) for r in rules.rlimits()]
+    for name, _ in request["rlimits"]:  # the zygote sets resource.RLIMIT_<NAME>
+        assert hasattr(resource, f"RLIMIT_{name.upper()}"), name
+    assert request["tmp"] == "/tmp" and request["tmp_mb"] == 77 and request["hostname"] == "sandbox"
+    assert bytes.fromhex(request["seccomp"]) == rules.seccomp_program()
+
+
+def test_readme_table_is_the_policy():
+    readme = (ROOT / "autograder" / "sandbox" / "README.md").read_text()
+    assert Policy().table() in readme, "autograder/sandbox/README.md: paste Policy().table() again"
+
+
+@needs_root
+def test_prlimit_accepts_every_rlimit():
+    args = [f"--{name}={value}" for name, value in Policy().rlimits()]
+    subprocess.run(["prlimit", *args, "--", "true"], check=True)
+
+
+def test_seccomp_program_assembles_for_each_architecture():
+    rules = Policy()
+    for arch in seccomp.SYSCALLS:
+        program = seccomp.assemble(rules.seccomp_eperm, rules.seccomp_enosys, rules.seccomp_clone_flags, arch)
+        assert len(program) % 8 == 0 and 0 < len(program) // 8 < 100
+        code, _, _, k = __import__("struct").unpack_from("=HBBI", program, 8)
+        assert code == seccomp.BPF_JEQ_K and k == seccomp.AUDIT_ARCH[arch]  # the architecture is checked
+    with pytest.raises(KeyError):
+        seccomp.assemble(("no_such_call",), (), 0)
+
+
+SECCOMP_CHILD = textwrap.dedent('''
+    import ctypes, errno, json, subprocess, sys, threading
+    sys.path.insert(0, {root!r})
+    from autograder.sandbox import seccomp
+    from autograder.sandbox.sandbox import Policy
+    seccomp.install(Policy().seccomp_program())
+    nr = seccomp.SYSCALLS[seccomp.machine()]
+    libc = ctypes.CDLL(None, use_errno=True)
+    def call(name, *args):
+        ctypes.set_errno(0)
+        return "ok" if libc.syscall(nr[name], *args) != -1 else errno.errorcode[ctypes.get_errno()]
+    out = {{"keyctl": call("keyctl", 0, ctypes.c_int(-4), 0),
+           "add_key": call("add_key", b"user", b"k", b"v", 1, ctypes.c_int(-4)),
+           "unshare_newuser": call("unshare", seccomp.CLONE_NEWUSER),
+           "unshare_files": call("unshare", 0x400),
+           "io_uring_setup": call("io_uring_setup", 8, ctypes.create_string_buffer(120)),
+           "clone3": call("clone3", None, 0)}}
+    seen = []
+    threads = [threading.Thread(target=seen.append, args=(i,)) for i in range(4)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    out["threads"] = len(seen)
+    out["subprocess"] = subprocess.run(["true"]).returncode
+    import torch
+    torch.set_num_threads(2)
+    out["torch"] = float(torch.ones(64, 64).matmul(torch.ones(64, 64)).sum())
+    print(json.dumps(out))
+''')
+
+
+def test_seccomp_refuses_keyring_and_user_namespaces_but_not_threads():
+    run = subprocess.run([sys.executable, "-c", SECCOMP_CHILD.format(root=str(ROOT))],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    got = json.loads(run.stdout.splitlines()[-1])
+    assert got == {"keyctl": "EPERM", "add_key": "EPERM", "unshare_newuser": "EPERM", "unshare_files": "ok",
+                   "io_uring_setup": "EPERM", "clone3": "ENOSYS", "threads": 4, "subprocess": 0,
+                   "torch": 64.0 ** 3}
+
+
+@needs_root
+def test_bwrap_applies_the_seccomp_program(tmp_path):
+    probe = ("import ctypes, errno, threading; l = ctypes.CDLL(None, use_errno=True); "
+             "r = l.unshare(0x10000000); t = threading.Thread(target=print); t.start(); t.join(); "
+             "print([s.split()[1] for s in open('/proc/self/status') if s.startswith('Seccomp:')][0], "
+             "errno.errorcode[ctypes.get_errno()] if r else 'ok')")
+    fd = seccomp.program_fd(Policy().seccomp_program())
+    try:
+        cmd = bwrap_command(kernel_policy(tmp_path, Limits()), [sys.executable, "-c", probe], fd)
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=60, pass_fds=[fd])
+    finally:
+        os.close(fd)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split()[-2:] == ["2", "EPERM"]  # filter mode, unshare(CLONE_NEWUSER)
+
+
+# --------------------------------------------------------------------------------------------
+# cgroups
+
+
+@pytest.fixture
+def hierarchy():
+    h, why = cgroups.find_hierarchy()
+    if h is None or os.geteuid() != 0:
+        pytest.skip(f"no usable cgroup here: {why or 'not root'}")
+    return h
+
+
+def run_in(cgroup: cgroups.Cgroup, code: str) -> subprocess.Popen:
+    """A Python child that is in `cgroup` before its first instruction (as the launcher does it)."""
+    return subprocess.Popen([sys.executable, "-c", code], preexec_fn=cgroup.join,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_cgroup_limits_charge_memfds_kill_and_remove(hierarchy):
+    cg = cgroups.create(hierarchy, 0, memory_bytes=256 * MiB, pids=16, cpus=0.5)
+    try:
+        if cg.version == 1:
+            by_name = {d.parent.parent.name: d for d in cg.dirs}
+            assert int((by_name["memory"] / "memory.limit_in_bytes").read_text()) == 256 * MiB
+            assert (by_name["pids"] / "pids.max").read_text().strip() == "16"
+            assert (by_name["cpu"] / "cpu.cfs_quota_us").read_text().strip() == "50000"
+        else:
+            (d,) = cg.dirs
+            assert int((d / "memory.max").read_text()) == 256 * MiB
+            assert (d / "cpu.max").read_text().split() == ["50000", "100000"]
+        # memfds are written, not mapped: no address space, but charged to the cgroup's memory
+        hoard = run_in(cg, "import os\nfds = []\nfor i in range(8):\n    fd = os.memfd_create('h')\n"
+                           "    [os.write(fd, b'x' * 2**20) for _ in range(64)]\n    fds.append(fd)\n"
+                           "    print((i + 1) * 64, flush=True)")
+        out, _ = hoard.communicate(timeout=60)
+        assert hoard.returncode == -9 and int(out.split()[-1]) < 256, out  # killed below 256 MiB
+        # the pids limit counts every process and thread of the cgroup
+        forks = run_in(cg, "import os, time\nn = 0\ntry:\n    while n < 100:\n        if os.fork() == 0:\n"
+                           "            time.sleep(60)\n            os._exit(0)\n        n += 1\n"
+                           "except OSError:\n    pass\nprint(n, flush=True)\ntime.sleep(60)")
+        assert int(forks.stdout.readline()) < 16
+        assert len(cg.pids()) >= 15
+        assert cg.kill() and cg.pids() == set()  # the sleeping children too
+        assert forks.wait(timeout=10) == -9
+    finally:
+        assert cg.close()
+    assert not any(d.exists() for d in cg.dirs)
+
+
+def test_cgroup_cpu_quota(hierarchy):
+    cg = cgroups.create(hierarchy, 0, memory_bytes=512 * MiB, pids=16, cpus=0.25)
+    try:
+        spin = ("import os, time\nfor _ in range(2):\n    if os.fork() == 0:\n        break\n"
+                "end = time.monotonic() + 1.5\nwhile time.monotonic() < end:\n    pass")
+        start = time.monotonic()
+        run_in(cg, spin).wait(timeout=30)
+        time.sleep(0.2)
+        wall = time.monotonic() - start
+        used = cg.cpu_seconds()
+        if used is not None:  # 3 spinning processes, a quarter of a CPU between them
+            assert used < 0.25 * wall + 0.3, (used, wall)
+    finally:
+        cg.close()
+
+
+def test_cgroup_v2_files(tmp_path):
+    """The v2 layout, on a fake hierarchy: controllers handed down, limits in v2's files."""
+    root = tmp_path / "unified"
+    (root / cgroups.PARENT).mkdir(parents=True)
+    (root / "cgroup.subtree_control").write_text("memory pids cpu\n")
+    (root / cgroups.PARENT / "cgroup.subtree_control").write_text("")
+    h = cgroups.Hierarchy(2, {c: root for c in cgroups.CONTROLLERS})
+    cg = cgroups.create(h, 3, memory_bytes=100 * MiB, pids=20, cpus=1.0)
+    (d,) = cg.dirs
+    assert d.parent == root / cgroups.PARENT and d.name.startswith(f"3-{os.getpid()}-")
+    assert (root / cgroups.PARENT / "cgroup.subtree_control").read_text() == "+memory +pids +cpu"
+    assert (d / "memory.max").read_text() == str(100 * MiB)
+    assert (d / "pids.max").read_text() == "20" and (d / "cpu.max").read_text() == "100000 100000"
+    assert cgroups.Cgroup.from_json(json.loads(json.dumps(cg.to_json()))) == cg
+
+
+def test_no_cgroup_warns_once_and_falls_back(monkeypatch, capsys):
+    monkeypatch.setattr(cgroups, "_probed", None)
+    monkeypatch.setattr(cgroups, "find_hierarchy", lambda: (None, "no cgroup v1 memory"))
+    assert cgroups.probe(MiB, 1, 1.0) is None
+    assert cgroups.probe(MiB, 1, 1.0) is None
+    err = capsys.readouterr().err.splitlines()
+    assert err == [cgroups.FALLBACK.format(why="no cgroup v1 memory")]
+    assert "falling back to per-process limits only" in err[0]
+
+
+# --------------------------------------------------------------------------------------------
+# uids
+
+
+def test_uid_slots_rotate(tmp_path):
+    seen = []
+    for _ in range(3):  # one kernel after the other: never the same uid twice in a row
+        slot = UidSlot(lock_dir=tmp_path)
+        seen.append(slot.uid)
+        slot.release()
+    assert len(set(seen)) == 3 and all(UID_BASE <= u < UID_BASE + UID_SLOTS for u in seen)
+    held = UidSlot(lock_dir=tmp_path)  # a held slot is skipped; the counter wraps around
+    (tmp_path / "next").write_text(str(held.slot))
+    other = UidSlot(lock_dir=tmp_path)
+    assert other.uid == held.uid + 1 or (held.slot == UID_SLOTS - 1 and other.slot == 0)
+    (tmp_path / "next").write_text(str(UID_SLOTS - 1))
+    other.release()
+    held.release()
+    last, first = UidSlot(lock_dir=tmp_path), UidSlot(lock_dir=tmp_path)
+    assert (last.slot, first.slot) == (UID_SLOTS - 1, 0)
+    last.release()
+    first.release()
