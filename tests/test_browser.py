@@ -297,6 +297,12 @@ def test_widget_syncs_both_ways_in_jupyterlab(tmp_path, chromium):
         cells = page.locator(".jp-Notebook .jp-Cell")
 
         def run(k):
+            # On a loaded machine JupyterLab may ask which kernel to start (its session was slow to
+            # come up): accept the proposed one, as a user would, before clicking the cell.
+            accept = page.locator(".jp-Dialog .jp-mod-accept")
+            if accept.count():
+                accept.first.click()
+                page.wait_for_selector(".jp-Dialog", state="detached", timeout=10000)
             cells.nth(k).click()
             page.keyboard.press("Shift+Enter")
 
