@@ -227,11 +227,11 @@ for i in range(72):  # 4.5 GiB in memfds of 64 MiB (the file-size limit): writte
 return dec_inp  # reached only where nothing caps the memory of the kernel as a whole'''
 
 CHILDREN_MEMORY = '''
-# Two fresh children (each far below its own address-space limit) touch 2.5 GiB each, together
+# Two fresh children (each far below its own address-space limit) touch 2.25 GiB each, together
 # more than the kernel's memory; children.json says whether both ever held it at once.
 import json, subprocess, sys
 from pathlib import Path
-CHILD = "import time\\nhold = [b'\\\\x01' * (256 * 2**20) for _ in range(10)]\\ntime.sleep(2)"
+CHILD = "import time\\nhold = [b'\\\\x01' * (256 * 2**20) for _ in range(9)]\\ntime.sleep(1)"
 children = [subprocess.Popen([sys.executable, "-c", CHILD]) for _ in range(2)]
 codes = [c.wait() for c in children]
 print("children exited with", codes)
