@@ -74,14 +74,15 @@ EXPECTED_SECTIONS = {
         "Summary",
     ],
     "historical_notes": [
-        "1. Its `DecoderBlock` check failed even correct solutions",
+        "1. Its `DecoderBlock` check and the repository's block disagree",
         "2. Its \"sinusoid\" formula collapsed",
-        "3. Its validation accuracy counted only the last batch",
+        "3. Its saved accuracy does not say what it averages",
         "4. Its inference ran the decoder without the causal mask",
         "5. About 1 in 5 validation questions also appeared in training",
     ],
     "index": ["For students", "For instructors"],
-    "instructor_guide": ["1. Generate and release", "2. Collect", "3. Autograde", "4. Feedback", "5. Export"],
+    "instructor_guide": ["Before grading: prerequisites", "1. Generate and release", "2. Collect", "3. Autograde",
+                         "4. Feedback", "5. Export"],
 }
 
 # Inline checks and recall questions whose answers must sit in folded dropdowns.
@@ -108,6 +109,7 @@ LIVE_COMPUTATIONS = {
         ".backward()",
         'load_run("overfit")',
         'load_run("historical")',
+        "_optimizer(m, get_preset(preset)[1])",  # zero gradient is not "not updated"
         "exact_match(model, unseen_q, unseen_a)",
         '["history"]',  # the loss curve
         "model(q32, model.positions(9), a32, model.positions(5))",
@@ -131,9 +133,11 @@ LIVE_COMPUTATIONS = {
 }
 
 WIDGETS = {
-    "ch11_cross_attention": ["MaskToggle()", "SoftmaxMaskCompare()", "CrossAttentionExplorer()", "AttentionMapViewer.from_model(model)"],
+    # the softmax figure gets the cell's own scores; the stepper a multi-token answer prefix
+    "ch11_cross_attention": ["MaskToggle()", "SoftmaxMaskCompare(scores=scores.tolist()", "CrossAttentionExplorer()",
+                             "AttentionMapViewer.from_model(model)"],
     "ch12_what_you_trained": ["ShiftTeacherForcing()", "CrossEntropySlider()"],
-    "ch13_generation": ["PrefillDecodeStepper.from_model(model)"],
+    "ch13_generation": ['PrefillDecodeStepper.from_model(model, prefix="BOS POSITIVE")'],
 }
 
 FENCE = re.compile(r"^(`{3,}|~{3,})(.*)$")
@@ -158,6 +162,15 @@ def blocks(text: str) -> list[tuple[str, str, list[str]]]:
             i += 1
         out.append((info, "\n".join(body), body))
         i += 1
+    return out
+
+
+def nested_blocks(text: str) -> list[tuple[str, str, list[str]]]:
+    """Every fenced block, top-level or inside another (a literalinclude folded in a dropdown)."""
+    out = []
+    for info, body, lines in blocks(text):
+        out.append((info, body, lines))
+        out += nested_blocks(body)
     return out
 
 
@@ -269,7 +282,7 @@ def test_code_cells_parse_and_never_redefine_the_package(page):
 
 @pytest.mark.parametrize("page", ALL_PAGES)
 def test_literalincludes_point_at_package_objects(page):
-    includes = [(info, body) for info, body, _ in blocks(read(page)) if info.startswith("{literalinclude}")]
+    includes = [(info, body) for info, body, _ in nested_blocks(read(page)) if info.startswith("{literalinclude}")]
     for info, body in includes:
         target = (BOOK / info.split(None, 1)[1].strip()).resolve()
         assert target.is_file(), f"{page}: {target} does not exist"
@@ -288,7 +301,7 @@ def test_chapters_show_the_lesson_code_through_literalinclude():
     }
     for page, wanted in expected.items():
         found = set()
-        for info, body, _ in blocks(read(page)):
+        for info, body, _ in nested_blocks(read(page)):
             if info.startswith("{literalinclude}"):
                 pyobject = re.search(r"^:pyobject:\s*(\S+)", body, flags=re.M)
                 found.add((Path(info.split(None, 1)[1]).name, pyobject.group(1) if pyobject else None))
@@ -331,3 +344,131 @@ def test_seed_passages_present(page):
     text = read(page)
     for passage in SEED_PASSAGES[page]:
         assert passage in text, f"{page}: seed passage {passage!r} missing"
+
+
+# --- issue 10, correctness: claims the record does not support, and the instructor guide ------------
+
+
+def paragraphs(text: str) -> list[str]:
+    return [" ".join(p.split()) for p in re.split(r"\n\s*\n", text)]
+
+
+def test_no_page_announces_a_lesson_the_book_does_not_have():
+    for page in ALL_PAGES:
+        for para in paragraphs(read(page)):
+            if re.search(r"next lesson|next chapter", para, flags=re.I):
+                assert "{doc}`" in para, f"{page} announces a next lesson without linking it: {para[:120]!r}"
+
+
+def test_historical_claims_stay_within_the_record():
+    notes = read("historical_notes")
+    for claim in ("failed even correct solutions", "a correct block does not pass", "counted only the last batch"):
+        assert claim not in notes, f"historical_notes claims {claim!r}, which lesson cards 11 and 12 do not record"
+    ch12 = read("ch12_what_you_trained")
+    assert "the same model and schedule as the notebook" not in ch12
+    assert "measured\nlike the notebook's figure" not in ch12 and "measured like the notebook's figure" not in ch12
+    assert "five things the original assignment notebook got wrong" not in read("index")
+
+
+def test_ch13_decoder_steps_and_token_counts_agree():
+    """The "Decoder step k" list feeds k tokens at step k, and the Q example names its step and its size."""
+    text = read("ch13_generation")
+    steps = re.findall(r"\*\*Decoder step (\d):\*\* input `\[([^\]]*)\]`", text)
+    assert [int(k) for k, _ in steps] == [1, 2, 3]
+    for k, tokens in steps:
+        assert len(tokens.split(",")) == int(k), f"decoder step {k} feeds {tokens!r}"
+    example = " ".join(text.split())
+    m = re.search(r"predicts the (\w+) token \(decoder step (\d) in the flow below\), its input is `\[([^\]]*)\]`, (\w+) "
+                  r"tokens; .*? a `\[(\d), 512\]` matrix", example)
+    assert m, "ch13: the sentence on the decoder input (the source of Q) is missing"
+    ordinal, step, tokens, count, rows = m.groups()
+    assert dict(steps)[step] == tokens, "the Q example's input differs from the step list"
+    n = len(tokens.split(","))
+    assert ["first", "second", "third"].index(ordinal) + 1 == int(step) == n == int(rows)
+    assert count == ["one", "two", "three"][n - 1]
+
+
+def test_prefill_wording_does_not_call_the_answer_prefix_the_prompt():
+    js = (PACKAGE / "widgets" / "prefill_decode.js").read_text(encoding="utf-8")
+    for source, text in (("ch13", read("ch13_generation")), ("prefill_decode.js", js)):
+        assert "whole prompt" not in text and "feed the prompt" not in text, source
+        assert "Far less computation than prefill" not in text, source
+    assert "K = V = torch.randn" not in read("ch13_generation"), "K and V are projections of the memory"
+
+
+def test_book_config_merges_streams_and_dates_the_footer():
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert config["sphinx"]["config"]["nb_merge_streams"] is True
+    assert str(config["copyright"]).startswith("2026"), "the footer would show Jupyter Book's default year"
+    for page in NOTEBOOK_PAGES:
+        assert "merge_streams" not in read(page), f"{page}: set merge_streams once, in _config.yml"
+
+
+def test_zip_collect_regex_gives_nbgrader_the_groups_it_requires():
+    from nbgrader.plugins.zipcollect import FileNameCollectorPlugin
+
+    guide = read("instructor_guide")
+    regex = re.search(r'named_regexp = r"([^"]+)"', guide).group(1)
+    example = re.search(r"`(decoder_block_\w+_attempt_[0-9-]+_\w+\.ipynb)`", guide).group(1)
+    found = FileNameCollectorPlugin(named_regexp=regex).collect(f"/srv/course/downloaded/decoder_block/extracted/{example}")
+    assert found and {"student_id", "file_id"} <= set(found), f"{regex!r} gives {found}"
+    released = ROOT / "exercises" / "decoder_block" / (Path(found["file_id"]).stem + ".ipynb")
+    assert released.is_file(), f"file_id {found['file_id']!r} names no released notebook"
+    assert found["student_id"] == "jdoe"
+
+
+def test_instructor_guide_commands_exist():
+    guide = read("instructor_guide")
+    targets = set()
+    for mk in [ROOT / "Makefile", *(ROOT / "mk").glob("*.mk")]:
+        targets |= set(re.findall(r"^([\w-]+):", mk.read_text(), flags=re.M))
+    named = set(re.findall(r"make ([\w-]+)", guide))
+    assert {"system", "sandbox-check", "exercises", "grading-test"} <= named, named
+    assert named <= targets, f"the guide names make targets that do not exist: {named - targets}"
+    for path in set(re.findall(r"tests/test_\w+\.py", guide)):
+        assert (ROOT / path).is_file(), path
+
+
+def test_bulk_downloads_are_ignored_by_git():
+    import subprocess
+
+    probe = "downloaded/decoder_block/archive/submissions.zip"
+    result = subprocess.run(["git", "check-ignore", "-q", probe], cwd=ROOT)
+    assert result.returncode == 0, f"{probe} is not ignored: student work could be committed"
+
+
+# The package code of every exercise target: folded as the reference solution, after an exercise box.
+EXERCISE_TARGETS = {
+    "ch11_cross_attention": ("decoder_block", {"DecoderBlock.forward", "get_subsequent_mask", "masked_softmax"}),
+    "ch12_what_you_trained": ("target_slicing", {"Transformer.forward", "shift_targets", "sequence_loss"}),
+    "ch13_generation": ("kv_cache", {"KVCache", "greedy_decode"}),
+}
+
+
+@pytest.mark.parametrize("page", list(EXERCISE_TARGETS))
+def test_exercise_targets_are_folded_reference_solutions(page):
+    assignment, targets = EXERCISE_TARGETS[page]
+    top = blocks(read(page))
+    unfolded = {re.search(r"^:pyobject:\s*(\S+)", body, flags=re.M).group(1)
+                for info, body, _ in top if info.startswith("{literalinclude}")}
+    assert not targets & unfolded, f"{page} prints the answer unfolded: {targets & unfolded}"
+    folded = [i for i, (info, _, _) in enumerate(top) if info.startswith("{dropdown}") and "Reference solution" in info]
+    assert len(folded) == 1, f"{page}: expected one reference-solution dropdown"
+    i = folded[0]
+    shown = {re.search(r"^:pyobject:\s*(\S+)", body, flags=re.M).group(1)
+             for info, body, _ in nested_blocks(top[i][1]) if info.startswith("{literalinclude}")}
+    assert shown == targets, f"{page}: the reference solution shows {shown}, expected {targets}"
+    info, body, _ = top[i - 1]  # the block right before the dropdown
+    assert info.startswith("{admonition} Exercise"), f"{page}: no exercise box before the reference solution"
+    link = re.search(r"\{download\}`[^`<]*<(\.\./exercises/[^>]+\.ipynb)>`", body)
+    assert link and link.group(1) == f"../exercises/{assignment}/{assignment}.ipynb", f"{page}: box does not link the notebook"
+    assert (BOOK / link.group(1)).resolve().is_file()
+
+
+@pytest.mark.parametrize("page", ALL_PAGES)
+def test_no_backtick_in_a_backtick_fence_title(page):
+    """CommonMark ends such a fence's info string early: the directive renders as plain text, silently."""
+    for line in read(page).splitlines():
+        m = FENCE.match(line)
+        if m and m.group(1).startswith("`"):
+            assert "`" not in m.group(2), f"{page}: {line!r}"

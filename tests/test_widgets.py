@@ -191,6 +191,25 @@ def test_prefill_decode_stepper_records_the_real_decoding(model):
     with pytest.raises(traitlets.TraitError, match="step must be in"):
         w.step = len(w.steps) + 1
     assert PrefillDecodeStepper().steps == ["POSITIVE", "0", "4", "EOS"]
+    assert w.prefix == ["BOS"]
+
+
+def test_prefill_decode_stepper_with_a_multi_token_prefix(model):
+    """The prefill feeds the whole known answer prefix: P cache rows after step 1, then one more per step."""
+    w = PrefillDecodeStepper.from_model(model, prefix="BOS POSITIVE 0")
+    prefix = torch.tensor([[VOCAB.index(t) for t in ("BOS", "POSITIVE", "0")]])
+    ids = greedy_decode(model, _question_ids(nx.LESSON_QUESTION_TEXT), 2, prefix=prefix)[0].tolist()
+    produced = [VOCAB[i] for i in ids[3:]]
+    if "EOS" in produced:
+        produced = produced[: produced.index("EOS") + 1]
+    assert w.prefix == ["BOS", "POSITIVE", "0"] and w.steps == produced
+    L = len(model.decoder.layers)
+    assert w.self_cache_lens == [[3 + s] * L for s in range(len(w.steps))]
+    assert PrefillDecodeStepper(prefix=["BOS", "POSITIVE"], steps=["0"]).self_cache_lens == [[2] * 4]
+    with pytest.raises(ValueError, match="must start with BOS"):
+        PrefillDecodeStepper.from_model(model, prefix="POSITIVE 0")
+    with pytest.raises(ValueError, match="nothing to generate"):
+        PrefillDecodeStepper.from_model(model, prefix="BOS POSITIVE 0 4 EOS")
 
 
 def test_attention_map_viewer_shapes(model):

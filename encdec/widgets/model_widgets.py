@@ -22,33 +22,52 @@ def _question_ids(question_text: str):
     return torch.tensor([encode_question(question_text)], dtype=torch.long)  # (1, Kq)
 
 
-def decode_trace(model, question_text: str = LESSON_QUESTION_TEXT, max_new_tokens: int = 4) -> dict:
+def decode_trace(
+    model, question_text: str = LESSON_QUESTION_TEXT, max_new_tokens: int | None = None, prefix: str = "BOS"
+) -> dict:
     """Greedy-decode one question with ``encdec.generate`` and record what each step did.
 
-    Step 1 is the prefill (encoder once, decoder on BOS); each later step feeds the newest token.
-    Returns the question and produced tokens (up to the first EOS), the probability of each
-    produced token, and per step the length of every decoder layer's self- and cross-attention
-    KV cache, read from real ``KVCache`` objects.
+    The question goes to the encoder (once). Step 1 is the decoder's prefill: every token of the
+    known answer ``prefix`` (``BOS`` alone, or a longer forced prefix such as ``BOS POSITIVE``)
+    in one pass under the causal mask; each later step feeds only the newest token.
+    ``max_new_tokens`` defaults to filling an answer of the training length (5 tokens).
+    Returns the question, the prefix and the produced tokens (up to the first EOS), the
+    probability of each produced token, and per step the length of every decoder layer's self-
+    and cross-attention KV cache, read from real ``KVCache`` objects.
     """
     import torch
 
+    from ..attention import get_subsequent_mask
+    from ..data import ANSWER_LEN, encode
     from ..generate import greedy_decode, new_caches
 
     ques = _question_ids(question_text)  # (1, Kq)
+    prefix_ids = torch.tensor([encode(prefix)], dtype=torch.long)  # (1, P)
+    P = prefix_ids.shape[1]
+    if P < 1 or VOCAB[int(prefix_ids[0, 0])] != "BOS":
+        raise ValueError(f"the answer prefix must start with BOS, got {prefix!r}")
+    if max_new_tokens is None:
+        max_new_tokens = ANSWER_LEN - P
+    if max_new_tokens < 1:
+        raise ValueError(f"nothing to generate: prefix {prefix!r} with max_new_tokens={max_new_tokens}")
     was_training = model.training
     model.eval()
     try:
         with torch.no_grad():
-            ids = greedy_decode(model, ques, max_new_tokens)  # (1, 1 + max_new_tokens)
+            ids = greedy_decode(model, ques, max_new_tokens, prefix=prefix_ids)  # (1, P + max_new_tokens)
             memory = model.encode(ques)  # (1, Kq, M): computed once
             caches = new_caches(model)
             ans_pos = model.positions(ids.shape[1])  # (1, Ka, M)
             steps, probs, self_lens, cross_lens = [], [], [], []
-            for pos in range(ids.shape[1] - 1):
-                x = model.emb_layer(ids[:, pos : pos + 1]) + ans_pos[:, pos : pos + 1]  # (1, 1, M)
-                h = model.decoder(x, memory, None, caches=caches)  # (1, 1, M)
+            fed = 0  # answer positions already in the caches
+            for last in range(P - 1, ids.shape[1] - 1):
+                new = ids[:, fed : last + 1]  # (1, P) at the prefill, then (1, 1)
+                mask = get_subsequent_mask(new) if new.shape[1] > 1 else None  # (1, P, P) at the prefill
+                x = model.emb_layer(new) + ans_pos[:, fed : last + 1]  # (1, P or 1, M)
+                h = model.decoder(x, memory, mask, caches=caches)  # (1, P or 1, M)
+                fed = last + 1
                 p = torch.softmax(model.proj_to_vocab(h[:, -1]), dim=-1)[0]  # (V,)
-                nxt = int(ids[0, pos + 1])
+                nxt = int(ids[0, last + 1])
                 if int(p.argmax()) != nxt:
                     raise RuntimeError("cached stepping disagrees with greedy_decode: the KV cache is broken")
                 steps.append(VOCAB[nxt])
@@ -61,6 +80,7 @@ def decode_trace(model, question_text: str = LESSON_QUESTION_TEXT, max_new_token
         model.train(was_training)
     return {
         "question": [VOCAB[i] for i in ques[0].tolist()],
+        "prefix": [VOCAB[i] for i in prefix_ids[0].tolist()],
         "steps": steps,
         "probs": probs,
         "self_cache_lens": self_lens,
@@ -74,14 +94,17 @@ def decode_trace(model, question_text: str = LESSON_QUESTION_TEXT, max_new_token
 class PrefillDecodeStepper(BookWidget):
     """Step through greedy generation: prefill, then one new token per decode step.
 
-    The encoder memory (Kq, M) is computed once at the prefill and never changes; each decoder
-    layer's self-attention KV cache grows by one row per step; the cross-attention cache holds
-    the Kq projected memory rows from the prefill on. ``step`` is 0 before anything runs.
+    The question goes to the encoder, whose memory (Kq, M) is computed once and never changes.
+    The decoder's prefill feeds the known answer ``prefix`` (P tokens, ``BOS`` alone by default)
+    in one pass and leaves P rows in each layer's self-attention KV cache; each decode step
+    feeds one token and adds one row. The cross-attention cache holds the Kq memory rows,
+    projected at the prefill. ``step`` is 0 before anything runs.
     """
 
     _esm = esm("prefill_decode.js")
     question = t.List(t.Unicode()).tag(sync=True)
-    steps = t.List(t.Unicode()).tag(sync=True)  # token produced at decode step 1, 2, ...
+    prefix = t.List(t.Unicode(), default_value=["BOS"]).tag(sync=True)  # the decoder's prefill input
+    steps = t.List(t.Unicode()).tag(sync=True)  # token produced at step 1 (the prefill), 2, ...
     probs = t.List(t.Float()).tag(sync=True)  # its probability (empty without a model)
     self_cache_lens = t.List(t.List(t.Int())).tag(sync=True)  # [step][layer]
     cross_cache_lens = t.List(t.List(t.Int())).tag(sync=True)
@@ -91,19 +114,25 @@ class PrefillDecodeStepper(BookWidget):
     step = t.Int(0).tag(sync=True)
     source = t.Unicode("the lesson's example").tag(sync=True)
 
-    def __init__(self, question=LESSON_QUESTION, steps=LESSON_ANSWER[1:], num_layers=4, **kwargs):
+    def __init__(self, question=LESSON_QUESTION, steps=LESSON_ANSWER[1:], num_layers=4, prefix=("BOS",), **kwargs):
         question = [str(x) for x in question]
         steps = [str(x) for x in steps]
+        prefix = [str(x) for x in prefix]
         if not steps:
             raise ValueError("steps must name at least one produced token")
-        kwargs.setdefault("self_cache_lens", [[s + 1] * num_layers for s in range(len(steps))])
+        if not prefix or prefix[0] != "BOS":
+            raise ValueError(f"the answer prefix must start with BOS, got {prefix}")
+        P = len(prefix)  # rows each self-attention cache holds after the prefill
+        kwargs.setdefault("self_cache_lens", [[P + s] * num_layers for s in range(len(steps))])
         kwargs.setdefault("cross_cache_lens", [[len(question)] * num_layers for _ in steps])
-        super().__init__(question=question, steps=steps, num_layers=num_layers, **kwargs)
+        super().__init__(question=question, steps=steps, num_layers=num_layers, prefix=prefix, **kwargs)
 
     @classmethod
-    def from_model(cls, model, question_text: str = LESSON_QUESTION_TEXT, max_new_tokens: int = 4, **kwargs):
-        """The real model's greedy decoding of ``question_text``, recorded step by step."""
-        trace = decode_trace(model, question_text, max_new_tokens)
+    def from_model(
+        cls, model, question_text: str = LESSON_QUESTION_TEXT, max_new_tokens: int | None = None, prefix: str = "BOS", **kwargs
+    ):
+        """The real model's greedy decoding of ``question_text`` after the answer ``prefix``, step by step."""
+        trace = decode_trace(model, question_text, max_new_tokens, prefix)
         return cls(source="the trained model", **trace, **kwargs)
 
     @t.validate("step")
