@@ -179,7 +179,7 @@ BUGS = [
     ("target_slicing.shift", lambda a: (a, a), "no shift"),
     ("target_slicing.shift", lambda a: (a[:, :-1], a), "labels not sliced"),
     ("target_slicing.forward", ShiftedPositions, "sliced from the wrong end"),
-    ("target_slicing.forward", UnslicedPositions, "position encodings not sliced"),
+    ("target_slicing.forward", UnslicedPositions, "added with different lengths"),  # observed: fits two slicing slips
     ("target_slicing.loss", lambda lg, a: torch.nn.functional.cross_entropy(lg.reshape(-1, lg.shape[-1]), a[:, :-1].reshape(-1)), "labels not shifted"),
     ("kv_cache.update", OverwritingCache, "only the newest"),
     ("kv_cache.tokens", make_decoder(pos_bug=True), "not position 0"),
@@ -308,3 +308,117 @@ def test_cached_reference_decoder_matches_greedy_decode():
     ours = make_decoder()(inputs["model"], inputs["ques"], inputs["n"])
     assert torch.equal(ours, greedy_decode(inputs["model"], inputs["ques"], inputs["n"], use_cache=True))
     assert len(new_caches(inputs["model"])) == inputs["model"].config.num_dec_layers
+
+
+# --- decoding: the rule pick_next states is exercised on every seed ----------------------------
+
+def plain_argmax_decoder(model, ques_b, n):
+    """A right cached decoder that chooses with a plain argmax: a finished row goes on decoding."""
+    N = ques_b.shape[0]
+    tokens = torch.full((N, 1), BOS_ID, dtype=torch.long)  # (N, 1)
+    ans_pos = model.positions(1 + n)  # (1, 1 + n, M)
+    memory = model.encode(ques_b)  # (N, Kq, M)
+    caches = [(AppendingCache(), AppendingCache(static=True)) for _ in model.decoder.layers]
+    for t in range(n):
+        h = model.decoder(model.emb_layer(tokens[:, -1:]) + ans_pos[:, t : t + 1], memory, None, caches=caches)  # (N, 1, M)
+        tokens = torch.cat([tokens, model.proj_to_vocab(h[:, -1]).argmax(-1)[:, None]], dim=1)  # (N, t + 2)
+    return tokens
+
+
+STUDENTS = [f"student{i:02d}" for i in range(20)]
+
+
+def test_decoding_inputs_have_rows_that_finish_early_and_rows_that_never_finish():
+    secret = b"a course secret for this test only"
+    for check_id in ("kv_cache.tokens", "kv_cache.tokens_hidden", "kv_cache.structure_hidden"):
+        for student in STUDENTS:
+            inputs = J.graded_inputs(check_id, J.check_seed(secret, student, "kv_cache", check_id))
+            tokens = greedy_decode(inputs["model"], inputs["ques"], inputs["n"], use_cache=False)  # (N, 1 + n)
+            eos = tokens[:, 1:] == EOS_ID  # (N, n)
+            assert (~eos.any(dim=1)).any(), f"{check_id}/{student}: every row finishes"
+            assert eos[:, :-1].any(), f"{check_id}/{student}: no row finishes before the last step"
+
+
+@pytest.mark.parametrize("check_id", ["kv_cache.tokens", "kv_cache.tokens_hidden"])
+def test_a_decoder_that_ignores_finished_rows_fails_for_every_student(check_id, workdir):
+    secret = b"a course secret for this test only"
+    for student in STUDENTS:
+        verdict, _ = graded(check_id, plain_argmax_decoder, workdir, seed=J.check_seed(secret, student, "kv_cache", check_id))
+        assert not verdict.ok, f"{student}: a plain argmax passed {check_id}"
+        assert "Diagnosis: a row that had already produced EOS went on decoding" in " ".join(verdict.message.split())
+    with pytest.raises(AssertionError, match="already produced EOS"):  # the student's own run says it too
+        own_run("kv_cache.tokens", plain_argmax_decoder, workdir)
+
+
+def test_positions_one_ahead_are_named_the_same_on_every_seed(workdir):
+    def ahead(model, ques_b, n):  # the token fed at step t placed at position t + 1
+        N = ques_b.shape[0]
+        tokens = torch.full((N, 1), BOS_ID, dtype=torch.long)
+        ans_pos = model.positions(1 + n)
+        memory, caches = model.encode(ques_b), new_caches(model)
+        done = torch.zeros(N, dtype=torch.bool)
+        for t in range(n):
+            h = model.decoder(model.emb_layer(tokens[:, -1:]) + ans_pos[:, t + 1 : t + 2], memory, None, caches=caches)
+            nxt, done = _pick_next(model.proj_to_vocab(h[:, -1]), done)
+            tokens = torch.cat([tokens, nxt[:, None]], dim=1)
+        return tokens
+
+    for seed in range(8):
+        verdict, _ = graded("kv_cache.tokens_hidden", ahead, workdir, seed=seed)
+        message = " ".join(verdict.message.split())
+        assert not verdict.ok and "position encodings one ahead" in message, message
+        assert message.count("Diagnosis:") == 1
+
+
+class WrongAxisCache(A.KVCache):
+    """One torch.cat on the wrong axis: the keys grow along Dh."""
+
+    def update(self, k_new, v_new):
+        self.k = k_new if self.k is None else torch.cat([self.k, k_new], dim=3)  # (N, H, 1, Dh) -> (N, H, 1, 2 Dh)
+        self.v = v_new if self.v is None else torch.cat([self.v, v_new], dim=2)  # (N, H, T, Dh)
+        return self.k, self.v
+
+
+def test_a_crash_in_the_cache_costs_only_the_items_that_need_the_cache(workdir):
+    decode = make_decoder(cache_class=WrongAxisCache)
+    for check_id in ("kv_cache.encoder_once", "kv_cache.one_token_per_step", "kv_cache.structure_hidden"):
+        verdict, err = graded(check_id, decode, workdir)
+        assert err is not None  # the kernel reported the crash ...
+        assert verdict.ok and "before KVCache.update failed" in verdict.message, verdict.message  # ... judged anyway
+    for check_id in ("kv_cache.tokens", "kv_cache.tokens_hidden"):
+        verdict, _ = graded(check_id, decode, workdir)
+        message = " ".join(verdict.message.split())
+        assert not verdict.ok and "The failure came from KVCache.update: the keys it returned" in message, message
+    with pytest.raises(AssertionError, match="The failure came from KVCache.update"):  # the own run says it too
+        own_run("kv_cache.tokens", decode, workdir)
+
+
+def test_a_crash_in_the_decoder_itself_still_costs_the_structure_items(workdir):
+    def broken(model, ques_b, n):
+        model.encode(ques_b)
+        raise IndexError("the decoder's own mistake")
+
+    for check_id in ("kv_cache.encoder_once", "kv_cache.structure_hidden"):
+        verdict, _ = graded(check_id, broken, workdir)
+        assert not verdict.ok and "raised IndexError" in verdict.message and "came from KVCache" not in verdict.message
+
+
+def test_active_dropout_is_observed_not_named(workdir):
+    def body(s, x, e, m):
+        out_2 = s.layer_norm_1(x + torch.nn.functional.dropout(s.attention_self(x, x, x, m), 0.1))
+        out_4 = s.layer_norm_2(out_2 + s.attention_cross(out_2, e, e))
+        return s.layer_norm_3(out_4 + s.feed_forward(out_4))
+
+    for check_id in ("decoder_block.output_hidden", "decoder_block.causal_hidden", "decoder_block.question_hidden"):
+        verdict, _ = graded(check_id, block_with(body), workdir)
+        message = " ".join(verdict.message.split())
+        assert not verdict.ok and "Observed: the modules are in eval mode" in message and "Diagnosis:" not in message
+
+
+def test_a_leak_that_no_mask_variant_explains_is_observed_not_named(workdir):
+    body = block_with(lambda s, x, e, m: _post(s, x, e, m.transpose(1, 2)))  # keys attend to later queries
+    verdict, _ = graded("decoder_block.causal_hidden", body, workdir)
+    message = " ".join(verdict.message.split())
+    assert not verdict.ok and "Observed: the future leaked into the past" in message and "Diagnosis:" not in message
+    verdict, _ = graded("decoder_block.causal_hidden", block_with(lambda s, x, e, m: _post(s, x, e, m, self_mask=None)), workdir)
+    assert "Diagnosis: no mask" in " ".join(verdict.message.split())

@@ -46,6 +46,20 @@ def test_fixture_gets_expected_score_and_diagnosis(graded, name):
     assert row.flag_ok, f"{name}: expected flag {row.flag!r}, the gradebook holds {row.flags!r}"
 
 
+@pytest.mark.parametrize("name", sorted(n for n in MANIFEST if "_bug_" in n))
+def test_no_fixture_is_named_as_a_mistake_it_does_not_have(graded, name):
+    """Every "Diagnosis:" a bug fixture's feedback gives is its own mistake; one whose evidence fits
+    several says what was observed and names nothing."""
+    from encdec.grading.misconceptions import MISCONCEPTIONS
+
+    work, _ = graded
+    a = MANIFEST[name]["assignment"]
+    text = " ".join(grade_fixtures._graded_text(work / "autograded" / name / a / f"{a}.ipynb").split())
+    expected = MANIFEST[name]["diagnosis"].removeprefix("Diagnosis: ")
+    named = {k for k, v in MISCONCEPTIONS.items() if f"Diagnosis: {' '.join(v.split())}" in text}
+    assert all(expected in " ".join(MISCONCEPTIONS[k].split()) for k in named), f"{name} is also named {named}"
+
+
 def test_every_way_to_the_points_without_the_work_scores_below_full():
     cheats = [n for n in MANIFEST if n.startswith("cheat_")]
     assert len(cheats) >= 10

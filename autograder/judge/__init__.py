@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from encdec.grading import wire
+from encdec.grading.compare import where
 
 from . import decoder_block, kv_cache, target_slicing
 from .core import Check, Verdict, diagnosis, format_patterns
@@ -68,8 +69,15 @@ def verify(check_id: str, saved: bytes | None, inputs: dict) -> Verdict:
         return Verdict(False, f"{check_id}: not implemented yet: {check.task} still raises NotImplementedError.")
     if status == "error":
         msg = str(meta.get("error", ""))[:2000]
-        name = check.judge_error(msg, inputs)
-        return Verdict(False, f"{check_id}: {check.task} raised {msg}" + diagnosis(name))
+        origin = meta.get("raised_in") if isinstance(meta.get("raised_in"), dict) else {}
+        failed = Verdict(False, f"{check_id}: {check.task} raised {msg}" + where(origin)
+                         + diagnosis(check.judge_error(msg, inputs)))
+        if check.judge_failed is None:
+            return failed
+        try:
+            return check.judge_failed(got, inputs, origin, failed)
+        except Exception:  # noqa: BLE001 (malformed partial outputs: the failure stands)
+            return failed
     try:
         return check.judge(got, check.reference(inputs), inputs)
     except Exception as exc:  # noqa: BLE001 (malformed outputs: wrong dtypes, odd shapes)

@@ -54,6 +54,9 @@ class Check:
     # flagged for touching the grader's machinery cannot be trusted on it (autograder/README.md).
     measured_in_kernel: bool = False
     error_patterns: dict[str, str] = field(default_factory=dict)  # misconception -> substrings of an error
+    # (got, inputs, raised_in, verdict) -> verdict: what can still be judged when the student's code
+    # raised part-way (got: what the kernel observed until then; verdict: the failure as reported)
+    judge_failed: Callable[[dict, dict, dict, "Verdict"], "Verdict"] | None = None
 
     def judge_error(self, msg: str, inputs: dict) -> str | None:
         """The misconception an exception message points to (patterns formatted with the sizes)."""
@@ -88,10 +91,22 @@ def state_arrays(module: nn.Module) -> dict[str, np.ndarray]:
 
 
 def diagnosis(name: str | None) -> str:
-    """'\nDiagnosis: ...' wrapped to 88 columns (feedback HTML does not wrap), or ''."""
+    """'\nDiagnosis: ...' (a named misconception) or '\nObserved: ...' (what was seen, when it fits
+    more than one), wrapped to 88 columns (feedback HTML does not wrap), or ''."""
     if name is None:
         return ""
-    return "\n" + textwrap.fill(f"Diagnosis: {MISCONCEPTIONS[base_name(name)]}", width=88, subsequent_indent="  ")
+    key = base_name(name)
+    head = "Observed" if key.startswith("observed_") else "Diagnosis"
+    return "\n" + textwrap.fill(f"{head}: {MISCONCEPTIONS[key]}", width=88, subsequent_indent="  ")
+
+
+def not_repeatable(check: Check, task: str, first: np.ndarray | None, again: np.ndarray | None) -> Verdict | None:
+    """A failed verdict when two runs on the same inputs (eval mode) disagree, else None: then every
+    other comparison is noise, so nothing is named."""
+    if first is None or again is None or first.shape != again.shape or same(first, again):
+        return None
+    return Verdict(False, f"{check.id}: {check.title}: two runs of {task} on the same inputs gave different outputs."
+                   + diagnosis("observed_random"))
 
 
 def _match(got: np.ndarray, candidates: dict[str, Any], exact: bool = False) -> str | None:

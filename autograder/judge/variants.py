@@ -168,6 +168,12 @@ def decode_variants(model: nn.Module, ques_b: Tensor, max_new_tokens: int) -> di
             if mode == "pos_not_advanced":
                 x = model.emb_layer(tokens[:, -1:]) + ans_pos[:, :1]
                 h = model.decoder(x, memory, None, caches=caches)
+            elif mode == "pos_ahead":  # the token fed at step t placed at position t + 1
+                x = model.emb_layer(tokens[:, -1:]) + ans_pos[:, T : T + 1]
+                h = model.decoder(x, memory, None, caches=caches)
+            elif mode == "ignores_done":  # a right cached step, then plain argmax
+                x = model.emb_layer(tokens[:, -1:]) + ans_pos[:, T - 1 : T]
+                h = model.decoder(x, memory, None, caches=caches)
             elif mode == "prefix_refed_into_cache":  # no mask fits T new + cached keys
                 h = model.decoder(model.emb_layer(tokens) + ans_pos[:, :T], memory, None, caches=caches)
             else:  # cache_overwrites: self-attention sees the newest token only
@@ -175,12 +181,13 @@ def decode_variants(model: nn.Module, ques_b: Tensor, max_new_tokens: int) -> di
             logits = model.proj_to_vocab(h[:, -1])  # (N, V)
             steps.append(logits)
             nxt = logits.argmax(-1)
-            nxt = torch.where(done, torch.full_like(nxt, EOS_ID), nxt)
-            done = done | (nxt == EOS_ID)
+            if mode != "ignores_done":  # pick_next: a finished row keeps producing EOS
+                nxt = torch.where(done, torch.full_like(nxt, EOS_ID), nxt)
+                done = done | (nxt == EOS_ID)
             tokens = torch.cat([tokens, nxt[:, None]], dim=1)
         return tokens, torch.stack(steps)
 
-    modes = ("pos_not_advanced", "prefix_refed_into_cache", "cache_overwrites")
+    modes = ("pos_not_advanced", "pos_ahead", "prefix_refed_into_cache", "cache_overwrites", "ignores_done")
     return _run_all({m: (lambda m=m: loop(m)) for m in modes})
 
 

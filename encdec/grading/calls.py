@@ -105,6 +105,43 @@ def call_update(impl, meta, a) -> dict:
     return out
 
 
+class PartialRun(Exception):
+    """The student's code raised part-way through a call: what the instruments saw until then."""
+
+    def __init__(self, error: BaseException, observed: dict[str, np.ndarray]):
+        super().__init__(str(error))
+        self.error, self.observed = error, observed
+
+
+def _is_given(filename: str) -> bool:
+    """A frame of the package, torch, the standard library or site-packages (not the student's)."""
+    import sysconfig
+    from pathlib import Path
+
+    roots = {Path(__file__).resolve().parents[1]} | {Path(sysconfig.get_path(k)).resolve() for k in ("stdlib", "purelib", "platlib")}
+    try:
+        path = Path(filename).resolve()
+    except (OSError, ValueError):
+        return False
+    return any(path.is_relative_to(r) for r in roots)
+
+
+def raised_in(exc: BaseException) -> dict:
+    """Where an exception came from: the innermost function of the student's code on its traceback
+    (``KVCache.update``, ``greedy_decode_cached``) and the innermost frame overall, by name."""
+    student, last = "", ""
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        name = getattr(code, "co_qualname", code.co_name)
+        if _is_given(code.co_filename):
+            last = f"{name} ({code.co_filename.rsplit('/', 1)[-1]})"
+        else:
+            student, last = name, name
+        tb = tb.tb_next
+    return {"student": student, "innermost": last}
+
+
 def call_decode(impl, meta, a) -> dict:
     """Cached greedy decoding on the given model, counting what the decoder is fed.
 
@@ -128,12 +165,28 @@ def call_decode(impl, meta, a) -> dict:
     def vocab_hook(mod, args, y):
         counts["logits"].append(y[:, -1] if y.dim() == 3 else y)  # the last position: (N, V)
 
+    caches: dict[int, object] = {}  # decoder layer -> the self-attention cache the student passed
+
+    def cache_hook(i):
+        def hook(mod, args, kwargs):
+            if kwargs.get("cache") is not None:
+                caches[i] = kwargs["cache"]
+        return hook
+
     hooks = [model.encoder.layers[0].register_forward_pre_hook(enc_hook),
              model.decoder.layers[0].register_forward_pre_hook(dec_hook, with_kwargs=True),
              model.proj_to_vocab.register_forward_hook(vocab_hook)]
+    hooks += [layer.attention_self.register_forward_pre_hook(cache_hook(i), with_kwargs=True)
+              for i, layer in enumerate(model.decoder.layers)]
     try:
         with torch.no_grad():
             tokens = impl(model, _t(a["ques"]), int(meta["n"]))
+    except NotImplementedError:
+        raise
+    except Exception as exc:  # noqa: BLE001 (what ran before the failure can still be judged)
+        raise PartialRun(exc, {"encoder_calls": np.array(counts["enc"]),
+                               "decoder_lengths": np.array(counts["dec"], dtype=np.int64),
+                               "cache_shapes": _cache_shapes(caches, len(model.decoder.layers))}) from exc
     finally:
         for h in hooks:
             h.remove()
@@ -142,6 +195,18 @@ def call_decode(impl, meta, a) -> dict:
     step_logits = torch.stack(steps).numpy().astype(np.float32) if same_shape else np.zeros((0,), np.float32)
     return {"tokens": as_array(tokens, "greedy_decode_cached(...)"), "encoder_calls": np.array(counts["enc"]),
             "decoder_lengths": np.array(counts["dec"], dtype=np.int64), "step_logits": step_logits}
+
+
+def _cache_shapes(caches: dict, layers: int) -> np.ndarray:
+    """(layers, 2, 4): the shapes of the keys and values each decoder layer's self-attention cache
+    held (-1 where there was none or it was not 4-D)."""
+    out = np.full((layers, 2, 4), -1, dtype=np.int64)
+    for i, cache in caches.items():
+        for j, name in enumerate(("k", "v")):
+            x = getattr(cache, name, None)
+            if isinstance(x, Tensor) and x.dim() == 4:
+                out[i, j] = x.shape
+    return out
 
 
 CALLS: dict[str, Callable[[Any, dict, dict], dict]] = {

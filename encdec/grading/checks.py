@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from . import wire
-from .calls import call
-from .compare import error_match
+from .calls import PartialRun, call, raised_in
+from .compare import cache_blame, error_match, where
 from .selfcheck import delegation_message, diagnosis, judge, watch_targets
 
 
@@ -77,10 +77,20 @@ def _call(check_id: str, task: str, meta: dict, arrays: dict, impl: Any, save_to
         _fail(f"{check_id}: not implemented yet: {task} still raises NotImplementedError. "
               "Replace `raise NotImplementedError()` with your code and run the cell again.")
     except Exception as exc:  # noqa: BLE001 (the student's code may raise anything)
+        partial = exc if isinstance(exc, PartialRun) else None
+        exc = partial.error if partial else exc
         msg = f"{type(exc).__name__}: {exc}"
-        if save_to is not None:
-            wire.save(save_to, {"status": "error", "error": msg[:4000]}, {})
-        _fail(f"{check_id}: {task} raised {msg}" + diagnosis(error_match(meta.get("error_patterns", {}), msg)), cause=exc)
+        origin = raised_in(exc)
+        if save_to is not None:  # what ran before the failure goes to the grader too
+            wire.save(save_to, {"status": "error", "error": msg[:4000], "raised_in": origin},
+                      partial.observed if partial else {})
+        blame = None
+        if partial and meta.get("kind") == "decode":
+            H = int(meta["config"]["num_heads"])
+            blame = cache_blame(partial.observed.get("cache_shapes"), int(arrays["in/ques"].shape[0]), H,
+                                int(meta["config"]["emb_dim"]) // H, origin)
+        _fail(f"{check_id}: {task} raised {msg}" + where(origin) + (f"\n{blame}" if blame else "")
+              + diagnosis(error_match(meta.get("error_patterns", {}), msg)), cause=exc)
     raise AssertionError("unreachable")
 
 

@@ -62,3 +62,29 @@ def error_match(patterns, msg: str, dims: dict | None = None) -> str | None:
         if all((p.format(**dims) if dims else p) in msg for p in pat.split("&&")):
             return name
     return None
+
+
+def where(origin: dict) -> str:
+    """'\n(raised in ...)': the function of the student's code a failure came from, or ''."""
+    student, inner = str(origin.get("student", "")), str(origin.get("innermost", ""))
+    if not student:
+        return ""
+    if inner and inner != student:
+        return f"\n(raised in {inner}, called from your {student})"
+    return f"\n(raised in your {student})"
+
+
+def cache_blame(shapes: np.ndarray | None, N: int, H: int, Dh: int, origin: dict) -> str | None:
+    """When a decoding failure came from ``KVCache.update``, say so: it raised inside it, or a decoder
+    layer's self-attention cache held keys or values that are not (N, H, T, Dh). ``shapes``
+    (layers, 2, 4) as the kernel recorded them (-1: nothing cached). None when the cache looks fine."""
+    student = str(origin.get("student", ""))
+    if student.endswith("update"):
+        return f"The failure came from your {student}."
+    for i, (k, v) in enumerate(np.asarray(shapes if shapes is not None else np.zeros((0, 2, 4)), dtype=np.int64)):
+        for name, s in (("keys", k), ("values", v)):
+            if s[0] >= 0 and (s[0] != N or s[1] != H or s[3] != Dh):
+                return (f"The failure came from KVCache.update: the {name} it returned to the self-attention of "
+                        f"decoder layer {i} had shape {tuple(int(x) for x in s)}; a cache holds (N, H, T, Dh) = "
+                        f"({N}, {H}, T, {Dh}) and grows along T (dim=2).")
+    return None

@@ -123,6 +123,15 @@ MISCONCEPTIONS = {
         "position encodings not sliced for the new token: the token at step t needs position t "
         "(ans_pos[:, t:t+1]), not position 0."
     ),
+    "pos_ahead": (
+        "position encodings one ahead: the token fed at step t sits at answer position t "
+        "(ans_pos[:, t:t+1]); BOS, fed at step 0, takes position 0."
+    ),
+    "ignores_done": (
+        "a row that had already produced EOS went on decoding: a finished row must keep producing "
+        "EOS. Choose every token with the given pick_next(logits, done), which carries the finished "
+        "rows from step to step, not with a plain argmax."
+    ),
     "cache_overwrites": (
         "each step's self-attention saw only the newest token: the cache kept only the newest keys "
         "and values (update must append along the time axis, torch.cat([...], dim=2), and return "
@@ -131,9 +140,20 @@ MISCONCEPTIONS = {
     "cache_wrong_axis": (
         "keys and values were appended along the wrong axis: (N, H, T, Dh) grows along T, dim=2."
     ),
-    "not_causal": (
-        "an earlier position changed when only a later answer token changed: the future leaked "
-        "into the past (causal mask missing or inverted)."
+    "observed_not_causal": (
+        "the future leaked into the past, but the output matches no known mistake: check what "
+        "masked self-attention reads (query, key and value are all dec_inp, with the causal "
+        "mask) and that nothing mixes the answer positions outside attention."
+    ),
+    "observed_random": (
+        "the modules are in eval mode, so the output must be deterministic: something random ran "
+        "(for example F.dropout(x, p) without training=self.training; self.dropout follows the "
+        "module's mode)."
+    ),
+    "observed_lengths_differ": (
+        "the answer embeddings and the position encodings were added with different lengths "
+        "(Ka and Ka-1): the decoder input keeps Ka-1 positions, so slice both, "
+        "emb_layer(ans_b)[:, :-1] and ans_pos[:, :-1]."
     ),
     "ignores_question": (
         "the output did not change when the question changed: the decoder is not reading the "

@@ -96,7 +96,8 @@ def diagnosis(name: str | None) -> str:
     key = base_name(name)
     if key not in MISCONCEPTIONS:
         return ""
-    return "\n" + textwrap.fill(f"Diagnosis: {MISCONCEPTIONS[key]}", width=88, subsequent_indent="  ")
+    head = "Observed" if key.startswith("observed_") else "Diagnosis"
+    return "\n" + textwrap.fill(f"{head}: {MISCONCEPTIONS[key]}", width=88, subsequent_indent="  ")
 
 
 def judge(check_id: str, meta: dict, got: dict[str, np.ndarray], stored: dict[str, np.ndarray]) -> tuple[bool, str]:
