@@ -54,6 +54,7 @@ def course_args(work: Path) -> list[str]:
         f"--CourseDirectory.autograded_directory={work / 'autograded'}",
         f"--CourseDirectory.feedback_directory={work / 'feedback'}",
         f"--CourseDirectory.release_directory={work / 'release'}",
+        f"--TrustedGrading.secret_file={work / 'course-secret'}",  # never the course's own secret
     ]
 
 

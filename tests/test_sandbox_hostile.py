@@ -24,6 +24,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -47,7 +48,7 @@ def tree_digest(*folders: Path) -> dict[str, str]:
     for folder in folders:
         for path in sorted(folder.rglob("*")):
             parts = set(path.relative_to(ROOT).parts)
-            if path.is_file() and not parts & SKIP and not path.name.startswith("gradebook.db"):
+            if path.is_file() and not parts & SKIP and not path.name.startswith(("gradebook.db", ".course-secret")):
                 out[str(path.relative_to(ROOT))] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
 
@@ -57,7 +58,7 @@ def make_course(dest: Path) -> Path:
     shutil.copy(ROOT / "nbgrader_config.py", dest / "nbgrader_config.py")
     shutil.copytree(ROOT / "solutions", dest / "solutions")
     ignore = shutil.ignore_patterns("__pycache__", "hostile", "submitted", "autograded", "feedback",
-                                    "gradebook.db*", "export", "exchange")
+                                    "gradebook.db*", "export", "exchange", ".course-secret")
     shutil.copytree(ROOT / "autograder", dest / "autograder", ignore=ignore)
     (dest / "tmp").mkdir()  # the kernels' scratch and socket folders: checked for leftovers
     with open(dest / "nbgrader_config.py", "a") as f:  # short limits keep the run to minutes
@@ -137,19 +138,32 @@ def kernel_cgroups() -> set[Path]:
 
 
 def sandbox_pids(course: Path) -> list[int]:
-    """Processes of a sandbox uid working in `course` (other graders may run beside the test)."""
-    from autograder.sandbox.sandbox import UID_BASE, UID_SLOTS
+    """Processes working in `course` under a sandbox uid (root's mode) or, without root, in
+    another pid namespace (other graders may run beside the test)."""
+    from autograder.sandbox.sandbox import UID_BASE, UID_SLOTS, privileged
 
+    own_ns = os.readlink("/proc/self/ns/pid")
     pids = []
     for entry in os.scandir("/proc"):
         if entry.name.isdigit():
             try:
-                if UID_BASE <= entry.stat().st_uid < UID_BASE + UID_SLOTS:
-                    if os.readlink(f"/proc/{entry.name}/cwd").startswith(str(course)):
-                        pids.append(int(entry.name))
+                uid = entry.stat().st_uid
+                sandboxed = (UID_BASE <= uid < UID_BASE + UID_SLOTS if privileged()
+                             else uid == os.getuid() and os.readlink(f"/proc/{entry.name}/ns/pid") != own_ns)
+                if sandboxed and os.readlink(f"/proc/{entry.name}/cwd").startswith(str(course)):
+                    pids.append(int(entry.name))
             except OSError:
                 pass
     return pids
+
+
+def course_base() -> Path:
+    """Where the test courses go: outside /tmp by default, because the fork server once showed
+    a kernel the folders made for earlier kernels only when the course was not under /tmp
+    (whose every kernel gets a fresh one). ENCDEC_TEST_COURSES overrides it."""
+    base = Path(os.environ.get("ENCDEC_TEST_COURSES") or ROOT / "build" / "test-courses")
+    base.mkdir(parents=True, exist_ok=True)
+    return base
 
 
 @pytest.fixture(scope="module")
@@ -159,7 +173,7 @@ def batch(tmp_path_factory):
 
     if shutil.which("bwrap") is None:
         pytest.fail("bubblewrap is missing: run `make system` (the sandbox is required for grading)")
-    course = make_course(tmp_path_factory.mktemp("course"))
+    course = make_course(Path(tempfile.mkdtemp(prefix="hostile-", dir=course_base())))
     before = tree_digest(ROOT / "solutions", ROOT / "exercises", ROOT / "encdec", ROOT / "autograder")
     course_before = {p: hashlib.sha256((course / p).read_bytes()).hexdigest()
                      for p in ["nbgrader_config.py", f"solutions/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"]}
@@ -175,6 +189,7 @@ def batch(tmp_path_factory):
     results = {r["student"]: r for r in json.loads((course / "results.json").read_text())}
     yield dict(course=course, run=run, results=results, listener=listener, before=before,
                course_before=course_before)
+    shutil.rmtree(course, ignore_errors=True)
 
 
 def grades(course: Path, student: str) -> dict[str, tuple[float, float]]:
@@ -206,7 +221,18 @@ def test_fixture_outcome(batch, student):
     folder = course / "autograder" / "autograded" / student / ASSIGNMENT
     # (a fixture graded into no notebook, invalid_json or not_submitted, reports nothing)
     reported = printed(course, student) if expect.get("file_equals") or expect.get("file_at_most") else {}
+    from autograder.sandbox.sandbox import privileged
+
     for name, value in expect.get("file_equals", {}).items():
+        if name == expect.get("host_untouched") and not privileged():
+            # Without root the kernel owns the folders bwrap made in its private /tmp on the way to
+            # its working folder (a course under /tmp): a write there succeeds in the sandbox's
+            # /tmp and nowhere else. Each one must be there, and none may have reached the host.
+            for path in reported.get(name, []):
+                assert path.startswith("/tmp/"), f"{student}: wrote {path} outside its private /tmp"
+                host = Path(path)
+                assert not host.exists() or b"pwned" not in host.read_bytes(), f"{student}: {path} reached the host"
+            continue
         assert reported.get(name) == value, f"{student}: {name}"
     for name, tops in expect.get("file_at_most", {}).items():
         got = reported[name]
@@ -339,7 +365,24 @@ def test_keyring_not_carried_over(batch):
                          timeout=600)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     uids = [kernel_uid(course, s) for s in students]
-    assert uids[0] != uids[1], uids
+    from autograder.sandbox.sandbox import privileged
+
+    if privileged():
+        assert uids[0] != uids[1], uids
+    else:  # no uid of its own without root (the line the grader prints says so): seccomp alone
+        assert uids == [os.getuid()] * 2, uids
     for s in students:
         for name, value in EXPECTED[s]["file_equals"].items():
             assert printed(course, s).get(name) == value, s
+
+
+def test_mode_is_stated(batch):
+    """Without root the grader says, in one line at the start, what it cannot guarantee; as root it
+    prints no such line."""
+    from autograder.sandbox.sandbox import privileged
+
+    lines = [line for line in batch["run"].stderr.splitlines() if "unprivileged mode" in line]
+    if privileged():
+        assert lines == []
+    else:
+        assert len(set(lines)) == 1 and "no separate uid per kernel" in lines[0], batch["run"].stderr[-2000:]

@@ -29,9 +29,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autograder.sandbox import cgroups, seccomp  # noqa: E402
-from autograder.sandbox.sandbox import (  # noqa: E402
-    BWRAP_NAMESPACES, UID_BASE, UID_SLOTS, Limits, Policy, UidSlot, bwrap_command, readonly_paths)
+from autograder.sandbox import cgroups, sandbox, seccomp  # noqa: E402
+from autograder.sandbox.policy import BWRAP_NAMESPACES, Limits, Policy  # noqa: E402
+from autograder.sandbox.sandbox import UID_BASE, UID_SLOTS, UidSlot, bwrap_command, readonly_paths  # noqa: E402
 
 MiB = 1024 * 1024
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox runs as root")
@@ -53,7 +53,8 @@ def kernel_policy(tmp_path: Path, limits: Limits) -> dict:
             "readonly": [str(p) for p in readonly_paths()], "limits": dataclasses.asdict(limits)}
 
 
-def test_policy_drives_the_bwrap_command(tmp_path):
+def test_policy_drives_the_bwrap_command(tmp_path, monkeypatch):
+    monkeypatch.setattr(sandbox, "privileged", lambda: True)
     limits = Limits(memory_mb=1234, cpu_seconds=99, nproc=17, fsize_mb=5, nofile=33, tmp_mb=77)
     rules = Policy(limits)
     cmd = bwrap_command(kernel_policy(tmp_path, limits), ["python"], seccomp_fd=9)
@@ -75,6 +76,37 @@ def test_policy_drives_the_bwrap_command(tmp_path):
         if Path(top).is_dir() and not Path(top).is_symlink():
             assert ("--ro-bind", top, top) in pairs
     assert args[-1] == "python"
+
+
+def test_unprivileged_command_sets_limits_inside_a_user_namespace(tmp_path, monkeypatch):
+    """Without root: bwrap first, in a user namespace with no capabilities, then the same rlimits
+    inside it (where RLIMIT_NPROC counts the kernel's own processes), and no uid change."""
+    monkeypatch.setattr(sandbox, "privileged", lambda: False)
+    limits = Limits(nproc=17)
+    cmd = bwrap_command(kernel_policy(tmp_path, limits), ["python"], seccomp_fd=9)
+    assert cmd[0].endswith("bwrap") and cmd[1:4] == ["--unshare-user", "--cap-drop", "ALL"]
+    assert not any(arg.endswith("setpriv") for arg in cmd)
+    inner = cmd.index("--", cmd.index("--chdir"))
+    assert cmd[inner + 1].endswith("prlimit")
+    assert cmd[inner + 2:-2] == [f"--{name}={value}" for name, value in Policy(limits).rlimits()]
+    assert cmd[-2:] == ["--", "python"]
+    assert cmd[cmd.index("--seccomp") + 1] == "9"
+
+
+def test_zygote_gives_each_kernel_fresh_mounts_on_its_way(tmp_path):
+    """The folders a zygote kernel gets a fresh tmpfs over: /tmp, the deepest existing folder on
+    the way to its working folder, and the socket base, without one inside another."""
+    z = zygote_module()
+    course = tmp_path / "course"
+    course.mkdir()
+    work = str(course / "autograded" / "alice" / "decoder_block")
+    sockbase = str(course / "tmp" / "encdec-z-1")
+    assert z._private_mounts(work, sockbase, "/nonexistent-tmp") == ["/nonexistent-tmp", str(course)]
+    other = tmp_path / "sockets"
+    other.mkdir()
+    assert z._private_mounts(work, str(other), "/nonexistent-tmp") == ["/nonexistent-tmp", str(course), str(other)]
+    # under /tmp, which every kernel gets fresh: nothing more
+    assert z._private_mounts(work, sockbase, str(tmp_path)) == [str(tmp_path)]
 
 
 def test_policy_request_is_what_the_zygote_applies(tmp_path):

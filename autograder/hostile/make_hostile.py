@@ -390,6 +390,20 @@ result = {"working folder": trap("."), "socket folder": trap(os.path.dirname(get
 Path("chmod_trap.json").write_text(json.dumps(result))
 '''
 
+SHARED_ROOT = '''
+# What a kernel can list of the folders around its own: nbgrader's autograded/ folder (other
+# students' names, made there for earlier kernels of the same fork server?) and the folder of
+# the socket folders (other kernels'?). Graded late in the batch, after many students.
+import json, os
+from pathlib import Path
+from ipykernel.connect import get_connection_file
+me = Path.cwd().parent  # autograded/<student>/<assignment> -> autograded/<student>
+sockdir = Path(get_connection_file()).parent
+others = [n for n in os.listdir(me.parent) if n != me.name]
+others += [n for n in os.listdir(sockdir.parent) if n != sockdir.name]
+Path("shared_root.json").write_text(json.dumps({"others": sorted(others)}))
+'''
+
 
 def reporting(nb, names):
     """The cell that writes each JSON file of `names` also prints it on one `REPORT` line."""
@@ -434,7 +448,9 @@ def fixtures(base):
     yield "network", insert_after(nb(), None, NETWORK), dict(
         passed=ALL, file_equals={"network.json": []}, why="no network: the listener is never reached")
     yield "write_outside", insert_after(nb(), None, ESCAPE), dict(
-        passed=ALL, file_equals={"escape.json": []}, why="every write outside its folder fails")
+        passed=ALL, file_equals={"escape.json": []}, host_untouched="escape.json",
+        why="every write outside its folder fails (without root: or lands in the kernel's private /tmp, never "
+            "on the host)")
     yield "read_hidden", insert_after(nb(), None, STEAL), dict(
         passed=ALL, file_equals={"stolen.json": []}, why="none of the hidden material is visible")
     yield "patched_asserts", insert_after(with_forward(nb(), WRONG_FORWARD), None, PATCH_ASSERTS), dict(
@@ -492,6 +508,9 @@ def fixtures(base):
             passed=ALL, output_contains="kernel.log now links to",
             why="kernel.log made a link: the launcher reads no link (nothing of it in the grader's log, no "
                 "endless read); the kernel dies after the last test")
+    yield "zz_shared_root", insert_after(nb(), None, SHARED_ROOT), dict(
+        passed=ALL, file_equals={"shared_root.json": {"others": []}},
+        why="graded last: no other student's folder and no other kernel's socket folder is visible")
     yield "timestamp_freeze", insert_after(nb(), None, TIMESTAMP_FREEZE), dict(
         passed=ALL, file_equals={"freeze.json": {"timestamp": FROZEN_TIMESTAMP, "files": 5005}},
         why="timestamp.txt and 5,005 files written in its folder: none reaches autograded/ or feedback/")

@@ -49,7 +49,14 @@ class Hierarchy:
     mounts: dict[str, Path]  # controller -> mount point (v2: every controller -> the one mount)
 
     def parents(self) -> list[Path]:
-        return [m / PARENT for m in dict.fromkeys(self.mounts.values())]
+        return [m / parent_name() for m in dict.fromkeys(self.mounts.values())]
+
+
+def parent_name(uid: int | None = None) -> str:
+    """The course parent of a grader's kernel cgroups: root's, or one delegated to a plain user
+    (`delegate`), since a plain user cannot make folders in the hierarchy's top."""
+    uid = os.geteuid() if uid is None else uid
+    return PARENT if uid == 0 else f"{PARENT}-u{uid}"
 
 
 def _mountinfo() -> list[tuple[str, str, list[str]]]:
@@ -237,7 +244,7 @@ def _enable_controllers(h: Hierarchy) -> None:
     if h.version != 2:
         return
     root = h.mounts["memory"]
-    parent = root / PARENT
+    parent = root / parent_name()
     for d in (root, parent):
         d.mkdir(exist_ok=True)
         enabled = (d / "cgroup.subtree_control").read_text().split()
@@ -254,7 +261,7 @@ def create(h: Hierarchy, slot: int, memory_bytes: int, pids: int, cpus: float) -
     made: list[Path] = []
     try:
         for controller, mount in h.mounts.items():
-            d = mount / PARENT / name
+            d = mount / parent_name() / name
             if d not in made:
                 d.mkdir(parents=True)
                 made.append(d)
@@ -298,6 +305,8 @@ def probe(memory_bytes: int, pids: int, cpus: float) -> Hierarchy | None:
     global _probed
     if _probed is None:
         h, why = find_hierarchy()
+        if h is not None and os.geteuid() != 0 and not all(p.is_dir() for p in h.parents()):
+            h, why = None, f"no cgroup delegated to uid {os.geteuid()} ({h.parents()[0]} is missing)"
         if h is not None:
             try:
                 sweep(h)
@@ -308,3 +317,62 @@ def probe(memory_bytes: int, pids: int, cpus: float) -> Hierarchy | None:
         if h is None:
             print(FALLBACK.format(why=why), file=sys.stderr, flush=True)
     return _probed[0]
+
+
+def delegate(user: str, undo: bool = False) -> list[Path]:
+    """As root: give the plain user ``user`` a course parent of its own in each hierarchy
+    (`parent_name` of its uid), where an unprivileged grader makes its kernels' cgroups.
+
+    v1: the folder is the user's; cgroups it makes there are its own, and it moves its own
+    processes into them. v2: the folder, its `cgroup.procs`, `cgroup.threads` and
+    `cgroup.subtree_control` are the user's, with the controllers enabled; v2 also asks that the
+    grader itself run inside the delegated folder (moving a process needs write access to the
+    common ancestor), which only a service manager can arrange (systemd's `Delegate=yes`).
+    """
+    import pwd
+
+    if os.geteuid() != 0:
+        raise PermissionError("only root can delegate a cgroup")
+    entry = pwd.getpwnam(user)
+    h, why = find_hierarchy()
+    if h is None:
+        raise OSError(why)
+    parents = [m / parent_name(entry.pw_uid) for m in dict.fromkeys(h.mounts.values())]
+    for d in parents:
+        if undo:
+            for child in (c for c in d.iterdir() if c.is_dir()) if d.is_dir() else []:
+                Cgroup(h.version, [child]).close()
+            if d.is_dir():
+                d.rmdir()
+            continue
+        if h.version == 2:
+            _enable_controllers(Hierarchy(2, h.mounts))  # the top hands memory, pids, cpu down
+        d.mkdir(exist_ok=True)
+        files = ["cgroup.procs", "cgroup.threads", "cgroup.subtree_control"] if h.version == 2 else []
+        for path in [d, *(d / f for f in files if (d / f).exists())]:
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+        if h.version == 2:
+            (d / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in CONTROLLERS))
+    return parents
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m autograder.sandbox.cgroups",
+                                     description="Delegate kernel cgroups to a plain user who grades (run as root).")
+    parser.add_argument("action", choices=["delegate", "undelegate"])
+    parser.add_argument("user")
+    args = parser.parse_args(argv)
+    try:
+        folders = delegate(args.user, undo=args.action == "undelegate")
+    except (OSError, KeyError) as err:
+        print(f"cgroups {args.action}: {err}", file=sys.stderr)
+        return 1
+    verb = "removed" if args.action == "undelegate" else "delegated to " + args.user
+    print("\n".join(f"{verb}: {d}" for d in folders))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

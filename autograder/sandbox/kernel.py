@@ -39,7 +39,7 @@ from .. import edition
 from . import safefs
 from .cgroups import Cgroup
 from .sandbox import Limits, SandboxUnavailable, UidSlot, check_available, kernel_cgroup, package_path, \
-    prepare_workdir, readonly_paths, reclaim_workdir, write_policy, zygote_command
+    prepare_workdir, privileged, readonly_paths, reclaim_workdir, write_policy, zygote_command
 
 KERNEL_NAME = "encdec-sandbox"
 KERNELS_DIR = Path(__file__).resolve().parent / "kernels"
@@ -137,22 +137,22 @@ class SandboxKernelManager(AsyncKernelManager):
         return await super()._async_pre_start_kernel(**kw)
 
     def _prepare(self, overlay: tuple[Path, Path]) -> None:
-        uid = self._slot.uid
-        os.chown(self._sockdir, uid, uid)
+        uid, gid = self._slot.uid, self._slot.gid
+        os.chown(self._sockdir, uid, gid)
         # the kernel's own cgroup (None where there is none to use: rlimits only, warned once)
         self._cgroup = kernel_cgroup(self.limits(), self._slot.slot)
-        policy = {"uid": uid, "workdir": str(self._workdir),
+        policy = {"uid": uid, "gid": gid, "workdir": str(self._workdir),
                   "readonly": [str(p) for p in readonly_paths()],
                   "overlay": [str(p) for p in overlay],
                   "limits": dataclasses.asdict(self.limits()),
                   "cgroup": self._cgroup.to_json() if self._cgroup is not None else None}
         scratch_base = self.temp_dir or None
-        if self.prefork:
+        if self.prefork and privileged():  # the zygote builds namespaces as root (unprivileged: no fork server)
             editions = edition.DEFAULT_OUT.resolve()
             zygote = Zygote.get(editions, self.temp_dir)
             os.rmdir(self._sockdir)  # still empty: the zygote stages its own socket folders
             self._sockdir = Path(tempfile.mkdtemp(dir=zygote.sockbase))
-            os.chown(self._sockdir, uid, uid)
+            os.chown(self._sockdir, uid, gid)
             scratch_base = zygote.workbase  # the zygote stages its scratch area, never nbgrader's folders
             policy.update(zygote=str(zygote.control), stage_root=str(zygote.workbase),
                           sockbase=str(zygote.sockbase), editions=str(editions))
@@ -163,7 +163,8 @@ class SandboxKernelManager(AsyncKernelManager):
         # nbgrader's working folder inside the sandbox. Nothing of it is ever copied back.
         self._holder = Path(tempfile.mkdtemp(prefix="encdec-w-", dir=scratch_base))
         self._scratch = self._holder / "work"
-        prepare_workdir(self._workdir, self._scratch, uid, self.workdir_max_files, self.workdir_max_mb)
+        owner = uid if privileged() else None  # unprivileged: the kernel has the grader's uid
+        prepare_workdir(self._workdir, self._scratch, owner, self.workdir_max_files, self.workdir_max_mb)
         policy["scratch"] = str(self._scratch)
         write_policy(self._sockdir, policy)
 
@@ -182,7 +183,7 @@ class SandboxKernelManager(AsyncKernelManager):
     def _release(self) -> None:
         """After the kernel, in every outcome: no process of its uid left, its scratch and socket
         folders removed (safefs: the kernel could write there), its uid slot given back."""
-        slot, holder, sockdir = self._slot, self._holder, self._sockdir
+        slot, holder, sockdir, workdir = self._slot, self._holder, self._sockdir, self._workdir
         self._slot = self._holder = self._scratch = self._sockdir = None
         try:
             for folder in (holder, sockdir):
@@ -190,7 +191,7 @@ class SandboxKernelManager(AsyncKernelManager):
                     continue
                 try:
                     if slot is not None and folder is holder:
-                        reclaim_workdir(holder, slot.uid)  # waits for the uid's processes to end first
+                        reclaim_workdir(holder, slot.uid, workdir)  # waits for its processes to end first
                     else:
                         safefs.remove_tree(folder)
                 except Exception as err:  # noqa: BLE001 - grading goes on; the folder is reported

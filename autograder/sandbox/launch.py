@@ -103,7 +103,7 @@ def policy_cgroup(policy: dict) -> cgroups.Cgroup | None:
     if not policy.get("cgroup"):
         return None
     cgroup = cgroups.Cgroup.from_json(policy["cgroup"])
-    if not cgroup.dirs or any(d.parent.name != cgroups.PARENT for d in cgroup.dirs):
+    if not cgroup.dirs or any(d.parent.name != cgroups.parent_name() for d in cgroup.dirs):
         raise SandboxUnavailable(f"not a kernel cgroup: {policy['cgroup']}")
     return cgroup
 
@@ -122,7 +122,7 @@ def main(argv: list[str]) -> int:
         if not policy.get("scratch"):
             raise SandboxUnavailable("the policy names no scratch working folder (the kernel never works "
                                      "in nbgrader's folders)")
-        os.chown(connection_file, policy["uid"], policy["uid"], follow_symlinks=False)
+        os.chown(connection_file, policy["uid"], policy.get("gid", policy["uid"]), follow_symlinks=False)
         # The kernel's stdout/stderr go to a file of its own (capped by its file-size limit),
         # never to the grader's terminal or log, which other kernels share.
         log = Path(policy["sockdir"]) / "kernel.log"

@@ -79,6 +79,26 @@ def _makedirs_traversable(path):
             os.chmod(current, 0o755)
 
 
+def _inside(path, top):
+    return path == top or path.startswith(top.rstrip("/") + "/")
+
+
+def _private_mounts(work, sockbase, tmp):
+    """The folders a kernel gets a fresh tmpfs over (see `_namespaces`), outermost first."""
+    fresh = [tmp]
+    if not _inside(work, tmp):
+        top = work
+        while not os.path.isdir(top):
+            top = os.path.dirname(top)
+        if top == "/":  # nothing of the path exists: its first folder, whose name all kernels share
+            top = "/" + work.strip("/").split("/")[0]
+            os.makedirs(top, mode=0o755, exist_ok=True)
+        fresh.append(top)
+    if not any(_inside(sockbase, f) for f in fresh):
+        fresh.append(sockbase)
+    return [f for f in fresh if not any(f != g and _inside(f, g) for g in fresh)]
+
+
 def _join_cgroup(req, fds):
     """In the supervisor: into the kernel's cgroup ("0": the writer), before anything is forked."""
     try:
@@ -102,11 +122,19 @@ def _namespaces(req):
     _mount(None, "/", None, MS_REC | MS_PRIVATE)
     hostname = sandbox["hostname"].encode()
     _libc.sethostname(hostname, len(hostname))
-    # Read-only trees under /tmp (a checkout there: the venv, the package) would vanish under
-    # the kernel's fresh /tmp: hold them open, then bind them back on top of it.
+    # The zygote's root is one tmpfs for all its kernels: a folder made there for one kernel's
+    # working folder would show later kernels its path (other students' names), and the socket
+    # base holds every kernel's socket folder. So each kernel gets fresh tmpfs mounts of its own:
+    # /tmp, the deepest folder on the way to its working folder that exists (or the course's
+    # top folder, made once, the same name for every kernel), and the socket base. Read-only
+    # trees under them (a checkout under /tmp: the venv, the package) are held open first and
+    # bound back on top.
+    fresh = _private_mounts(work, policy.get("sockbase") or os.path.dirname(sockdir), tmp)
     held = [(p, os.open(p, os.O_PATH | os.O_DIRECTORY)) for p in policy.get("readonly", [])
-            if p.startswith(tmp.rstrip("/") + "/")]
-    _mount("tmpfs", tmp, "tmpfs", MS_NOSUID | MS_NODEV, f"size={sandbox['tmp_mb']}m,mode=1777")
+            if any(_inside(p, top) for top in fresh)]
+    for top in fresh:
+        size = f"size={sandbox['tmp_mb']}m,mode=1777" if top == tmp else "size=1m,mode=0755"
+        _mount("tmpfs", top, "tmpfs", MS_NOSUID | MS_NODEV, size)
     for path, fd in held:
         _makedirs_traversable(path)
         _bind(f"/proc/self/fd/{fd}", path, readonly=True)
@@ -118,9 +146,9 @@ def _namespaces(req):
     work_rel = os.path.normpath(req["work_rel"])
     if work_rel.startswith(("/", "..")) or work_rel == ".":
         raise ValueError(f"working folder outside the staged scratch area: {work_rel}")
-    os.makedirs(work, mode=0o755, exist_ok=True)
+    _makedirs_traversable(work)
     _bind(os.path.join(STAGE_WORK, work_rel), work, readonly=False)  # its scratch copy, at nbgrader's path
-    os.makedirs(sockdir, mode=0o755, exist_ok=True)
+    _makedirs_traversable(sockdir)
     _bind(os.path.join(STAGE_SOCK, req["sock_rel"]), sockdir, readonly=False)
     for stage in (STAGE_WORK, STAGE_SOCK, STAGE_EDITIONS):
         _check(_libc.umount2(stage.encode(), MNT_DETACH), f"umount {stage}")

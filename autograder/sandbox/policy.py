@@ -1,0 +1,157 @@
+"""The sandbox of a grading kernel as data: its limits (`Limits`) and what it is (`Policy`).
+
+Both launch paths are derived from one `Policy`: `sandbox.bwrap_command` (a fresh bubblewrap
+sandbox per kernel) and `sandbox.zygote_command` with the zygote's kernels (zygote.py, which
+receives `Policy.request()`, plain data, since it imports only the standard library). Per
+kernel come only its uid, folders and grading edition (the dict in sandbox.json).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from . import seccomp
+
+
+@dataclasses.dataclass
+class Limits:
+    """Resource limits of one kernel: per process (rlimits, see `prlimit(1)`) and for all its
+    processes together (its cgroup, see cgroups.py)."""
+
+    # address space of each process (RLIMIT_AS: `import torch` alone maps ~1.5 GB), and memory of
+    # the whole kernel (its cgroup: memfds, shared memory, /tmp and children included)
+    memory_mb: int = 4096
+    cpu_seconds: int = 600  # CPU time of each process (RLIMIT_CPU), then SIGKILL
+    nproc: int = 64  # processes + threads of the sandbox uid (RLIMIT_NPROC) and of the cgroup (pids.max)
+    fsize_mb: int = 64  # largest file it may write (RLIMIT_FSIZE)
+    nofile: int = 256  # open file descriptors
+    tmp_mb: int = 256  # size of the private /tmp (a tmpfs counts against RAM, not RLIMIT_AS)
+    threads: int = 1  # OMP/MKL threads: workers run side by side, one core each
+    cpus: float = 1.0  # CPU quota of the whole kernel (cgroup): four spinning children share one CPU
+
+
+# bwrap's option for each namespace a kernel gets (a mount namespace it always gets); the zygote
+# has the same names mapped to CLONE_NEW* flags.
+BWRAP_NAMESPACES = {"pid": "--unshare-pid", "net": "--unshare-net", "ipc": "--unshare-ipc",
+                    "uts": "--unshare-uts", "cgroup": "--unshare-cgroup-try"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Policy:
+    """What the sandbox of a kernel is, as data; `bwrap_command`, `zygote_command` and the zygote's
+    kernels (zygote.py, which receives `request()`) are all derived from it. Per kernel come only
+    its uid, working and socket folders and grading edition (the dict in sandbox.json)."""
+
+    limits: Limits = dataclasses.field(default_factory=Limits)
+    namespaces: tuple[str, ...] = ("pid", "net", "ipc", "uts", "cgroup")  # unshared (and a mount namespace)
+    hostname: str = "sandbox"
+    # read-only, as on the host: a top-level link stays a link, a missing folder is skipped
+    system: tuple[str, ...] = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+    tmp: str = "/tmp"  # a private tmpfs of limits.tmp_mb, mode 1777
+    seccomp_eperm: tuple[str, ...] = (  # refused with EPERM (seccomp.py says why)
+        "add_key", "request_key", "keyctl", "io_uring_setup", "io_uring_enter", "io_uring_register",
+        "mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount",
+        "fspick", "mount_setattr", "setns", "ptrace", "process_vm_readv", "process_vm_writev",
+        "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "bpf",
+        "perf_event_open", "userfaultfd")
+    seccomp_enosys: tuple[str, ...] = ("clone3",)  # glibc falls back to clone, whose flags the filter sees
+    seccomp_clone_flags: int = seccomp.CLONE_NEWUSER  # clone and unshare with any of these: EPERM
+
+    def rlimits(self) -> list[tuple[str, int]]:
+        """(name, value) per process: `prlimit --<name>` and `resource.RLIMIT_<NAME>`."""
+        mb, lim = 1024 * 1024, self.limits
+        return [("as", lim.memory_mb * mb), ("cpu", lim.cpu_seconds), ("nproc", lim.nproc),
+                ("fsize", lim.fsize_mb * mb), ("nofile", lim.nofile), ("core", 0)]
+
+    def cgroup_limits(self) -> dict:
+        """The limits of the kernel's cgroup, for all its processes together (cgroups.create)."""
+        return {"memory_bytes": self.limits.memory_mb * 1024 * 1024, "pids": self.limits.nproc,
+                "cpus": self.limits.cpus}
+
+    def seccomp_program(self) -> bytes:
+        return seccomp.assemble(self.seccomp_eperm, self.seccomp_enosys, self.seccomp_clone_flags)
+
+    def mounts(self, readonly: list[Path], extra: list[Path]) -> list[tuple[str, ...]]:
+        """The system view of a kernel, as rows (kind, path...): the read-only system, its own
+        /proc, /dev and /tmp, the parents that `readonly` and `extra` paths need, `readonly`."""
+        rows: list[tuple[str, ...]] = []
+        bound = []
+        for top in map(Path, self.system):
+            if top.is_symlink():
+                rows.append(("symlink", os.readlink(top), str(top)))
+            elif top.is_dir():
+                rows.append(("ro-bind", str(top), str(top)))
+                bound.append(top)
+        rows += [("proc", "/proc"), ("dev", "/dev"), ("tmpfs", self.tmp)]
+        for parent in _ancestors_to_create(readonly + extra, bound, [Path(self.tmp)]):
+            rows.append(("dir", str(parent)))
+        rows += [("ro-bind", str(p), str(p)) for p in readonly]
+        return rows
+
+    def bwrap_namespaces(self) -> list[str]:
+        return [BWRAP_NAMESPACES[ns] for ns in self.namespaces] + ["--hostname", self.hostname]
+
+    def request(self) -> dict:
+        """The plain data the zygote applies to each kernel (it imports only the standard library)."""
+        return {"namespaces": list(self.namespaces), "hostname": self.hostname, "tmp": self.tmp,
+                "tmp_mb": self.limits.tmp_mb, "rlimits": self.rlimits(),
+                "seccomp": self.seccomp_program().hex()}
+
+    def table(self) -> str:
+        """The policy as the markdown table in README.md (a test keeps the two equal)."""
+        lim = self.limits
+        shown = {"as": f"{lim.memory_mb} MiB", "fsize": f"{lim.fsize_mb} MiB", "cpu": f"{lim.cpu_seconds} s"}
+        flags = self.seccomp_clone_flags
+        flags = "CLONE_NEWUSER" if flags == seccomp.CLONE_NEWUSER else f"flags {flags:#x}"
+        rows = [
+            ("namespaces", ", ".join(self.namespaces) + f" and mount; hostname `{self.hostname}`"),
+            ("system, read-only", ", ".join(f"`{p}`" for p in self.system) + " (a link stays a link)"),
+            (f"`{self.tmp}`", f"private tmpfs of {lim.tmp_mb} MiB"),
+            ("rlimits, each process", ", ".join(f"{n} {shown.get(n, v)}" for n, v in self.rlimits())),
+            ("cgroup, all processes together", f"memory {lim.memory_mb} MiB (memfds, shared memory, `/tmp` and "
+                                               f"children included), {lim.nproc} processes and threads, "
+                                               f"{lim.cpus:g} CPU"),
+            ("seccomp: EPERM", ", ".join(f"`{n}`" for n in self.seccomp_eperm)
+             + f"; `clone` and `unshare` with {flags}"),
+            ("seccomp: ENOSYS", ", ".join(f"`{n}`" for n in self.seccomp_enosys) + " (glibc falls back to `clone`)"),
+        ]
+        return "\n".join(["| `sandbox.Policy()` | |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows)])
+
+
+def _ancestors_to_create(paths: list[Path], bound: list[Path], empty: list[Path]) -> list[Path]:
+    """Parent folders that the sandbox's root lacks (created 0755, see bwrap --dir).
+
+    ``bound`` trees are mounted whole, so nothing below them is missing; ``empty`` mounts (the
+    private /tmp) exist themselves but hold nothing, so a repository checked out under /tmp
+    needs its parents made there, traversable by the kernel's uid.
+    """
+    out: list[Path] = []
+    for p in paths:
+        for parent in reversed(p.parents):
+            if parent == Path("/") or parent in out or parent in empty:
+                continue
+            if any(parent == q or q in parent.parents for q in bound):
+                continue
+            out.append(parent)
+    return out
+
+
+def kernel_environment(limits: dict, prefix: str) -> dict[str, str]:
+    """The whole environment of a sandboxed kernel (nothing is inherited from the grader)."""
+    return {
+        "PATH": f"{Path(prefix) / 'bin'}:/usr/bin:/bin",
+        "HOME": "/tmp",
+        "LANG": "C.UTF-8",
+        "TMPDIR": "/tmp",
+        "MPLCONFIGDIR": "/tmp/matplotlib",
+        "IPYTHONDIR": "/tmp/ipython",
+        "JUPYTER_RUNTIME_DIR": "/tmp/jupyter",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "OMP_NUM_THREADS": str(limits["threads"]),
+        "MKL_NUM_THREADS": str(limits["threads"]),
+        "PYTHONHASHSEED": "0",
+        # pid 1 is the sandbox's init: ipykernel then neither polls a parent nor prints the
+        # "Ctrl-C will not work" banner meant for terminals.
+        "JPY_PARENT_PID": "1",
+    }
