@@ -255,3 +255,30 @@ def test_copy_tree_is_bounded(tmp_path):
         safefs.copy_tree(deep, tmp_path / "c")
     for partial in ("a", "b", "c"):  # what was copied before the limit is the caller's to remove
         safefs.remove_tree(tmp_path / partial)
+
+
+def test_copy_into_a_full_tmpfs_stops_and_closes(tmp_path):
+    """The kernel's working folder is a tmpfs of limited files (mounts.py): a copy into it that
+    does not fit fails with ENOSPC, and leaves no descriptor open, like a bounded copy."""
+    from autograder.sandbox import mounts
+
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root (the unprivileged launcher does it in a user namespace)")
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.mkdir()
+    dst.mkdir()
+    for i in range(20):
+        (src / f"f{i}").write_bytes(b"x")
+    mounts.tmpfs(str(dst), 1, 8, UID, UID)  # 8 inodes: the folder itself and 7 files
+    try:
+        before = len(os.listdir("/proc/self/fd"))
+        sfd = os.open(src, os.O_RDONLY | os.O_DIRECTORY)
+        dfd = os.open(dst, os.O_RDONLY | os.O_DIRECTORY)
+        with pytest.raises(OSError) as err:
+            safefs.copy_into(sfd, dfd, owner=UID)
+        assert err.value.errno == errno.ENOSPC
+        assert len(os.listdir("/proc/self/fd")) == before
+        assert len(os.listdir(dst)) == 7 and os.stat(dst).st_uid == UID
+    finally:
+        mounts.umount(str(dst))
+    assert os.listdir(dst) == []  # everything went with the tmpfs

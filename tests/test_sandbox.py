@@ -49,10 +49,10 @@ def test_stock_nbgrader_autograde_runs_in_the_sandbox(tmp_path, prefork):
     """Stock `nbgrader autograde` from the course root, with kernels forked from the zygote
     (the default) and with a fresh bwrap per kernel (ENCDEC_SANDBOX_PREFORK=0)."""
     from autograder.hostile import make_hostile
-    from test_sandbox_hostile import Listener, grades, printed, sandbox_pids, solution_tail
+    from test_sandbox_hostile import Listener, check_reported, grades, sandbox_pids, solution_tail
 
     students = ["read_hidden", "write_outside", "network", "os_exit", "fork_bomb", "deep_tree", "chmod_trap",
-                "log_symlink"]
+                "log_symlink", "fill_folder"]
     course = course_with(tmp_path, students)
     listener = Listener(make_hostile.LISTEN_PORTS)
     try:
@@ -69,8 +69,7 @@ def test_stock_nbgrader_autograde_runs_in_the_sandbox(tmp_path, prefork):
     for s in students:
         passed = sorted(n for n, (score, top) in grades(course, s).items() if score == top)
         assert passed == sorted(expected[s]["passed"]), s
-        for name, value in expected[s].get("file_equals", {}).items():  # stolen.json, escape.json, ...
-            assert printed(course, s).get(name) == value, (s, name)
+        check_reported(course, s, expected[s])  # stolen.json, escape.json, fill_counts.json, ...
         assert {p.name for p in (out / s / ASSIGNMENT).iterdir()} == {f"{ASSIGNMENT}.ipynb", "reference"}, s
     assert list((course / "tmp").iterdir()) == []  # scratch and socket folders removed, deep trees and all
     assert [line for line in solution_tail(course) if line in run.stderr] == []  # the linked log was not read
@@ -169,6 +168,9 @@ def test_killed_batch_is_consistent_and_resumes(tmp_path):
                            cwd=course, capture_output=True, text=True, timeout=600)
     results = {r["student"]: r for r in json.loads((course / "r.json").read_text())}
     assert {s for s, r in results.items() if r["reason"] == "already graded"} == recorded, rerun.stdout
+    # the killed grader's kernel folders (tmpfs mounts) were unmounted and removed by the next one
+    assert [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if str(course) in line] == []
+    assert list((course / "tmp").iterdir()) == []
     expected = json.loads((HOSTILE / "expected.json").read_text())
     for s in students:
         passed = sorted(n for n, (score, top) in grades(course, s).items() if score == top)

@@ -2,8 +2,8 @@
 
 `make test` runs as root (CI, the grading container); this module creates a system user for the
 test (`USER`), delegates kernel cgroups to it as an administrator would (`python -m
-autograder.sandbox.cgroups delegate`), and runs tests/test_sandbox_hostile.py and
-tests/test_grading_fixtures.py as that user, where the grader runs bubblewrap in a user
+autograder.sandbox.cgroups delegate`), and runs tests/test_sandbox_hostile.py,
+tests/test_sandbox.py (stock `nbgrader autograde`) and tests/test_grading_fixtures.py as that user, where the grader runs bubblewrap in a user
 namespace under its own uid (autograder/sandbox/sandbox.py). Every expectation is the same as
 root's, except what the mode says it cannot give (the kernel keeps the grader's uid). It also
 checks that, without a delegated cgroup, the grader says so and names what it loses.
@@ -26,7 +26,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 USER = "encdec-grader-test"
-SUITES = ["tests/test_sandbox_hostile.py", "tests/test_grading_fixtures.py"]
+SUITES = ["tests/test_sandbox_hostile.py", "tests/test_sandbox.py", "tests/test_grading_fixtures.py"]
 # while developing: other pytest arguments for the run as a plain user (instead of SUITES)
 SELECT = os.environ.get("ENCDEC_UNPRIVILEGED_ARGS", "").split() or SUITES
 
@@ -63,6 +63,12 @@ def as_user(user: pwd.struct_passwd, home: Path, args: list[str], timeout: int) 
                            *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
+def delegation(action: str) -> subprocess.CompletedProcess:
+    """`python -m autograder.sandbox.cgroups delegate|undelegate USER`, as an administrator runs it."""
+    return subprocess.run([sys.executable, "-m", "autograder.sandbox.cgroups", action, USER], cwd=ROOT,
+                          capture_output=True, text=True)
+
+
 @pytest.fixture(scope="module")
 def plain_user():
     if shutil.which("runuser") is None or shutil.which("useradd") is None:
@@ -79,29 +85,27 @@ def plain_user():
     finally:
         for folder, mode in restore:
             os.chmod(folder, mode)
-        subprocess.run([sys.executable, "-m", "autograder.sandbox.cgroups", "undelegate", USER], cwd=ROOT,
-                       capture_output=True)
+        delegation("undelegate")
         shutil.rmtree(home, ignore_errors=True)
 
 
 def test_without_a_cgroup_the_grader_says_what_it_loses(plain_user):
     user, home = plain_user
-    subprocess.run([sys.executable, "-m", "autograder.sandbox.cgroups", "undelegate", USER], cwd=ROOT,
-                   capture_output=True)
+    delegation("undelegate")
     probe = as_user(user, home, [sys.executable, "-c", "from autograder.sandbox.sandbox import check_available; "
                                  "check_available(); print('sandbox ok')"], timeout=120)
     assert probe.returncode == 0 and "sandbox ok" in probe.stdout, probe.stderr[-2000:]
     lines = [line for line in probe.stderr.splitlines() if "unprivileged mode" in line]
     assert len(lines) == 1, probe.stderr
-    for lost in ("no separate uid per kernel", "no fork server", "no per-kernel cgroup"):
+    for lost in ("no separate uid per kernel", "no fork server", "socket folder is a folder on the host",
+                 "no per-kernel cgroup"):
         assert lost in lines[0]
     assert "falling back to per-process limits" in probe.stderr
 
 
 def test_suites_pass_as_a_plain_user(plain_user):
     user, home = plain_user
-    delegated = subprocess.run([sys.executable, "-m", "autograder.sandbox.cgroups", "delegate", USER], cwd=ROOT,
-                               capture_output=True, text=True)
+    delegated = delegation("delegate")
     assert delegated.returncode == 0, delegated.stderr
     run = as_user(user, home, [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
                                "--basetemp", str(home / "tmp" / "pytest"), *SELECT], timeout=2400)

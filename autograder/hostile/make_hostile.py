@@ -24,6 +24,8 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.sandbox.policy import Limits
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 ASSIGNMENT = "decoder_block"
@@ -302,29 +304,35 @@ Path("userns.json").write_text(json.dumps(attempts))
 
 DEEP_TREE = '''
 # Folder trees 1,500 levels deep wherever the kernel can write: its working folder, its /tmp and
-# its socket folder. A recursive walk or removal of any of them raises RecursionError.
-import json, os
+# its socket folder. A recursive walk or removal of any of them raises RecursionError. (As root
+# the socket folder is a tmpfs of 64 files: the tree stops there, and its tmpfs is unmounted.)
+import errno, json, os
 from pathlib import Path
 from ipykernel.connect import get_connection_file
 def deep(where, levels=1500):
     fd = os.open(where, os.O_RDONLY | os.O_DIRECTORY)
+    made = 0
     try:
         for _ in range(levels):
             os.mkdir("d", dir_fd=fd)
             child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
             os.close(fd)
-            fd = child
+            fd, made = child, made + 1
         os.close(os.open("leaf.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
+    except OSError as err:
+        if err.errno != errno.ENOSPC:
+            raise
     finally:
         os.close(fd)
-    return levels
+    return made
 made = {}
-for name, where in [("working folder", "."), ("/tmp", "/tmp"), ("socket folder", os.path.dirname(get_connection_file()))]:
+for name, where in [("working folder", "."), ("/tmp", "/tmp")]:
     try:
         made[name] = deep(where)
     except OSError as err:
         made[name] = err.strerror
 Path("deep_tree.json").write_text(json.dumps(made))
+Path("deep_socket.json").write_text(json.dumps({"levels": deep(os.path.dirname(get_connection_file()))}))
 '''
 
 
@@ -347,7 +355,7 @@ print("kernel.log now links to", os.readlink(log))
 TIMESTAMP_FREEZE = f'''
 # What would matter if the kernel's folder were copied back into nbgrader's: a timestamp far in
 # the future (a plain `nbgrader autograde` skips a resubmission older than the graded copy's
-# timestamp), 240 MiB of files and 5,000 small ones (copied again into feedback/).
+# timestamp), 240 MiB of files and 3,000 small ones (its tmpfs holds 4,096) (copied again into feedback/).
 import json, os
 from pathlib import Path
 Path("timestamp.txt").write_text("{FROZEN_TIMESTAMP}\\n")
@@ -355,7 +363,7 @@ for i in range(4):
     with open(f"big{{i}}.bin", "wb") as f:
         f.truncate(60 * 2**20)  # sparse: 60 MiB each, under the file-size limit
 Path("many").mkdir()
-for i in range(5000):
+for i in range(3000):
     Path("many", f"f{{i}}.txt").write_text("x")
 Path("freeze.json").write_text(json.dumps({{"timestamp": Path("timestamp.txt").read_text().strip(),
                                            "files": len(os.listdir("many")) + 5}}))
@@ -405,6 +413,34 @@ Path("shared_root.json").write_text(json.dumps({"others": sorted(others)}))
 '''
 
 
+FILL_FOLDER = '''
+# Fill the working folder: bytes until the disk says no (4 MiB at a time, files under the
+# file-size limit), then empty files until it says no. Bounded here at twice the sandbox's
+# limits, so that a grader without them still finishes. Then clean up and go on.
+import errno, json, os
+from pathlib import Path
+Path("fill").mkdir()
+def stop_reason(write, most):
+    for i in range(most):
+        try:
+            write(i)
+        except OSError as err:
+            return errno.errorcode[err.errno], i
+    return "not stopped", most
+chunk = b"x" * (4 << 20)
+def write_bytes(i):
+    with open(f"fill/b{{i // 12}}.bin", "ab") as f:  # 48 MiB a file
+        f.write(chunk)
+bytes_stop, chunks = stop_reason(write_bytes, 2 * {work_mb} // 4)
+files_stop, files = stop_reason(lambda i: open(f"fill/f{{i}}", "w").close(), 2 * {work_files})
+for name in os.listdir("fill"):
+    os.unlink(f"fill/{{name}}")
+os.rmdir("fill")
+Path("fill.json").write_text(json.dumps({{"bytes": bytes_stop, "files": files_stop}}))
+Path("fill_counts.json").write_text(json.dumps({{"mib": chunks * 4, "files": files}}))
+'''.format(work_mb=Limits.work_mb, work_files=Limits.work_files)
+
+
 def reporting(nb, names):
     """The cell that writes each JSON file of `names` also prints it on one `REPORT` line."""
     for name in names:
@@ -434,6 +470,12 @@ def fixtures(base):
         return n
 
     yield "pass_all", nb(), dict(passed=ALL, why="the solution, handed in: full marks")
+    # Honest students spread among the hostile ones (the driver grades in name order): each is
+    # graded as if it were alone in the batch.
+    for student in ("b_honest", "m_honest", "y_honest"):
+        yield student, nb(), dict(passed=ALL, why="an honest solution among hostile neighbours: full marks")
+    yield "h_honest_wrong", with_forward(nb(), WRONG_FORWARD), dict(
+        passed=MASK_SOFTMAX + ["block_shapes"], why="an honest wrong block among hostile neighbours: its own score")
     yield "infinite_loop", insert_after(nb(), None, "while True:\n    pass"), dict(
         passed=ALL, why="the loop is interrupted at the cell time limit; the rest is graded")
     yield "ignores_sigint", insert_after(nb(), "softmax_hidden", SIGINT_LOOP), dict(
@@ -498,7 +540,8 @@ def fixtures(base):
     # Left behind for the root grader (sandbox/safefs.py): nothing is followed, walked
     # recursively or read without bound, nothing of the kernel's folder is copied back.
     yield "deep_tree", insert_after(nb(), None, DEEP_TREE), dict(
-        passed=ALL, file_equals={"deep_tree.json": {"working folder": 1500, "/tmp": 1500, "socket folder": 1500}},
+        passed=ALL, file_equals={"deep_tree.json": {"working folder": 1500, "/tmp": 1500}},
+        file_at_most={"deep_socket.json": {"levels": 1500}},
         why="1,500-level trees in the working, /tmp and socket folders: removed, the batch goes on")
     last = "block_question_hidden"
     solution = 'course / "solutions" / "decoder_block" / "decoder_block.ipynb"'
@@ -512,8 +555,12 @@ def fixtures(base):
         passed=ALL, file_equals={"shared_root.json": {"others": []}},
         why="graded last: no other student's folder and no other kernel's socket folder is visible")
     yield "timestamp_freeze", insert_after(nb(), None, TIMESTAMP_FREEZE), dict(
-        passed=ALL, file_equals={"freeze.json": {"timestamp": FROZEN_TIMESTAMP, "files": 5005}},
-        why="timestamp.txt and 5,005 files written in its folder: none reaches autograded/ or feedback/")
+        passed=ALL, file_equals={"freeze.json": {"timestamp": FROZEN_TIMESTAMP, "files": 3005}},
+        why="timestamp.txt and 3,005 files written in its folder: none reaches autograded/ or feedback/")
+    yield "fill_folder", insert_after(nb(), None, FILL_FOLDER), dict(
+        passed=ALL, file_equals={"fill.json": {"bytes": "ENOSPC", "files": "ENOSPC"}},
+        file_at_most={"fill_counts.json": {"mib": Limits.work_mb, "files": Limits.work_files}},
+        why="its working folder is a tmpfs of its own: bytes and files stop at its limits, not at the host's disk")
     n = insert_after(nb(), last, 'import os\nos.chmod(".", 0)  # the working folder itself, last')
     yield "chmod_trap", insert_after(n, last, CHMOD_TRAP), dict(
         passed=ALL, file_equals={"chmod_trap.json": {f: {"trapped": True, "immutable": False}

@@ -239,13 +239,12 @@ def _write_limits(version: int, dirs: dict[str, Path], memory_bytes: int, pids: 
     (dirs["cpu"] / "cpu.cfs_quota_us").write_text(str(quota))
 
 
-def _enable_controllers(h: Hierarchy) -> None:
-    """v2: let the course parent and its children have the controllers (no-op on v1)."""
+def _enable_controllers(h: Hierarchy, parent: Path) -> None:
+    """v2: let ``parent`` (a course parent, made if missing) and its children have the controllers
+    (no-op on v1)."""
     if h.version != 2:
         return
-    root = h.mounts["memory"]
-    parent = root / parent_name()
-    for d in (root, parent):
+    for d in (h.mounts["memory"], parent):
         d.mkdir(exist_ok=True)
         enabled = (d / "cgroup.subtree_control").read_text().split()
         wanted = [c for c in CONTROLLERS if c not in enabled]
@@ -255,7 +254,7 @@ def _enable_controllers(h: Hierarchy) -> None:
 
 def create(h: Hierarchy, slot: int, memory_bytes: int, pids: int, cpus: float) -> Cgroup:
     """A new, empty cgroup with these limits under the course parent (removed again on failure)."""
-    _enable_controllers(h)
+    _enable_controllers(h, h.mounts["memory"] / parent_name())
     name = f"{slot}-{os.getpid()}-{secrets.token_hex(4)}"
     dirs: dict[str, Path] = {}
     made: list[Path] = []
@@ -319,7 +318,20 @@ def probe(memory_bytes: int, pids: int, cpus: float) -> Hierarchy | None:
     return _probed[0]
 
 
-def delegate(user: str, undo: bool = False) -> list[Path]:
+def _user_parents(user: str) -> tuple[Hierarchy, "pwd.struct_passwd", list[Path]]:
+    """As root: the hierarchy, the user's passwd entry and its course parent in each hierarchy."""
+    import pwd
+
+    if os.geteuid() != 0:
+        raise PermissionError("only root can delegate a cgroup")
+    entry = pwd.getpwnam(user)
+    h, why = find_hierarchy()
+    if h is None:
+        raise OSError(why)
+    return h, entry, [m / parent_name(entry.pw_uid) for m in dict.fromkeys(h.mounts.values())]
+
+
+def delegate(user: str) -> list[Path]:
     """As root: give the plain user ``user`` a course parent of its own in each hierarchy
     (`parent_name` of its uid), where an unprivileged grader makes its kernels' cgroups.
 
@@ -329,30 +341,25 @@ def delegate(user: str, undo: bool = False) -> list[Path]:
     grader itself run inside the delegated folder (moving a process needs write access to the
     common ancestor), which only a service manager can arrange (systemd's `Delegate=yes`).
     """
-    import pwd
-
-    if os.geteuid() != 0:
-        raise PermissionError("only root can delegate a cgroup")
-    entry = pwd.getpwnam(user)
-    h, why = find_hierarchy()
-    if h is None:
-        raise OSError(why)
-    parents = [m / parent_name(entry.pw_uid) for m in dict.fromkeys(h.mounts.values())]
+    h, entry, parents = _user_parents(user)
     for d in parents:
-        if undo:
-            for child in (c for c in d.iterdir() if c.is_dir()) if d.is_dir() else []:
-                Cgroup(h.version, [child]).close()
-            if d.is_dir():
-                d.rmdir()
-            continue
-        if h.version == 2:
-            _enable_controllers(Hierarchy(2, h.mounts))  # the top hands memory, pids, cpu down
         d.mkdir(exist_ok=True)
+        _enable_controllers(h, d)  # v2: the top and the user's parent hand memory, pids, cpu down
         files = ["cgroup.procs", "cgroup.threads", "cgroup.subtree_control"] if h.version == 2 else []
         for path in [d, *(d / f for f in files if (d / f).exists())]:
             os.chown(path, entry.pw_uid, entry.pw_gid)
-        if h.version == 2:
-            (d / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in CONTROLLERS))
+    return parents
+
+
+def undelegate(user: str) -> list[Path]:
+    """As root: kill and remove what the user's graders left in its course parents, then those."""
+    h, _, parents = _user_parents(user)
+    for d in parents:
+        if not d.is_dir():
+            continue
+        for child in [c for c in d.iterdir() if c.is_dir()]:
+            Cgroup(h.version, [child]).close()
+        d.rmdir()
     return parents
 
 
@@ -365,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("user")
     args = parser.parse_args(argv)
     try:
-        folders = delegate(args.user, undo=args.action == "undelegate")
+        folders = (undelegate if args.action == "undelegate" else delegate)(args.user)
     except (OSError, KeyError) as err:
         print(f"cgroups {args.action}: {err}", file=sys.stderr)
         return 1

@@ -36,10 +36,11 @@ from nbgrader.preprocessors import Execute
 from traitlets import Bool, Float, Integer, Unicode, default
 
 from .. import edition
-from . import safefs
+from . import mounts, safefs
 from .cgroups import Cgroup
+from .policy import SOCK_FILES, Policy
 from .sandbox import Limits, SandboxUnavailable, UidSlot, check_available, kernel_cgroup, package_path, \
-    prepare_workdir, privileged, readonly_paths, reclaim_workdir, write_policy, zygote_command
+    prepare_workdir, privileged, readonly_paths, end_kernel_processes, write_policy, zygote_command
 
 KERNEL_NAME = "encdec-sandbox"
 KERNELS_DIR = Path(__file__).resolve().parent / "kernels"
@@ -53,6 +54,9 @@ class SandboxKernelManager(AsyncKernelManager):
     nproc = Integer(Limits.nproc, help="Processes and threads the kernel may have.").tag(config=True)
     fsize_mb = Integer(Limits.fsize_mb, help="Largest file the kernel may write (MiB).").tag(config=True)
     tmp_mb = Integer(Limits.tmp_mb, help="Size of the kernel's private /tmp (MiB).").tag(config=True)
+    work_mb = Integer(Limits.work_mb, help="Size of the kernel's working folder, a tmpfs (MiB).").tag(config=True)
+    work_files = Integer(Limits.work_files, help="Files and folders the kernel's working folder may hold.").tag(
+        config=True)
     threads = Integer(Limits.threads, help="OMP/MKL threads of the kernel.").tag(config=True)
     cpus = Float(Limits.cpus, help="CPU quota of the whole kernel, all its processes together (its cgroup).").tag(
         config=True)
@@ -86,6 +90,7 @@ class SandboxKernelManager(AsyncKernelManager):
         self._workdir: Path | None = None  # nbgrader's working folder: the kernel sees its scratch there
         self._holder: Path | None = None  # root's folder holding the scratch folder
         self._scratch: Path | None = None
+        self._mounted: list[Path] = []  # its tmpfs mounts (as root): the scratch and socket folders
 
     @default("kernel_spec_manager")
     def _kernel_spec_manager_default(self):
@@ -93,16 +98,22 @@ class SandboxKernelManager(AsyncKernelManager):
 
     @property
     def kernel_dir(self) -> Path | None:
-        """The kernel's working folder as the grader reaches it: its scratch copy (None without a kernel).
+        """The kernel's working folder as the grader reaches it (None without a kernel): its
+        scratch folder, a size- and inode-limited tmpfs (mounts.py); without root, the one the
+        launcher mounted in its own namespace, seen through `/proc/<launcher>/root`.
 
         Inside the sandbox it is mounted at nbgrader's working folder; nothing written there is
         copied back, and it is removed after the kernel.
         """
-        return self._scratch
+        if self._scratch is None or privileged():
+            return self._scratch
+        process = getattr(getattr(self, "provisioner", None), "process", None)  # the launcher, our child
+        return None if process is None else Path(f"/proc/{process.pid}/root{self._scratch}")
 
     def limits(self) -> Limits:
         return Limits(memory_mb=self.memory_mb, cpu_seconds=self.cpu_seconds, nproc=self.nproc,
-                      fsize_mb=self.fsize_mb, tmp_mb=self.tmp_mb, threads=self.threads, cpus=self.cpus)
+                      fsize_mb=self.fsize_mb, tmp_mb=self.tmp_mb, work_mb=self.work_mb, work_files=self.work_files,
+                      threads=self.threads, cpus=self.cpus)
 
     def grading_edition(self) -> tuple[Path, Path]:
         """(the edition's `encdec` folder, the package folder it is mounted over), built if stale."""
@@ -125,7 +136,7 @@ class SandboxKernelManager(AsyncKernelManager):
         check_available()
         self._workdir = Path(kw.get("cwd") or os.getcwd()).resolve()
         try:
-            self._sockdir = Path(tempfile.mkdtemp(prefix="encdec-k-", dir=self.temp_dir or None))
+            self._sockdir = Path(tempfile.mkdtemp(prefix=mounts.folder_prefix("k"), dir=self.temp_dir or None))
             self._slot = UidSlot()
             self._prepare(overlay)
         except BaseException:
@@ -156,13 +167,22 @@ class SandboxKernelManager(AsyncKernelManager):
             scratch_base = zygote.workbase  # the zygote stages its scratch area, never nbgrader's folders
             policy.update(zygote=str(zygote.control), stage_root=str(zygote.workbase),
                           sockbase=str(zygote.sockbase), editions=str(editions))
+        limits = self.limits()
+        if privileged():  # the kernel's log, connection file and sockets: a tmpfs too (mounts.py)
+            mounts.tmpfs(str(self._sockdir), Policy(limits).sock_mb(), SOCK_FILES, uid, gid, mode=0o700)
+            self._mounted.append(self._sockdir)
         policy["sockdir"] = str(self._sockdir)
         self.ip = str(self._sockdir / "k")
         self.connection_file = str(self._sockdir / "connection.json")
         # The kernel's working folder: a scratch copy, in a folder of root's (0700), bound at
-        # nbgrader's working folder inside the sandbox. Nothing of it is ever copied back.
-        self._holder = Path(tempfile.mkdtemp(prefix="encdec-w-", dir=scratch_base))
+        # nbgrader's working folder inside the sandbox. Nothing of it is ever copied back. As
+        # root it is a tmpfs mounted here; without root the launcher mounts one over it.
+        self._holder = Path(tempfile.mkdtemp(prefix=mounts.folder_prefix("w"), dir=scratch_base))
         self._scratch = self._holder / "work"
+        self._scratch.mkdir()
+        if privileged():
+            mounts.tmpfs(str(self._scratch), limits.work_mb, limits.work_files, uid, gid)
+            self._mounted.append(self._scratch)
         owner = uid if privileged() else None  # unprivileged: the kernel has the grader's uid
         prepare_workdir(self._workdir, self._scratch, owner, self.workdir_max_files, self.workdir_max_mb)
         policy["scratch"] = str(self._scratch)
@@ -184,16 +204,21 @@ class SandboxKernelManager(AsyncKernelManager):
         """After the kernel, in every outcome: no process of its uid left, its scratch and socket
         folders removed (safefs: the kernel could write there), its uid slot given back."""
         slot, holder, sockdir, workdir = self._slot, self._holder, self._sockdir, self._workdir
+        mounted, self._mounted = self._mounted, []
         self._slot = self._holder = self._scratch = self._sockdir = None
         try:
+            if slot is not None:
+                end_kernel_processes(slot.uid, workdir)
+            for mount in mounted:  # all it wrote there goes at once: nothing to walk
+                try:
+                    mounts.umount(str(mount))
+                except OSError as err:
+                    self.log.warning("sandbox: could not unmount %s: %r", mount, err)
             for folder in (holder, sockdir):
                 if folder is None:
                     continue
                 try:
-                    if slot is not None and folder is holder:
-                        reclaim_workdir(holder, slot.uid, workdir)  # waits for its processes to end first
-                    else:
-                        safefs.remove_tree(folder)
+                    safefs.remove_tree(folder)
                 except Exception as err:  # noqa: BLE001 - grading goes on; the folder is reported
                     self.log.warning("sandbox: could not remove %s: %r", folder, err)
         finally:
@@ -228,8 +253,10 @@ class Zygote:
     _running: dict[tuple[Path, str], "Zygote"] = {}
 
     def __init__(self, editions: Path, temp_dir: str = "") -> None:
-        self.sockbase = Path(tempfile.mkdtemp(prefix="encdec-z-", dir=temp_dir or None))
-        self.workbase = Path(tempfile.mkdtemp(prefix="encdec-zw-", dir=temp_dir or None))
+        self.sockbase = Path(tempfile.mkdtemp(prefix=mounts.folder_prefix("z"), dir=temp_dir or None))
+        self.workbase = Path(tempfile.mkdtemp(prefix=mounts.folder_prefix("zw"), dir=temp_dir or None))
+        for base in (self.sockbase, self.workbase):  # each kernel's tmpfs made there reaches the zygote
+            mounts.make_shared(str(base))
         ctl = self.sockbase / "ctl"
         ctl.mkdir(mode=0o700)
         self.control = ctl / "zygote.sock"
@@ -262,6 +289,10 @@ class Zygote:
             self.proc.kill()
         self.proc.wait()
         for folder in (self.sockbase, self.workbase):
+            try:
+                mounts.umount(str(folder))  # and the tmpfs of any kernel left mounted there
+            except OSError:
+                pass
             try:
                 safefs.remove_tree(folder)  # what a kernel left there (its cleanup failed) goes too
             except OSError:

@@ -33,9 +33,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from autograder.sandbox import cgroups, safefs, seccomp  # noqa: E402
+from autograder.sandbox import cgroups, mounts, safefs, seccomp  # noqa: E402
 from autograder.sandbox.sandbox import (  # noqa: E402
-    Limits, Policy, SandboxUnavailable, bwrap_command, kernel_environment, read_policy)
+    Limits, Policy, SandboxUnavailable, bwrap_command, kernel_environment, privileged, read_policy)
 
 
 def _die_with_parent() -> None:
@@ -87,6 +87,8 @@ def via_bwrap(policy: dict, connection_file: str, extra: list[str], log: Path) -
     cgroup = policy_cgroup(policy)
     if cgroup is not None:
         cgroup.join()  # this launcher, so prlimit, bwrap and the kernel are born inside
+    if not privileged():  # as root the grader mounted the working folder's tmpfs already
+        own_working_folder(policy)
     fd = seccomp.program_fd(Policy(Limits(**policy["limits"])).seccomp_program())
     cmd = bwrap_command(policy, kernel, fd)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
@@ -96,6 +98,22 @@ def via_bwrap(policy: dict, connection_file: str, extra: list[str], log: Path) -
     signal.signal(signal.SIGTERM, lambda signum, _frame: proc.send_signal(signum))
     code = proc.wait()
     return code if code >= 0 else 128 - code
+
+
+def own_working_folder(policy: dict) -> None:
+    """Without root: a tmpfs with the kernel's limits over the grader's copy of its working folder,
+    in this launcher's own user and mount namespace (mounts.py), filled from that copy. bwrap,
+    started from here, binds it at nbgrader's working folder; it goes when the sandbox ends."""
+    scratch, limits = policy["scratch"], Limits(**policy["limits"])
+    source = os.open(scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        mounts.private_namespace(as_root=False)
+        mounts.tmpfs(scratch, limits.work_mb, limits.work_files, os.getuid(), os.getgid())
+        target = os.open(scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except BaseException:
+        os.close(source)
+        raise
+    safefs.copy_into(source, target, max_files=limits.work_files, max_bytes=limits.work_mb << 20)
 
 
 def policy_cgroup(policy: dict) -> cgroups.Cgroup | None:

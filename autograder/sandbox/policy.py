@@ -27,9 +27,13 @@ class Limits:
     fsize_mb: int = 64  # largest file it may write (RLIMIT_FSIZE)
     nofile: int = 256  # open file descriptors
     tmp_mb: int = 256  # size of the private /tmp (a tmpfs counts against RAM, not RLIMIT_AS)
+    work_mb: int = 512  # size of the working folder (a tmpfs of its own, see mounts.py)
+    work_files: int = 4096  # files and folders the working folder may hold (its tmpfs's nr_inodes)
     threads: int = 1  # OMP/MKL threads: workers run side by side, one core each
     cpus: float = 1.0  # CPU quota of the whole kernel (cgroup): four spinning children share one CPU
 
+
+SOCK_FILES = 64  # files of the socket folder: connection file, policy, log, ZeroMQ sockets
 
 # bwrap's option for each namespace a kernel gets (a mount namespace it always gets); the zygote
 # has the same names mapped to CLONE_NEW* flags.
@@ -64,6 +68,10 @@ class Policy:
         return [("as", lim.memory_mb * mb), ("cpu", lim.cpu_seconds), ("nproc", lim.nproc),
                 ("fsize", lim.fsize_mb * mb), ("nofile", lim.nofile), ("core", 0)]
 
+    def sock_mb(self) -> int:
+        """Size of the socket folder's tmpfs: the kernel's log (capped by RLIMIT_FSIZE) and a little."""
+        return self.limits.fsize_mb + 1
+
     def cgroup_limits(self) -> dict:
         """The limits of the kernel's cgroup, for all its processes together (cgroups.create)."""
         return {"memory_bytes": self.limits.memory_mb * 1024 * 1024, "pids": self.limits.nproc,
@@ -95,7 +103,8 @@ class Policy:
     def request(self) -> dict:
         """The plain data the zygote applies to each kernel (it imports only the standard library)."""
         return {"namespaces": list(self.namespaces), "hostname": self.hostname, "tmp": self.tmp,
-                "tmp_mb": self.limits.tmp_mb, "rlimits": self.rlimits(),
+                "tmp_mb": self.limits.tmp_mb,
+                "work_mb": self.limits.work_mb, "work_files": self.limits.work_files, "rlimits": self.rlimits(),
                 "seccomp": self.seccomp_program().hex()}
 
     def table(self) -> str:
@@ -108,6 +117,10 @@ class Policy:
             ("namespaces", ", ".join(self.namespaces) + f" and mount; hostname `{self.hostname}`"),
             ("system, read-only", ", ".join(f"`{p}`" for p in self.system) + " (a link stays a link)"),
             (f"`{self.tmp}`", f"private tmpfs of {lim.tmp_mb} MiB"),
+            ("working folder", f"tmpfs of {lim.work_mb} MiB and {lim.work_files} files and folders of its own, "
+                               "holding a copy of the submission's files; unmounted after the kernel"),
+            ("socket folder", f"tmpfs of {self.sock_mb()} MiB (its log: the file-size limit) and {SOCK_FILES} "
+                              "files of its own (without root: a folder on the host, see README)"),
             ("rlimits, each process", ", ".join(f"{n} {shown.get(n, v)}" for n, v in self.rlimits())),
             ("cgroup, all processes together", f"memory {lim.memory_mb} MiB (memfds, shared memory, `/tmp` and "
                                                f"children included), {lim.nproc} processes and threads, "

@@ -15,7 +15,8 @@ in such a folder goes through this module, which
 ``remove_tree`` is ``rm -rf`` with those rules (it also takes back folders left mode 000 or
 read-only, and clears the immutable and append-only flags of what it removes); ``read_tail``
 is the end of a log file; ``copy_tree`` copies the regular files of a folder, bounded, into a
-new one owned by the kernel's uid. Standard library only: the kernelspec's launcher imports it.
+new one owned by the kernel's uid (``copy_into``: into an open folder, the kernel's tmpfs).
+Standard library only: the kernelspec's launcher imports it, the zygote loads it by path.
 """
 from __future__ import annotations
 
@@ -233,8 +234,21 @@ def copy_tree(src, dst, *, owner: int | None = None, skip=lambda name: False, ma
         raise
     if owner is not None:
         os.fchown(dfd, owner, owner)
+    return copy_into(sfd, dfd, owner=owner, skip=skip, max_files=max_files, max_bytes=max_bytes,
+                     max_depth=max_depth)
+
+
+def copy_into(sfd: int, dfd: int, *, owner: int | None = None, skip=lambda name: False, max_files: int = 2000,
+              max_bytes: int = 256 * 2**20, max_depth: int = 32) -> int:
+    """`copy_tree` from the open folder ``sfd`` into the open, empty folder ``dfd``; both
+    descriptors are closed when it returns."""
     # A stack of (source folder, copy) descriptors and the entries of the source left to copy.
-    stack = [(sfd, dfd, sorted(os.listdir(sfd)))]
+    try:
+        stack = [(sfd, dfd, sorted(os.listdir(sfd)))]
+    except BaseException:
+        os.close(sfd)
+        os.close(dfd)
+        raise
     files = size = 0
     try:
         while stack:

@@ -35,12 +35,12 @@ environment (read-only); where the `encdec` package is, its assignment's grading
 (autograder/edition.py: the package without the exercise's targets, read-only, so `import encdec`
 works and cannot reach the answers); its own working folder (read-write: a scratch copy of
 the regular files of nbgrader's working folder, without notebooks, mounted at that folder's
-path; `prepare_workdir`), a private `/tmp` (size-limited tmpfs) and the folder of its ZeroMQ
-`ipc` sockets. Nothing else: not the package itself, not `solutions/`, not `autograder/`
+path; `prepare_workdir`; a size- and inode-limited tmpfs, mounts.py), a private `/tmp`
+(size-limited tmpfs) and the folder of its ZeroMQ `ipc` sockets (as root, a limited tmpfs too). Nothing else: not the package itself, not `solutions/`, not `autograder/`
 (reference material, gradebook, nbgrader's own copy of the submission and the notebook being
 executed), not `build/` (the other assignments' editions), not other students' folders, not
 the home folder. No network at all (its loopback is its own). Nothing the kernel writes is
-copied back: its scratch folder is removed after it (`reclaim_workdir`, with safefs.py).
+copied back: its folders are unmounted and removed after it (`end_kernel_processes` first).
 """
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import cgroups, safefs, seccomp
+from . import cgroups, mounts, safefs, seccomp
 from .policy import Limits, Policy, kernel_environment
 
 __all__ = ["Limits", "Policy", "SandboxUnavailable", "UidSlot", "bwrap_command", "check_available",
@@ -80,7 +80,8 @@ def privileged() -> bool:
 UNPRIVILEGED = ("grading sandbox: unprivileged mode (not root): kernels run in a user namespace under the "
                 "grader's own uid, so there is no separate uid per kernel (an escape from the namespaces would "
                 "act as the grader's user; the kernel keyring is closed by seccomp alone) and no fork server "
-                "(a fresh sandbox per kernel, about 1.5 s more per notebook){cgroup}")
+                "(a fresh sandbox per kernel, about 1.5 s more per notebook); its socket folder is a folder "
+                "on the host, limited per file only (its working folder is a limited tmpfs as with root){cgroup}")
 
 
 def _tools() -> dict[str, str]:
@@ -180,7 +181,7 @@ def zygote_command(stage_root: Path, sockbase: Path, control: Path, editions: Pa
     tools = _tools()
     policy = Policy()
     readonly = readonly_paths()
-    script = Path(__file__).with_name("zygote.py")
+    here, opt = Path(__file__).parent, "/opt/encdec-sandbox"  # the script and the module it loads
     cmd = [tools["bwrap"], *policy.bwrap_namespaces(), "--die-with-parent", "--new-session",
            "--cap-add", "ALL", "--clearenv"]
     for key, value in kernel_environment(dataclasses.asdict(policy.limits), sys.prefix).items():
@@ -189,8 +190,9 @@ def zygote_command(stage_root: Path, sockbase: Path, control: Path, editions: Pa
     cmd += ["--bind", str(sockbase), str(sockbase),
             "--bind", str(stage_root), "/staging/work", "--bind", str(sockbase), "/staging/sock",
             "--ro-bind", str(editions), "/staging/editions",
-            "--ro-bind", str(script), "/opt/encdec-zygote.py", "--chdir", "/",
-            "--", sys.executable, "/opt/encdec-zygote.py", str(control)]
+            *(arg for name in ("zygote.py", "mounts.py")
+              for arg in ("--ro-bind", str(here / name), f"{opt}/{name}")),
+            "--chdir", "/", "--", sys.executable, f"{opt}/zygote.py", str(control)]
     return cmd
 
 
@@ -236,8 +238,9 @@ def bwrap_command(policy: dict, kernel_argv: list[str], seccomp_fd: int) -> list
 
 
 def prepare_workdir(source: Path, scratch: Path, uid: int | None, max_files: int, max_mb: int) -> None:
-    """The kernel's working folder: a new folder ``scratch`` (whose parent is the grader's own)
-    holding a copy of the regular files of nbgrader's working folder ``source``, owned by ``uid``.
+    """Fill the kernel's working folder: the empty folder ``scratch`` (whose parent is the grader's
+    own; as root, a tmpfs: mounts.py) gets a copy of the regular files of nbgrader's working folder
+    ``source``, owned by ``uid``.
 
     No notebook is copied (the kernel gets its cells over ZeroMQ; the notebook nbgrader executes
     holds the hidden tests), no link, FIFO or device; at most ``max_files`` files and ``max_mb``
@@ -246,16 +249,21 @@ def prepare_workdir(source: Path, scratch: Path, uid: int | None, max_files: int
     def skip(name: str) -> bool:
         return name.endswith(".ipynb") or name == ".ipynb_checkpoints"
 
+    sfd = os.open(source, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        safefs.copy_tree(source, scratch, owner=uid, skip=skip, max_files=max_files, max_bytes=max_mb * 2**20)
-    except safefs.TreeTooLarge as err:
+        dfd = os.open(scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except BaseException:
+        os.close(sfd)
+        raise
+    try:
+        safefs.copy_into(sfd, dfd, owner=uid, skip=skip, max_files=max_files, max_bytes=max_mb * 2**20)
+    except (safefs.TreeTooLarge, OSError) as err:  # OSError: ENOSPC, more than the tmpfs holds
         raise SandboxUnavailable(f"the submission's folder {source} is too large to hand to its kernel "
                                  f"({err.strerror}); it is not graded") from err
 
 
-def reclaim_workdir(holder: Path, uid: int, workdir: Path | None = None, wait_s: float = 5.0) -> None:
-    """After the kernel: make sure none of its processes is left, then remove ``holder`` (the
-    parent of its scratch folder) with everything the kernel left in it. Nothing is copied back.
+def end_kernel_processes(uid: int, workdir: Path | None = None, wait_s: float = 5.0) -> None:
+    """After the kernel: make sure none of its processes is left (killed after ``wait_s``).
 
     As root the kernel's processes are those of its own uid. Without root they share the
     grader's uid: they are the processes in a pid namespace where one works in ``workdir``.
@@ -264,7 +272,7 @@ def reclaim_workdir(holder: Path, uid: int, workdir: Path | None = None, wait_s:
     while True:
         alive = _pids_of_uid(uid) if privileged() else _pids_working_in(workdir)
         if not alive:
-            break
+            return
         if time.monotonic() > deadline:
             for pid in alive:
                 try:
@@ -272,7 +280,6 @@ def reclaim_workdir(holder: Path, uid: int, workdir: Path | None = None, wait_s:
                 except ProcessLookupError:
                     pass
         time.sleep(0.05)
-    safefs.remove_tree(holder)
 
 
 def _proc_uids() -> list[tuple[int, int]]:
@@ -356,6 +363,12 @@ def check_available() -> None:
             ", and no per-kernel cgroup (none delegated to this user: `python -m autograder.sandbox.cgroups "
             "delegate USER`, run once as root)")
         print(UNPRIVILEGED.format(cgroup=cgroup), file=sys.stderr, flush=True)
+    else:  # the kernel folders' tmpfs mounts that killed graders left behind
+        for top in mounts.sweep_stale():
+            try:
+                safefs.remove_tree(top)
+            except OSError:
+                pass
     _checked = True
 
 

@@ -31,6 +31,7 @@ kernel it forks a supervisor that, still as root:
 This file is run as a script inside the sandbox and imports only the standard library.
 """
 import ctypes
+import importlib.util
 import json
 import os
 import resource
@@ -40,33 +41,23 @@ import socket
 import sys
 import threading
 
-CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x02000000, 0x04000000, 0x08000000
-CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
-NAMESPACES = {"pid": CLONE_NEWPID, "net": CLONE_NEWNET, "ipc": CLONE_NEWIPC, "uts": CLONE_NEWUTS,
-              "cgroup": CLONE_NEWCGROUP}  # the names of sandbox.Policy.namespaces
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-MNT_DETACH = 2
 PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 24, 22, 2
 STAGE_WORK, STAGE_SOCK, STAGE_EDITIONS = "/staging/work", "/staging/sock", "/staging/editions"
 
-_libc = ctypes.CDLL("libc.so.6", use_errno=True)
+
+def _sibling(name):
+    """A module of this folder, loaded by path (this file runs as a script, in the sandbox too)."""
+    spec = importlib.util.spec_from_file_location(f"encdec_sandbox_{name}",
+                                                  os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def _check(ret, what):
-    if ret != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
-
-
-def _mount(src, dst, fstype, flags, data=None):
-    enc = lambda s: None if s is None else s.encode()  # noqa: E731
-    _check(_libc.mount(enc(src), enc(dst), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {dst}")
-
-
-def _bind(src, dst, readonly):
-    _mount(src, dst, None, MS_BIND | MS_REC)
-    _mount(None, dst, None, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | (MS_RDONLY if readonly else 0))
+mounts = _sibling("mounts")  # standard library only
+NAMESPACES = {"pid": mounts.CLONE_NEWPID, "net": mounts.CLONE_NEWNET, "ipc": mounts.CLONE_NEWIPC,
+              "uts": mounts.CLONE_NEWUTS, "cgroup": mounts.CLONE_NEWCGROUP}  # the names of sandbox.Policy.namespaces
+_libc, _check = mounts.libc, mounts.check
 
 
 def _makedirs_traversable(path):
@@ -115,11 +106,11 @@ def _namespaces(req):
     """In the supervisor: the kernel's own namespaces and mounts (see the module docstring)."""
     policy, sandbox = req["policy"], req["sandbox"]
     work, sockdir, tmp = policy["workdir"], policy["sockdir"], sandbox["tmp"]
-    flags = CLONE_NEWNS
+    flags = mounts.CLONE_NEWNS
     for name in sandbox["namespaces"]:
         flags |= NAMESPACES[name]
     _check(_libc.unshare(flags), "unshare")
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
+    mounts.mount(None, "/", None, mounts.MS_REC | mounts.MS_PRIVATE)
     hostname = sandbox["hostname"].encode()
     _libc.sethostname(hostname, len(hostname))
     # The zygote's root is one tmpfs for all its kernels: a folder made there for one kernel's
@@ -134,29 +125,30 @@ def _namespaces(req):
             if any(_inside(p, top) for top in fresh)]
     for top in fresh:
         size = f"size={sandbox['tmp_mb']}m,mode=1777" if top == tmp else "size=1m,mode=0755"
-        _mount("tmpfs", top, "tmpfs", MS_NOSUID | MS_NODEV, size)
+        mounts.mount("tmpfs", top, "tmpfs", mounts.MS_NOSUID | mounts.MS_NODEV, size)
     for path, fd in held:
         _makedirs_traversable(path)
-        _bind(f"/proc/self/fd/{fd}", path, readonly=True)
+        mounts.bind(f"/proc/self/fd/{fd}", path, readonly=True)
         os.close(fd)
     edition_rel = os.path.normpath(req["edition_rel"])
     if edition_rel.startswith(("/", "..")):
         raise ValueError(f"grading edition outside the staged editions: {edition_rel}")
-    _bind(os.path.join(STAGE_EDITIONS, edition_rel), policy["overlay"][1], readonly=True)  # over the package
+    mounts.bind(os.path.join(STAGE_EDITIONS, edition_rel), policy["overlay"][1], readonly=True)  # over the package
     work_rel = os.path.normpath(req["work_rel"])
     if work_rel.startswith(("/", "..")) or work_rel == ".":
         raise ValueError(f"working folder outside the staged scratch area: {work_rel}")
     _makedirs_traversable(work)
-    _bind(os.path.join(STAGE_WORK, work_rel), work, readonly=False)  # its scratch copy, at nbgrader's path
+    # its scratch copy (a size- and inode-limited tmpfs the grader mounted: mounts.py), at nbgrader's path
+    mounts.bind(os.path.join(STAGE_WORK, work_rel), work, readonly=False)
     _makedirs_traversable(sockdir)
-    _bind(os.path.join(STAGE_SOCK, req["sock_rel"]), sockdir, readonly=False)
+    mounts.bind(os.path.join(STAGE_SOCK, req["sock_rel"]), sockdir, readonly=False)
     for stage in (STAGE_WORK, STAGE_SOCK, STAGE_EDITIONS):
-        _check(_libc.umount2(stage.encode(), MNT_DETACH), f"umount {stage}")
+        mounts.umount(stage)
 
 
 def _pid1(req):
     try:
-        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        mounts.mount("proc", "/proc", "proc", mounts.MS_NOSUID | mounts.MS_NODEV | mounts.MS_NOEXEC)
         kernel = os.fork()
         if kernel == 0:
             _kernel(req)
