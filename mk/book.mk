@@ -10,12 +10,18 @@ $(NPM_STAMP): package.json package-lock.json
 	npm ci --ignore-scripts --no-audit --no-fund
 	touch $@
 
+# The notebook copies that the launch buttons open (Colab, Binder, JupyterHub need .ipynb): one
+# per MyST notebook page, converted by jupytext without outputs. Committed; every build refreshes
+# them (--update keeps their cell ids); tests/test_book_content.py fails when one lags behind.
+NOTEBOOK_PAGES = $(shell grep -l '^jupytext:' book/*.md)
+
 define BUILD_BOOK
 $(PY) scripts/book_assets.py --check-cache $(BOOK_OUT)
+$(BIN)/jupytext --quiet --update --to ipynb $(NOTEBOOK_PAGES)
 $(BIN)/jupyter-book build . --path-output . --warningiserror --keep-going
 endef
 
-.PHONY: book-assets book-only
+.PHONY: book-assets book-only book-notebooks
 book-assets: $(VENV)/.installed $(NPM_STAMP)
 	$(PY) scripts/book_assets.py
 
@@ -25,3 +31,6 @@ book: $(VENV)/.installed checkpoints $(NPM_STAMP)
 # The same build without (re)making checkpoints: for editing the book when they already exist.
 book-only: $(VENV)/.installed $(NPM_STAMP)
 	$(BUILD_BOOK)
+
+book-notebooks: $(VENV)/.installed
+	$(BIN)/jupytext --quiet --update --to ipynb $(NOTEBOOK_PAGES)

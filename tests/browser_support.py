@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 import http.server
 import shutil
 import threading
 from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -180,3 +182,72 @@ def jupyterlab(root_dir: Path, timeout_s: float = 60.0):
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+def widget_states(page, trait: str) -> list[dict]:
+    """The saved state of every widget view on the page that has ``trait``, in page order: what
+    the static page's widget manager renders (the page's own widget-state script)."""
+    return page.evaluate(
+        """trait => {
+          const saved = JSON.parse(document.querySelector(
+            'script[type="application/vnd.jupyter.widget-state+json"]').textContent).state;
+          return [...document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]')]
+            .map((view) => saved[JSON.parse(view.textContent).model_id].state)
+            .filter((state) => trait in state);
+        }""",
+        trait,
+    )
+
+
+def notebook_pages() -> list[str]:
+    """Pages of the book that are notebooks (a jupytext header): the ones with launch buttons."""
+    return [page for page in toc_pages() if (ROOT / f"{page}.md").read_text(encoding="utf-8").startswith("---\njupytext:")]
+
+
+def expected_launch_links(page: str) -> dict[str, tuple[str, dict]]:
+    """(address, query) of each launch button of ``page``, from _config.yml's one repository
+    setting: Colab, Binder and JupyterHub open the page's notebook copy, ``<page>.ipynb``."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    repo_url, branch = config["repository"]["url"].rstrip("/"), config["repository"]["branch"]
+    org, repo = urlparse(repo_url).path.strip("/").split("/")
+    launch, notebook = config["launch_buttons"], f"{page}.ipynb"
+    return {
+        "Colab": (f"{launch['colab_url']}/github/{org}/{repo}/blob/{branch}/{notebook}", {}),
+        "Binder": (f"{launch['binderhub_url']}/v2/gh/{org}/{repo}/{branch}", {"urlpath": [f"lab/tree/{notebook}"]}),
+        "JupyterHub": (f"{launch['jupyterhub_url']}/hub/user-redirect/git-pull",
+                       {"repo": [repo_url], "branch": [branch], "urlpath": [f"lab/tree/{repo}/{notebook}"]}),
+    }
+
+
+def fmt(x: float, digits: int = 3) -> str:
+    """As JavaScript's toFixed: exact ties round away from zero (Python's format rounds them to even)."""
+    return str(Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+
+
+def softmax(row):
+    top = max(row)
+    exps = [math.exp(x - top) for x in row]
+    return [e / sum(exps) for e in exps]
+
+
+class Opened:
+    """A page opened in its own browser context, offline, with what goes wrong on it logged."""
+
+    def __init__(self, chromium, url):
+        self.log = PageLog()
+        self.context = chromium.new_context(viewport={"width": 1280, "height": 900})
+        block_external(self.context, self.log)
+        self.page = self.context.new_page()
+        watch_page(self.page, self.log)
+        self.page.goto(url, wait_until="load")
+
+    def widgets_rendered(self, timeout_ms: int = 20000) -> int:
+        """Wait until every widget view on the page has rendered; return how many there are."""
+        expected = self.page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
+        if expected:
+            self.page.wait_for_function(
+                "n => document.querySelectorAll('.encdec-widget').length >= n", arg=expected, timeout=timeout_ms
+            )
+        return expected

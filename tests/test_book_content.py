@@ -39,6 +39,8 @@ EXPECTED_SECTIONS = {
         "Transfer questions",
         "Closed-book explanations",
         "Then I implemented",
+        "Summary",
+        "Further reading",
         "Connection",
     ],
     "ch12_what_you_trained": [
@@ -57,9 +59,13 @@ EXPECTED_SECTIONS = {
         "Transfer questions",
         "Closed-book explanations",
         "Then I implemented",
+        "Summary",
+        "Further reading",
         "Connection",
     ],
     "ch13_generation": [
+        "30-second recall",
+        "Before we start",
         "Attention: what one forward call does",
         "Inference",
         "Why is the output",
@@ -71,7 +77,11 @@ EXPECTED_SECTIONS = {
         "3. The corrected flow",
         "The KV cache",
         "Measured",
+        "End-of-lesson deep checks",
+        "Transfer questions",
+        "Closed-book explanations",
         "Summary",
+        "Further reading",
     ],
     "historical_notes": [
         "1. Its `DecoderBlock` check and the repository's block disagree",
@@ -86,7 +96,7 @@ EXPECTED_SECTIONS = {
 }
 
 # Inline checks and recall questions whose answers must sit in folded dropdowns.
-MIN_DROPDOWNS = {"ch11_cross_attention": 10, "ch12_what_you_trained": 10, "ch13_generation": 2}
+MIN_DROPDOWNS = {"ch11_cross_attention": 10, "ch12_what_you_trained": 10, "ch13_generation": 8}
 
 # The seed's numbers, each computed by a code cell (a fragment of the computing code must appear).
 LIVE_COMPUTATIONS = {
@@ -139,6 +149,8 @@ WIDGETS = {
     "ch12_what_you_trained": ["ShiftTeacherForcing()", "CrossEntropySlider()"],
     "ch13_generation": ['PrefillDecodeStepper.from_model(model, prefix="BOS POSITIVE")'],
 }
+for _chapter in ("ch11_cross_attention", "ch12_what_you_trained", "ch13_generation"):
+    WIDGETS[_chapter].append("QuickCheck([")  # the quick checks of "Before we start"
 
 FENCE = re.compile(r"^(`{3,}|~{3,})(.*)$")
 
@@ -188,8 +200,11 @@ def headings(text: str) -> list[str]:
     return found
 
 
+CELL_OPTION = re.compile(r"\A(?::\w[\w-]*:.*\n)+\n?")  # leading `:tags: [...]` lines of a MyST cell
+
+
 def code_cells(text: str) -> list[str]:
-    return [body for info, body, _ in blocks(text) if info.startswith("{code-cell}")]
+    return [CELL_OPTION.sub("", body) for info, body, _ in blocks(text) if info.startswith("{code-cell}")]
 
 
 def package_names() -> tuple[set[str], set[str]]:
@@ -309,7 +324,15 @@ def test_chapters_show_the_lesson_code_through_literalinclude():
 
 
 def test_no_outputs_or_machine_paths_committed():
-    assert not list(BOOK.glob("*.ipynb")), "book/ holds .ipynb files: chapters are MyST markdown without outputs"
+    """book/*.ipynb are the launch buttons' copies of the MyST notebooks: in step, without outputs."""
+    import jupytext
+
+    assert sorted(p.stem for p in BOOK.glob("*.ipynb")) == sorted(NOTEBOOK_PAGES + ["widgets_gallery"])
+    for copy in BOOK.glob("*.ipynb"):
+        nb, md = jupytext.read(copy), jupytext.read(copy.with_suffix(".md"))
+        assert not any(c.get("outputs") for c in nb.cells), f"{copy.name} has outputs"
+        assert [(c.cell_type, c.source) for c in nb.cells] == [(c.cell_type, c.source) for c in md.cells], \
+            f"{copy.name} lags behind its .md: run `make book-notebooks`"
     for page in ALL_PAGES:
         text = read(page)
         for literal in ("/work/", "/tmp/", "/root/", "/home/"):
@@ -472,3 +495,88 @@ def test_no_backtick_in_a_backtick_fence_title(page):
         m = FENCE.match(line)
         if m and m.group(1).startswith("`"):
             assert "`" not in m.group(2), f"{page}: {line!r}"
+
+
+# --- issue 10, teaching: quick checks the page marks, ch13's scaffolding, summaries, reading ------
+
+
+@pytest.mark.parametrize("page", list(EXERCISE_TARGETS))
+def test_quick_checks_are_page_marked_widgets(page):
+    """'Before we start' holds one QuickCheck, input hidden (its code names the answers), with
+    valid questions of both kinds."""
+    section = read(page).split("## Before we start", 1)[1].split("\n## ", 1)[0]
+    cells = [body for info, body, _ in blocks(section) if info.startswith("{code-cell}") and "QuickCheck([" in body]
+    assert len(cells) == 1, f"{page}: expected one QuickCheck under 'Before we start', found {len(cells)}"
+    assert re.match(r":tags: \[remove-input\]", cells[0]), f"{page}: the answers would show"
+    tree = ast.parse(CELL_OPTION.sub("", cells[0]))
+    namespace: dict = {}
+    exec(compile(ast.Module(tree.body[:-1], []), page, "exec"), namespace)
+    widget = eval(compile(ast.Expression(tree.body[-1].value), page, "eval"), namespace)
+    assert len(widget.questions) >= 3 and {q["kind"] for q in widget.questions} == {"choice", "number"}
+    assert all(q["explain"] for q in widget.questions), f"{page}: a quick check without its explanation"
+    assert not re.search(r"\{dropdown\}", section), f"{page}: quick-check answers also printed in a dropdown"
+
+
+def test_ch13_links_back_instead_of_reteaching_mask_and_teacher_forcing():
+    text = read("ch13_generation")
+    for heading, chapter in (("### The key technique: causal masking", "ch11_cross_attention"),
+                             ("### Training: teacher forcing", "ch12_what_you_trained")):
+        section = text.split(heading, 1)[1].split("\n#", 1)[0]
+        prose = "\n".join(line for line in section.split("```")[0::2][0].splitlines())
+        assert f"{{doc}}`{chapter}`" in prose, f"ch13 {heading!r} does not link {chapter}"
+        assert len(prose.split()) <= 90, f"ch13 {heading!r} re-teaches ({len(prose.split())} words)"
+
+
+@pytest.mark.parametrize("page", list(EXERCISE_TARGETS))
+def test_chapters_end_with_summary_and_real_further_reading(page):
+    text = read(page)
+    summary = text.split("## Summary", 1)[1].split("\n## ", 1)[0]
+    assert len(re.findall(r"^\d+\. ", summary, flags=re.M)) >= 3, f"{page}: the summary has fewer than 3 points"
+    reading = text.split("## Further reading", 1)[1].split("\n## ", 1)[0]
+    items = re.findall(r"^- ", reading, flags=re.M)
+    assert len(items) >= 3, f"{page}: fewer than 3 references"
+    assert "Attention Is All You Need" in reading and "arXiv:1706.03762" in reading
+    for label, url in re.findall(r"\[([^\]]+)\]\((https?://[^)]+)\)", reading):
+        host = url.split("/")[2]
+        assert host in {"arxiv.org", "nlp.seas.harvard.edu"}, f"{page}: unexpected link {url}"
+        if host == "arxiv.org":
+            assert re.fullmatch(r"https://arxiv\.org/abs/\d{4}\.\d{4,5}", url) and label == f"arXiv:{url.rsplit('/', 1)[1]}", url
+
+
+def test_welcome_page_states_the_prerequisites():
+    text = read("index")
+    box = next(body for info, body, _ in blocks(text) if info.startswith("{admonition}") and "assumes" in info)
+    assert "lesson 11" in box and len(re.findall(r"^- ", box, flags=re.M)) >= 3
+    assert text.index("{admonition}") < text.index("## For students")
+
+
+# --- issue 10, from a page to running code: launch buttons and publishing ------------------------
+
+
+def test_launch_buttons_come_from_one_repository_setting():
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", config["repository"]["url"])
+    launch = config["launch_buttons"]
+    assert {"colab_url", "binderhub_url", "jupyterhub_url"} <= set(launch) and launch.get("thebe") is False
+    assert "book/*.ipynb" in config["exclude_patterns"], "Sphinx would see two sources per chapter"
+    assert config["html"]["use_download_button"] is True
+
+
+def test_publishing_workflow_builds_the_book_and_sets_the_repository():
+    import subprocess
+
+    flow = yaml.safe_load((ROOT / ".github" / "workflows" / "book.yml").read_text())
+    build = [step for step in flow["jobs"]["build"]["steps"]]
+    runs = [step.get("run", "") for step in build]
+    assert any(r.strip() == "make book" for r in runs), "the workflow does not build as the README says"
+    upload = next(s for s in build if str(s.get("uses", "")).startswith("actions/upload-pages-artifact"))
+    assert upload["with"]["path"] == "_build/html"
+    assert any(str(s.get("uses", "")).startswith("actions/deploy-pages") for s in flow["jobs"]["deploy"]["steps"])
+    assert flow["permissions"] == {"contents": "read", "pages": "write", "id-token": "write"}
+    # The step that sets the one repository setting really rewrites it (run its sed on a copy).
+    script = next(r for r in runs if "_config.yml" in r).replace("sed -i", "sed").replace("_config.yml", "")
+    env = {"GITHUB_REPOSITORY": "someone/some-course", "DEFAULT_BRANCH": "trunk", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run(["bash", "-c", script], input=(ROOT / "_config.yml").read_text(), env=env,
+                         capture_output=True, text=True, check=True).stdout
+    assert yaml.safe_load(out)["repository"] == {**yaml.safe_load((ROOT / "_config.yml").read_text())["repository"],
+                                                  "url": "https://github.com/someone/some-course", "branch": "trunk"}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from decimal import ROUND_HALF_UP, Decimal
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 
@@ -18,28 +18,25 @@ from browser_support import (
     CHAPTERS,
     GALLERY,
     ROOT,
+    Opened,
     PageLog,
     block_external,
     browser,
+    expected_launch_links,
+    fmt,
+    notebook_pages,
     require_built_book,
     serve,
+    softmax,
     wait_for_widget,
     watch_page,
+    widget_states,
 )
 
 pytestmark = pytest.mark.browser
 SCREENSHOTS = ROOT / "build" / "test-artifacts" / "screenshots"
-
-
-def fmt(x: float, digits: int = 3) -> str:
-    """As JavaScript's toFixed: exact ties round away from zero (Python's format rounds them to even)."""
-    return str(Decimal(x).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
-
-
-def softmax(row):
-    top = max(row)
-    exps = [math.exp(x - top) for x in row]
-    return [e / sum(exps) for e in exps]
+# One widget per gallery cell that imports from encdec.widgets (eight: seven figures, a quick check).
+GALLERY_WIDGETS = (ROOT / f"{GALLERY}.md").read_text(encoding="utf-8").count("\nfrom encdec.widgets import ")
 
 
 @pytest.fixture(scope="module")
@@ -53,25 +50,6 @@ def site(chromium):
     html = require_built_book()
     with serve(html) as base:
         yield base, chromium
-
-
-class Opened:
-    def __init__(self, chromium, url):
-        self.log = PageLog()
-        self.context = chromium.new_context(viewport={"width": 1280, "height": 900})
-        block_external(self.context, self.log)
-        self.page = self.context.new_page()
-        watch_page(self.page, self.log)
-        self.page.goto(url, wait_until="load")
-
-    def widgets_rendered(self, timeout_ms: int = 20000) -> int:
-        """Wait until every widget view on the page has rendered; return how many there are."""
-        expected = self.page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
-        if expected:
-            self.page.wait_for_function(
-                "n => document.querySelectorAll('.encdec-widget').length >= n", arg=expected, timeout=timeout_ms
-            )
-        return expected
 
 
 @pytest.fixture
@@ -118,7 +96,7 @@ def test_page_loads_offline_and_renders_its_widgets(open_page, path):
     p.page.screenshot(path=str(SCREENSHOTS / f"{path.split('/')[-1]}.png"), full_page=True)
     assert p.log.problems() == {}, f"{path}: {p.log.problems()}"
     if path == GALLERY:
-        assert n == 7
+        assert n == GALLERY_WIDGETS == 8
 
 
 def test_mask_toggle_click_gives_the_new_softmax(open_page):
@@ -263,12 +241,89 @@ def test_chapter_works_as_file_url(open_page, path):
 def test_site_works_as_file_url(open_page):
     html = require_built_book()
     p = open_page(GALLERY, url=(html / f"{GALLERY}.html").as_uri())
-    assert p.widgets_rendered() == 7
+    assert p.widgets_rendered() == GALLERY_WIDGETS
     w = wait_for_widget(p.page, "MaskToggle")
     w.locator("td[data-row='1'][data-col='2']").click()
     assert w.locator("td[data-row='1'][data-col='2'] .w").inner_text() != "✕"
     assert w.locator("[data-testid='rowsum-1']").inner_text() == "1.000"
     p.page.wait_for_timeout(300)
+    assert p.log.problems() == {}
+
+
+QUICK_CHECK_PAGES = [c for c in CHAPTERS if "/ch1" in c]
+
+
+@pytest.mark.parametrize("path", QUICK_CHECK_PAGES)
+def test_quick_check_marks_answers_offline(open_page, path):
+    """From file://: a wrong answer is marked wrong, the right one right, and the score follows."""
+    from playwright.sync_api import expect
+
+    p = open_page(path, url=(require_built_book() / f"{path}.html").as_uri())
+    p.widgets_rendered()
+    (state,) = widget_states(p.page, "questions")  # the page's own questions and answers
+    questions = state["questions"]
+    w = wait_for_widget(p.page, "QuickCheck")
+    score = w.locator("[data-testid='score']")
+    expect(score).to_have_text(f"0 of {len(questions)} right")
+    assert {q["kind"] for q in questions} == {"choice", "number"}
+    for i, q in enumerate(questions):
+        item = w.locator(f"[data-question='{i}']")
+        expect(item).to_have_attribute("data-state", "unanswered")
+        assert w.locator(f"[data-testid='explain-{i}']").count() == 0, "the explanation shows before any answer"
+        if q["kind"] == "choice":
+            wrong = next(j for j in range(len(q["options"])) if j != q["answer"])
+            item.locator(f"[data-option='{wrong}']").click()
+            expect(item.locator(f"[data-option='{wrong}']")).to_have_class(re.compile(r"\bwrong\b"))
+        else:
+            box = item.locator(f"[data-testid='number-{i}']")
+            box.fill(f"{q['answer'] + 1 + 2 * q['tolerance']:g}")
+            item.locator(f"[data-testid='check-{i}']").click()
+        expect(item).to_have_attribute("data-state", "wrong")
+        expect(w.locator(f"[data-testid='status-{i}']")).to_contain_text("Not quite")
+        expect(score).to_have_text(f"{i} of {len(questions)} right")
+        if i == 0:  # the reader gives up once: the right option is marked, the explanation opens
+            w.locator("[data-testid='reveal-0']").click()
+            expect(item).to_have_attribute("data-state", "revealed")
+            if q["kind"] == "choice":
+                expect(item.locator(f"[data-option='{q['answer']}']")).to_have_class(re.compile(r"\bright\b"))
+        if q["kind"] == "choice":
+            item.locator(f"[data-option='{q['answer']}']").click()
+        else:
+            item.locator(f"[data-testid='number-{i}']").fill(f"{q['answer']:g}")
+            item.locator(f"[data-testid='number-{i}']").press("Enter")
+        expect(item).to_have_attribute("data-state", "revealed" if i == 0 else "right")
+        if q["explain"]:
+            expect(w.locator(f"[data-testid='explain-{i}']")).to_be_visible()
+        expect(score).to_have_text(f"{i + 1} of {len(questions)} right")
+    assert p.log.problems() == {}
+
+
+@pytest.mark.parametrize("path", notebook_pages())
+def test_launch_and_download_buttons(open_page, path):
+    """Every notebook page links Colab, Binder and JupyterHub to its notebook copy in the
+    configured repository, and offers its executed .ipynb from the site itself; offline, from file://."""
+    import jupytext
+
+    html = require_built_book()
+    expected = expected_launch_links(path)
+    assert (ROOT / f"{path}.ipynb").is_file(), f"the launch buttons open {path}.ipynb, which the repository lacks"
+    p = open_page(path, url=(html / f"{path}.html").as_uri())
+    p.page.locator(".dropdown-launch-buttons button").click()
+    assert p.page.locator(".dropdown-launch-buttons a", has_text="Colab").is_visible()
+    links = {a.text_content().strip(): a.get_attribute("href") for a in p.page.locator(".dropdown-launch-buttons a").all()}
+    assert set(links) == set(expected)
+    for name, href in links.items():
+        parts = urlparse(href)
+        assert (f"{parts.scheme}://{parts.netloc}{parts.path}", parse_qs(parts.query)) == expected[name], name
+
+    href = p.page.locator(".dropdown-download-buttons a[href$='.ipynb']").get_attribute("href")
+    downloaded = ((html / path).parent / href).resolve()
+    assert downloaded.is_relative_to(html.resolve()) and downloaded.is_file(), href
+    executed = json.loads(downloaded.read_text())
+    source = jupytext.read(ROOT / f"{path}.md")
+    code = [c for c in executed["cells"] if c["cell_type"] == "code"]
+    assert ["".join(c["source"]) for c in code] == [c.source for c in source.cells if c.cell_type == "code"]
+    assert any(c["outputs"] for c in code), "the download is not the executed notebook"
     assert p.log.problems() == {}
 
 

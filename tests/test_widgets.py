@@ -21,15 +21,17 @@ from encdec.widgets import (
     CrossEntropySlider,
     MaskToggle,
     PrefillDecodeStepper,
+    QuickCheck,
     ShiftTeacherForcing,
     SoftmaxMaskCompare,
 )
 from encdec.widgets import numerics as nx
+from encdec.widgets import quick_check as qc
 from encdec.widgets.model_widgets import _question_ids
 
 ROOT = Path(__file__).resolve().parent.parent
 ALL_WIDGETS = [MaskToggle, SoftmaxMaskCompare, CrossAttentionExplorer, ShiftTeacherForcing,
-               CrossEntropySlider, PrefillDecodeStepper, AttentionMapViewer]
+               CrossEntropySlider, PrefillDecodeStepper, AttentionMapViewer, QuickCheck]
 
 
 @pytest.fixture(scope="module")
@@ -317,3 +319,46 @@ def test_javascript_numerics_match_python(tmp_path):
     presets = _run_widget_js(tmp_path, "mask_toggle.js", ["presetMask"],
                              "['causal', 'padding', 'none'].map((p) => presetMask(p, 5, 2))")
     assert presets == [nx.preset_mask(p, 5, 2) for p in ("causal", "padding", "none")]
+
+
+# --- QuickCheck: the page marks the reader's answers (Python and the browser by the same rule) ---
+
+QUESTIONS = [qc.choice("Who provides Q?", ["decoder", "encoder", "both"], answer=0, explain="`Q` from the decoder"),
+             qc.number("How many weights in row 4?", answer=9), qc.number("p?", answer=0.25, tolerance=0.01)]
+RESPONSES = [(0, 0), (0, 2), (0, None), (1, "9"), (1, " 9.0 "), (1, "+9"), (1, "9e0"), (1, "8"), (1, "nine"),
+             (1, ""), (1, "1_000"), (1, "inf"), (1, None), (2, ".25"), (2, "0.26"), (2, "0.2601"), (2, "-0.25")]
+
+
+def test_quick_check_marks_answers():
+    w = QuickCheck(QUESTIONS)
+    assert w.responses == [None] * 3 and w.revealed == [False] * 3 and w.results() == [None] * 3
+    assert w.answer(0, 1) is False and w.answer(0, 0) is True  # a click on option 0 after option 1
+    assert w.answer(1, "9") is True and w.answer(2, "0.3") is False
+    assert w.results() == [True, True, False] and w.score() == (2, 3)
+    w.set_state({"responses": [2, "9", "0.251"]})  # what the browser sends
+    assert w.results() == [False, True, True]
+    assert [qc.is_right(QUESTIONS[i], r) for i, r in RESPONSES[:3]] == [True, False, None]
+
+
+def test_quick_check_rejects_malformed_questions():
+    bad = [({"kind": "essay", "prompt": "?"}, "kind must be one of"),
+           (qc.choice("?", ["only"], 0), "at least two options"),
+           (qc.choice("?", ["a", "a"], 0), "options repeat"),
+           (qc.choice("?", ["a", "b"], 2), "answer must index"),
+           (qc.choice("  ", ["a", "b"], 0), "needs a prompt"),
+           (qc.number("?", float("nan")), "finite answer"),
+           (qc.number("?", 1.0, tolerance=-0.1), "tolerance must be >= 0")]
+    for question, message in bad:
+        with pytest.raises(ValueError, match=message):
+            QuickCheck([question])
+    w = QuickCheck(QUESTIONS)
+    with pytest.raises(traitlets.TraitError, match="one entry per question"):
+        w.responses = [None]
+
+
+def test_quick_check_javascript_marks_like_python(tmp_path):
+    """The browser's verdict on every answer (choice index or typed text) equals is_right's."""
+    calls = f"{json.dumps(RESPONSES)}.map(([i, r]) => isRight({json.dumps(QUESTIONS)}[i], r))"
+    js = _run_widget_js(tmp_path, "quick_check.js", ["isRight"], calls)
+    assert js == [qc.is_right(QUESTIONS[i], r) for i, r in RESPONSES]
+    assert {True, False, None} <= set(js)

@@ -1,0 +1,70 @@
+# `make student-release`: dist/student/, everything a student needs and nothing an instructor
+# keeps back. Generated, never edited: SHA256SUMS lists every file.
+#   - a wheel of the `encdec` package (model, data, training, decoding, widgets and the kernel
+#     side of the visible checks, encdec/grading); not the grader (autograder/), no solutions,
+#     no hidden tests;
+#   - exercises/<name>/: the released notebooks (stubs) and their visible checks' reference/*.npz;
+#   - build/checkpoints/<preset>/: the three trained presets, so nobody retrains (`load_run`
+#     finds the nearest build/checkpoints above the notebook);
+#   - README.md for students.
+# tests/test_student_release.py installs it in a fresh virtual environment and runs the checks.
+STUDENT := dist/student
+STUDENT_STAGE := build/student-wheel
+
+define STUDENT_README
+# The Transformer encoder–decoder: student release
+
+- `encdec-*.whl`: the course package (the model, data, training, decoding, the book's widgets,
+  and the visible checks your notebooks run). No solutions, no hidden tests, no grader.
+- `exercises/`: the three exercises, one folder each, with the stored inputs and outputs of
+  their visible checks (`reference/`): `decoder_block` (chapter 11), `target_slicing`
+  (chapter 12) and `kv_cache` (chapter 13).
+- `build/checkpoints/`: the trained `overfit`, `historical` and `modern` models the chapters and
+  exercises load, so you never retrain.
+
+## Set up (Python 3.11 or newer)
+
+    python -m venv .venv
+    .venv/bin/pip install encdec-*.whl jupyterlab
+    .venv/bin/jupyter lab
+
+(On Windows: `.venv\Scripts\pip` and `.venv\Scripts\jupyter`.) Keep this folder's layout:
+notebooks find the checkpoints in `build/checkpoints` above them (or set `ENCDEC_CHECKPOINTS` to
+that folder).
+
+## Work on an exercise
+
+Open `exercises/<name>/<name>.ipynb` and run it from top to bottom. Each visible test cell
+compares your code with stored references: before you write anything it says "not implemented
+yet"; when something is wrong it says what was expected, what came out, and which known mistake
+it looks like. Your instructor's grading also runs hidden tests on fresh inputs, so make the
+visible checks pass by getting the code right, not by matching their numbers. Submit the
+notebook as your instructor tells you.
+
+`SHA256SUMS` lists every file of this release (`sha256sum -c SHA256SUMS` checks them).
+endef
+export STUDENT_README
+
+.PHONY: student-release
+student-release: $(VENV)/.installed checkpoints
+	rm -rf $(STUDENT) $(STUDENT_STAGE)
+	mkdir -p $(STUDENT) $(STUDENT_STAGE)
+	cp -r encdec $(STUDENT_STAGE)/encdec
+	find $(STUDENT_STAGE) -name __pycache__ -prune -exec rm -rf {} +
+	sed 's/^include = \["encdec\*", "autograder\*"\]$$/include = ["encdec*"]  # the student wheel: no grader/' \
+		pyproject.toml > $(STUDENT_STAGE)/pyproject.toml
+	grep -q '^include = \["encdec\*"\]' $(STUDENT_STAGE)/pyproject.toml || \
+		{ echo "pyproject.toml's package list changed: update mk/release.mk"; exit 1; }
+	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w $(STUDENT) $(abspath $(STUDENT_STAGE))
+	for ex in exercises/*/; do \
+		name=$$(basename $$ex); mkdir -p $(STUDENT)/exercises/$$name/reference; \
+		cp $$ex$$name.ipynb $(STUDENT)/exercises/$$name/; \
+		cp $$ex/reference/*.npz $(STUDENT)/exercises/$$name/reference/; \
+	done
+	for p in $(PRESET_NAMES); do \
+		mkdir -p $(STUDENT)/build/checkpoints/$$p; \
+		cp $(CHECKPOINTS)/$$p/model.pt $(CHECKPOINTS)/$$p/metrics.json $(STUDENT)/build/checkpoints/$$p/; \
+	done
+	printf '%s\n' "$$STUDENT_README" > $(STUDENT)/README.md
+	cd $(STUDENT) && find . -type f ! -name SHA256SUMS | LC_ALL=C sort | xargs sha256sum > SHA256SUMS
+	@echo "student release in $(STUDENT)"

@@ -1,0 +1,168 @@
+"""`make student-release`: what it ships, what it keeps back, and that a student can use it.
+
+The release is built into a temporary folder, installed in a fresh virtual environment (the
+wheel itself; its third-party dependencies, torch above all, come from this project's
+environment instead of the network), and every exercise's visible checks run there from the
+released folder: against the released stub they fail with "not implemented yet", with the
+reference solution's code in the solution cells they pass.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from encdec.presets import PRESETS
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parent.parent
+ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if (p / f"{p.name}.ipynb").is_file())
+SECRET_MARKERS = ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "END SOLUTION")
+
+# Runs one exercise notebook's code cells in order, as a kernel would, and reports each visible
+# check (graded cells whose id does not end in _hidden): passed, or the error it raised.
+RUNNER = r"""
+import contextlib, io, json, sys
+nb = json.load(open(sys.argv[1], encoding="utf-8"))
+ns, results = {"__name__": "__main__"}, []
+for cell in nb["cells"]:
+    if cell["cell_type"] != "code":
+        continue
+    meta = cell["metadata"].get("nbgrader", {})
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile("".join(cell["source"]), meta.get("grade_id", "given"), "exec"), ns)
+        ok, message = True, out.getvalue()
+    except Exception as exc:
+        ok, message = False, f"{type(exc).__name__}: {exc}"
+    if meta.get("grade") and not meta["grade_id"].endswith("_hidden"):
+        results.append({"id": meta["grade_id"], "ok": ok, "message": message})
+    elif not ok:
+        raise SystemExit(f"cell {meta.get('grade_id', 'given')} failed: {message}")
+import encdec
+print(json.dumps({"results": results, "encdec": encdec.__file__}))
+"""
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("release")
+    made = subprocess.run(["make", "-s", "student-release", f"STUDENT={tmp / 'student'}",
+                           f"STUDENT_STAGE={tmp / 'stage'}"], cwd=ROOT, capture_output=True, text=True)
+    assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-3000:]
+    return tmp / "student"
+
+
+@pytest.fixture(scope="module")
+def fresh_python(release, tmp_path_factory) -> Path:
+    """A new virtual environment with the release's wheel installed (and nothing of this repository)."""
+    venv = tmp_path_factory.mktemp("venv") / "env"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    purelib = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                                  check=True, capture_output=True, text=True).stdout.strip())
+    # Third-party dependencies from this project's environment: a plain path entry, so the
+    # editable install of the repository that lives there (a .pth hook) is not activated.
+    (purelib / "course_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    (wheel,) = release.glob("encdec-*.whl")
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+                   check=True, capture_output=True, text=True)
+    return python
+
+
+def test_release_ships_exercises_wheel_checkpoints_and_readme(release):
+    names = zipfile.ZipFile(next(release.glob("encdec-*.whl"))).namelist()
+    assert {"encdec/model.py", "encdec/grading/checks.py", "encdec/widgets/quick_check.js"} <= set(names)
+    assert not [n for n in names if n.split("/")[0] not in {"encdec", "encdec-0.1.0.dist-info"}], names
+    assert sorted(p.name for p in (release / "exercises").iterdir()) == ASSIGNMENTS
+    for name in ASSIGNMENTS:
+        ours = release / "exercises" / name
+        assert (ours / f"{name}.ipynb").read_bytes() == (ROOT / "exercises" / name / f"{name}.ipynb").read_bytes()
+        assert sorted(p.name for p in (ours / "reference").iterdir()) == \
+            sorted(p.name for p in (ROOT / "exercises" / name / "reference").glob("*.npz"))
+    for preset in PRESETS:
+        for file in ("model.pt", "metrics.json"):
+            assert (release / "build" / "checkpoints" / preset / file).is_file(), (preset, file)
+    readme = (release / "README.md").read_text()
+    assert all(name in readme for name in ASSIGNMENTS) and "pip install" in readme
+
+
+def test_release_keeps_solutions_hidden_tests_and_grader_back(release):
+    assert not list(release.rglob("solutions")) and not list(release.rglob("autograder"))
+    for path in release.rglob("*"):
+        if path.suffix in {".ipynb", ".md"}:
+            text = path.read_text(encoding="utf-8")
+            assert not [m for m in SECRET_MARKERS if m in text], path
+    with zipfile.ZipFile(next(release.glob("encdec-*.whl"))) as wheel:
+        for name in wheel.namelist():
+            text = wheel.read(name).decode("utf-8", errors="replace")
+            assert not [m for m in SECRET_MARKERS if m in text] and "import autograder" not in text, name
+
+
+def test_release_checksums_cover_every_file(release):
+    listed = {}
+    for line in (release / "SHA256SUMS").read_text().splitlines():
+        digest, name = line.split(maxsplit=1)
+        listed[name.removeprefix("./")] = digest
+    files = {str(p.relative_to(release)) for p in release.rglob("*") if p.is_file() and p.name != "SHA256SUMS"}
+    assert set(listed) == files
+    for name, digest in listed.items():
+        assert hashlib.sha256((release / name).read_bytes()).hexdigest() == digest, name
+
+
+def _solution_code(assignment: str) -> dict[str, str]:
+    """The reference solution's code of each solution cell, the nbgrader markers dropped."""
+    nb = json.loads((ROOT / "solutions" / assignment / f"{assignment}.ipynb").read_text())
+    out = {}
+    for cell in nb["cells"]:
+        meta = cell["metadata"].get("nbgrader", {})
+        if meta.get("solution"):
+            src = "".join(cell["source"])
+            out[meta["grade_id"]] = re.sub(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n", "", src, flags=re.M)
+    return out
+
+
+def _run_visible_checks(python: Path, folder: Path, notebook: dict) -> dict:
+    (folder / "run.ipynb").write_text(json.dumps(notebook))
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "ENCDEC_CHECKPOINTS", "VIRTUAL_ENV"}}
+    done = subprocess.run([str(python), "-c", RUNNER, "run.ipynb"], cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_fresh_environment_has_the_package_and_not_the_grader(fresh_python, release):
+    probe = "import importlib.util, encdec; print(encdec.__file__, importlib.util.find_spec('autograder'))"
+    out = subprocess.run([str(fresh_python), "-c", probe], cwd=release, check=True, capture_output=True, text=True)
+    location, grader = out.stdout.split()
+    assert Path(location).is_relative_to(fresh_python.parent.parent), f"encdec imported from {location}"
+    assert grader == "None", "the grader is importable in the student's environment"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_visible_checks_fail_on_the_stub_and_pass_on_the_solution(fresh_python, release, assignment):
+    folder = release / "exercises" / assignment
+    stub = json.loads((folder / f"{assignment}.ipynb").read_text())
+    report = _run_visible_checks(fresh_python, folder, stub)
+    assert Path(report["encdec"]).is_relative_to(fresh_python.parent.parent)
+    assert report["results"], f"{assignment}: no visible checks ran"
+    for r in report["results"]:
+        assert not r["ok"] and "not implemented yet" in r["message"], r
+
+    solutions = _solution_code(assignment)
+    for cell in stub["cells"]:
+        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
+        if grade_id in solutions:
+            cell["source"] = solutions[grade_id]
+    report = _run_visible_checks(fresh_python, folder, stub)
+    assert report["results"] and all(r["ok"] and "passed" in r["message"] for r in report["results"]), report
