@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Debian packages the tests need: chromium (browser tests) and bubblewrap (sandboxed grading).
+# Debian packages the tests need: chromium (browser tests), bubblewrap (sandboxed grading) and
+# postgresql (the gradebook on PostgreSQL: the tests start their own server on 127.0.0.1).
 # Installs what is missing when apt-get is available and we are root; otherwise says what to do.
 set -euo pipefail
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
 command -v prlimit >/dev/null 2>&1 || need+=(util-linux)
+compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null 2>&1 || need+=(postgresql)
 [ ${#need[@]} -eq 0 ] && exit 0
 if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
   echo "installing Debian packages: ${need[*]}"
