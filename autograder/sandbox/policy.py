@@ -150,9 +150,15 @@ def _ancestors_to_create(paths: list[Path], bound: list[Path], empty: list[Path]
     return out
 
 
-def kernel_environment(limits: dict, prefix: str) -> dict[str, str]:
-    """The whole environment of a sandboxed kernel (nothing is inherited from the grader)."""
-    return {
+def kernel_environment(limits: dict, prefix: str, package: Path | None = None) -> dict[str, str]:
+    """The whole environment of a sandboxed kernel (nothing is inherited from the grader).
+
+    ``package``: where the grader found `encdec` (its grading edition is mounted there); the
+    kernel imports it from that folder's parent first, whatever the environment's own install
+    points at (an editable install of another checkout, say). Only what the sandbox mounts is
+    there, so nothing else of that folder is importable.
+    """
+    env = {
         "PATH": f"{Path(prefix) / 'bin'}:/usr/bin:/bin",
         "HOME": "/tmp",
         "LANG": "C.UTF-8",
@@ -168,3 +174,6 @@ def kernel_environment(limits: dict, prefix: str) -> dict[str, str]:
         # "Ctrl-C will not work" banner meant for terminals.
         "JPY_PARENT_PID": "1",
     }
+    if package is not None:
+        env["PYTHONPATH"] = str(Path(package).parent)
+    return env

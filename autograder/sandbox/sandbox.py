@@ -184,7 +184,7 @@ def zygote_command(stage_root: Path, sockbase: Path, control: Path, editions: Pa
     here, opt = Path(__file__).parent, "/opt/encdec-sandbox"  # the script and the module it loads
     cmd = [tools["bwrap"], *policy.bwrap_namespaces(), "--die-with-parent", "--new-session",
            "--cap-add", "ALL", "--clearenv"]
-    for key, value in kernel_environment(dataclasses.asdict(policy.limits), sys.prefix).items():
+    for key, value in kernel_environment(dataclasses.asdict(policy.limits), sys.prefix, package_path()).items():
         cmd += ["--setenv", key, value]
     cmd += _system_mounts(policy, readonly, [sockbase])
     cmd += ["--bind", str(sockbase), str(sockbase),
@@ -221,7 +221,8 @@ def bwrap_command(policy: dict, kernel_argv: list[str], seccomp_fd: int) -> list
         cmd, inner = [tools["bwrap"], "--unshare-user", "--cap-drop", "ALL"], limits
     cmd += [*rules.bwrap_namespaces(), "--die-with-parent", "--new-session", "--clearenv",
             "--seccomp", str(seccomp_fd)]
-    env = kernel_environment(dataclasses.asdict(rules.limits), sys.prefix)
+    package = policy["overlay"][1] if policy.get("overlay") else package_path()
+    env = kernel_environment(dataclasses.asdict(rules.limits), sys.prefix, package)
     for key, value in env.items():
         cmd += ["--setenv", key, value]
     cmd += _system_mounts(rules, readonly, [workdir, sockdir])

@@ -1,0 +1,96 @@
+"""Feedback at submission: the Gradescope archive (autograder/gradescope/) built, unpacked into a
+folder shaped like Gradescope's `/autograder`, and its `run_autograder` run on fixture
+submissions; every score must be the one `nbgrader autograde` gives (the fixture table), and
+results.json must follow Gradescope's schema."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder.gradescope import build, results
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "autograder" / "fixtures"
+MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())
+# per assignment, what the run must carry over from nbgrader's: a full score, a named bug, an
+# integrity flag, an unreadable notebook (every fixture goes through `nbgrader autograde` in
+# tests/test_grading_fixtures.py; one Gradescope run costs a fresh grader, ~15 s)
+CASES = {
+    "decoder_block": ["db_pass_all", "db_bug_mask_after_softmax", "cheat_db_ref_forward", "broken_invalid_json"],
+    "target_slicing": ["ts_bug_no_shift"],
+    "kv_cache": ["kv_bug_plain_argmax"],
+}
+if os.environ.get("ENCDEC_GRADESCOPE_ALL"):  # `make gradescope-check`: every fixture (about 15 minutes)
+    CASES = {a: sorted(n for n, spec in MANIFEST.items() if spec["assignment"] == a) for a in CASES}
+
+
+@pytest.fixture(scope="module")
+def archives(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gradescope")
+    return {a: build.archive(a, out) for a in CASES}
+
+
+def unpack(archive: Path, root: Path) -> Path:
+    """As Gradescope does: the archive into `source/`, `run_autograder` copied next to it."""
+    with zipfile.ZipFile(archive) as z:
+        z.extractall(root / "source")
+        modes = {i.filename: i.external_attr >> 16 for i in z.infolist()}
+    for name in ("setup.sh", "run_autograder"):
+        assert modes[name] & 0o111, f"{name} must be executable"
+    shutil.copy(root / "source" / "run_autograder", root / "run_autograder")
+    os.chmod(root / "run_autograder", 0o755)
+    return root
+
+
+def test_archive_holds_what_grading_needs_and_nothing_more(archives):
+    names = zipfile.ZipFile(archives["decoder_block"]).namelist()
+    assert {"setup.sh", "run_autograder", "gradescope.json", "nbgrader_config.py", "constraints.txt",
+            "solutions/decoder_block/decoder_block.ipynb", "build/grading-edition/decoder_block/STAMP"} <= set(names)
+    assert any(n.startswith("encdec/") for n in names) and any(n.startswith("autograder/sandbox/") for n in names)
+    assert not [n for n in names if "/fixtures/" in n or "/hostile/" in n or "course-secret" in n
+                or "gradebook.db" in n or "solutions/kv_cache" in n or "__pycache__" in n]
+    for script in ("setup.sh", "run_autograder"):
+        text = zipfile.ZipFile(archives["decoder_block"]).read(script).decode()
+        assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0, script
+
+
+@pytest.mark.grading
+@pytest.mark.parametrize("name", [n for names in CASES.values() for n in names])
+def test_run_autograder_scores_like_nbgrader(archives, tmp_path, name):
+    spec = MANIFEST[name]
+    root = unpack(archives[spec["assignment"]], tmp_path / "autograder")
+    (root / "submission").mkdir()
+    shutil.copy(FIXTURES / name / f"{spec['assignment']}.ipynb", root / "submission")
+    env = dict(os.environ, AUTOGRADER_ROOT=str(root), ENCDEC_PYTHON=sys.executable)
+    run = subprocess.run([str(root / "run_autograder")], env=env, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    data = json.loads((root / "results" / "results.json").read_text())
+    results.check_schema(data)
+    assert data["score"] == spec["expected_score"], (name, data)
+    if data["tests"]:  # a notebook that could not be read has no tests, and says why
+        assert sum(t["max_score"] for t in data["tests"]) == spec["max_score"]
+        hidden = [t["name"] for t in data["tests"] if t["visibility"] == "after_due_date"]
+        assert hidden and all("hidden" in n for n in hidden), hidden  # the hidden items, after the due date
+        if spec["diagnosis"]:
+            assert spec["diagnosis"] in " ".join(" ".join(t["output"] for t in data["tests"]).split())
+    else:
+        assert spec["expected_score"] == 0 and "could not be graded" in data["output"]
+    if spec.get("flag"):
+        assert "instructor's review" in data["output"]
+
+
+def test_results_refuse_what_gradescope_cannot_read():
+    good = results.build([("a", 1.0, 2.0), ("b_hidden", 0.0, 1.0)], {"a": "half"}, {"b_hidden"})
+    results.check_schema(good)
+    assert [t["visibility"] for t in good["tests"]] == ["visible", "after_due_date"] and good["score"] == 1.0
+    for bad in ({"score": 1, "tests": []}, {"score": 1.0, "tests": [{"name": "a"}]},
+                {"score": 1.0, "tests": [{"name": "a", "score": 3.0, "max_score": 2.0, "output": "", "visibility": "visible"}]}):
+        with pytest.raises(ValueError):
+            results.check_schema(bad)
