@@ -6,20 +6,12 @@ gradebook live under ``autograder/`` (ignored by git). ``autograder/README.md`` 
 grading architecture; ``autograder/trusted.py`` holds the preprocessors registered here.
 """
 
-import os
-import sys
 from pathlib import Path
 
+from autograder.environment import prepare
+from autograder.sandbox.nbgrader_sandbox import sandbox_grading
+
 ROOT = Path(__file__).resolve().parent
-# nbgrader runs `alembic` (and kernels) from PATH: put the interpreter's own bin folder first,
-# so the venv's tools are found without activating it.
-_BIN = str(Path(sys.executable).parent)
-if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
-    os.environ["PATH"] = _BIN + os.pathsep + os.environ.get("PATH", "")
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))  # `autograder.trusted` is imported by name below
-# Tiny models: one thread per kernel is fastest, and parallel graders do not oversubscribe.
-os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
 
@@ -34,7 +26,6 @@ c.CourseDirectory.db_url = f"sqlite:///{ROOT / 'autograder' / 'gradebook.db'}"
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".grading", ".grading-in"]
 c.Exchange.root = str(ROOT / "autograder" / "exchange")
 c.CsvExportPlugin.to = str(ROOT / "autograder" / "export" / "grades.csv")
-(ROOT / "autograder" / "export").mkdir(exist_ok=True)
 
 # Grading: a cell that runs longer than this is interrupted and scores 0.
 c.Execute.timeout = 60
@@ -71,7 +62,10 @@ c.GenerateFeedback.preprocessors = [
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 
-# The sandbox applies to stock `nbgrader autograde` too. Unconditional: if its fragment is
-# missing, loading this config fails, so grading never silently runs unsandboxed.
-_SANDBOX = ROOT / "autograder" / "sandbox" / "nbgrader_sandbox.py"
-exec(compile(_SANDBOX.read_text(), str(_SANDBOX), "exec"))
+# The grader's environment: the venv's tools on PATH (nbgrader runs `alembic` from there), one
+# thread per kernel, the export folder (autograder/environment.py).
+prepare(c)
+# The sandbox applies to stock `nbgrader autograde` too, and goes last: every execution step
+# becomes the sandboxed one; if the sandbox cannot start, autograde stops instead of running
+# student code unconfined (autograder/sandbox/nbgrader_sandbox.py).
+sandbox_grading(c)

@@ -35,6 +35,8 @@ import sys
 import time
 from pathlib import Path
 
+from .assignments import names as assignment_names
+
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "encdec"
 SOLUTIONS = REPO / "solutions"
@@ -103,8 +105,8 @@ class EditionError(RuntimeError):
 
 
 def assignments(solutions: Path = SOLUTIONS) -> list[str]:
-    """Assignments of the course: folders ``solutions/<a>/`` that hold ``<a>.ipynb``."""
-    return sorted(d.name for d in solutions.iterdir() if (d / f"{d.name}.ipynb").is_file())
+    """Assignments of the course, as `autograder/assignments.py` reads them from ``solutions/``."""
+    return assignment_names(solutions)
 
 
 def targets(assignment: str, solutions: Path = SOLUTIONS) -> list[str]:

@@ -23,9 +23,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder import assignments as course
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "autograder" / "fixtures"
-ASSIGNMENTS = ("decoder_block", "target_slicing", "kv_cache")
 
 
 @dataclass
@@ -83,7 +84,8 @@ def grade(work: Path, timeout: int = 10, only: list[str] | None = None) -> list[
         # what `nbgrader collect` brings along: the release's stored visible references
         shutil.copytree(ROOT / "exercises" / a / "reference", dest / "reference", dirs_exist_ok=True)
     args = course_args(work)
-    assignments = [a for a in ASSIGNMENTS if any(manifest[n]["assignment"] == a for n in names)]
+    max_scores = course.max_scores()  # the solutions' own points
+    assignments = [a for a in max_scores if any(manifest[n]["assignment"] == a for n in names)]
     for a in assignments:
         if nbgrader("generate_assignment", a, "--force", *args, log=log) != 0:
             raise RuntimeError(f"nbgrader generate_assignment {a} failed; see {log}")
@@ -107,7 +109,7 @@ def grade(work: Path, timeout: int = 10, only: list[str] | None = None) -> list[
                 actual = None
             text = " ".join(_graded_text(work / "autograded" / name / a / f"{a}.ipynb").split())  # messages are wrapped
             html = work / "feedback" / name / a / f"{a}.html"
-            rows.append(Row(name, a, spec["expected_score"], actual, spec["max_score"], spec["diagnosis"],
+            rows.append(Row(name, a, spec["expected_score"], actual, max_scores[a], spec["diagnosis"],
                             spec["diagnosis"] is None or spec["diagnosis"] in text,
                             html if html.exists() else None, spec.get("flag"), flagged.get(name, "").strip()))
     return rows

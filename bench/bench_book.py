@@ -9,6 +9,7 @@ _build/. Needs the checkpoints (`make checkpoints`) and node_modules (`npm ci`, 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import statistics
@@ -19,9 +20,21 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
 
-from browser_support import PageLog, block_external, browser, serve, wait_for_widget, watch_page  # noqa: E402
+
+def _browser_support():
+    """The browser helpers the tests use (tests/browser_support.py), loaded from their file."""
+    spec = importlib.util.spec_from_file_location("browser_support", ROOT / "tests" / "browser_support.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+_support = _browser_support()
+PageLog, block_external, browser, serve, wait_for_widget, watch_page = (
+    _support.PageLog, _support.block_external, _support.browser, _support.serve, _support.wait_for_widget,
+    _support.watch_page)
 
 BUILD = [str(ROOT / ".venv" / "bin" / "jupyter-book"), "build", str(ROOT), "--warningiserror", "--keep-going"]
 

@@ -3,8 +3,9 @@
     .venv/bin/python bench/bench_grading.py [--students 20] [--workers 2]
 
 Builds two identical copies of the course in a temporary folder with a batch of `--students`
-students handing in 2 or 3 notebooks each (correct ones, correct in another style, one-bug
-ones and untouched stubs, taken from autograder/fixtures/), then, in the same run:
+students handing in a notebook for every assignment (half of them one fewer: correct ones,
+correct in another style, one-bug ones and untouched stubs, taken from autograder/fixtures/),
+then, in the same run:
 
 1. the floor: start a kernel and `import torch, encdec` in it, then shut it down (median of 3),
    for a plain ipykernel, the sandboxed kernel (fresh bwrap) and the sandboxed kernel forked
@@ -21,6 +22,7 @@ plain floor (target <= 1.5x), and checks that every run graded every notebook to
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -30,11 +32,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from autograder import assignments as course
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 FIXTURES = ROOT / "autograder" / "fixtures"
-ASSIGNMENTS = ["decoder_block", "target_slicing", "kv_cache"]
-PREFIX = {"decoder_block": "db", "target_slicing": "ts", "kv_cache": "kv"}
+ASSIGNMENTS = course.names()  # from the solutions' nbgrader metadata
 PY = sys.executable
 
 
@@ -54,14 +56,16 @@ def make_course(dest: Path) -> Path:
 def batch(n_students: int) -> dict[tuple[str, str], Path]:
     """(student, assignment) -> the notebook handed in; about 60% correct, 40% broken."""
     picks: dict[tuple[str, str], Path] = {}
+    manifest = json.loads((FIXTURES / "manifest.json").read_text())
     for a in ASSIGNMENTS:
-        p = PREFIX[a]
-        good = sorted(FIXTURES.glob(f"{p}_pass_all")) + sorted(FIXTURES.glob(f"{p}_style"))
-        bugs = sorted(FIXTURES.glob(f"{p}_bug_*"))
+        mine = sorted(n for n, spec in manifest.items() if spec["assignment"] == a)
+        good = [FIXTURES / n for suffix in ("_pass_all", "_style") for n in mine if n.endswith(suffix)]
+        bugs = [FIXTURES / n for n in mine if "_bug_" in n]
         if not good or not bugs:
-            raise SystemExit(f"bench needs autograder/fixtures/{p}_pass_all, {p}_style and {p}_bug_*")
+            raise SystemExit(f"bench needs fixtures of {a} that pass all (*_pass_all, *_style) and one-bug "
+                             f"ones (*_bug_*)")
         for i in range(n_students):
-            if a == "kv_cache" and i % 2:  # half the class hands in 3 notebooks, half 2
+            if a == ASSIGNMENTS[-1] and i % 2:  # half the class hands in every notebook, half one fewer
                 continue
             kind = i % 5
             if kind in (0, 1, 2):

@@ -230,11 +230,6 @@ def sequence_loss(logits: Tensor, labels: Tensor, label_smoothing: float = 0.0) 
     )  # (N*(Ka-1), V) vs (N*(Ka-1),)
 
 
-def count_parameters(model: nn.Module) -> int:
-    """Number of trainable scalars."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
-
-
 def _check_shapes() -> None:
     """Executable shape check of this module (the same assertions live in tests/)."""
     N, Kq, Ka = 3, 9, 5

@@ -248,16 +248,16 @@ def test_sandboxed_steps_are_kept_by_the_config_fragment():
     from traitlets.config import Config
 
     from autograder.sandbox.kernel import SandboxedExecute
+    from autograder.sandbox.nbgrader_sandbox import sandbox_grading
 
     class CourseExecute(SandboxedExecute):
         pass
 
-    fragment = ROOT / "autograder" / "sandbox" / "nbgrader_sandbox.py"
     for steps, expected in [([ClearOutput, CourseExecute], [ClearOutput, CourseExecute]),
                             ([ClearOutput, "nbgrader.preprocessors.Execute"], [ClearOutput, SandboxedExecute])]:
         c = Config()
         c.Autograde.autograde_preprocessors = steps
-        exec(compile(fragment.read_text(), str(fragment), "exec"), {"__file__": str(fragment), "get_config": lambda: c})
+        sandbox_grading(c, autograding=False)
         assert c.Autograde.autograde_preprocessors == expected
 
 

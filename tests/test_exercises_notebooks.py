@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from autograder import assignments
+
 ROOT = Path(__file__).resolve().parents[1]
-ASSIGNMENTS = ("decoder_block", "target_slicing", "kv_cache")
+ASSIGNMENTS = assignments.names()
 pytestmark = pytest.mark.grading
 
 

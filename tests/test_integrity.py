@@ -1,4 +1,4 @@
-"""Integrity flags (`autograder/integrity.py`): honest code in any style is never flagged, every
+"""Integrity flags (`autograder/integrity/`): honest code in any style is never flagged, every
 rule family catches its attacks (aliases included), and `FlagIntegrity` marks a flagged notebook for
 manual review in a real nbgrader gradebook without changing a score; the report lists it."""
 
@@ -19,15 +19,14 @@ import pytest
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import ClearSolutions, ComputeChecksums, GetGrades, SaveAutoGrades, SaveCells
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from autograder import assignments, integrity
+from autograder.integrity import PREFIX, FlagIntegrity, HideIntegrityFlags, scan_notebook, scan_source
 
-from autograder import integrity  # noqa: E402
-from autograder.integrity import PREFIX, FlagIntegrity, HideIntegrityFlags, scan_notebook, scan_source  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 # nbgrader's own add_submission warns that it builds rows before adding them to the session
 pytestmark = pytest.mark.filterwarnings("ignore:Object of type .* not in session")
-ASSIGNMENTS = ["decoder_block", "target_slicing", "kv_cache"]
+ASSIGNMENTS = assignments.names()
 SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
 FIXTURES = ROOT / "autograder" / "fixtures"
 HOSTILE = ROOT / "autograder" / "hostile" / "submitted"

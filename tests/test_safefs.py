@@ -13,15 +13,11 @@ import os
 import socket
 import stat
 import struct
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from autograder.sandbox import safefs  # noqa: E402
+from autograder.sandbox import safefs
 
 UID = 2_000_000 + 250  # a sandbox uid nobody else uses in these tests
 

@@ -1,8 +1,10 @@
 """Kernel launcher of the `encdec-sandbox` kernelspec: starts ipykernel inside the sandbox.
 
-Run by jupyter_client (as the grader's user) with the connection file written by
-`SandboxKernelManager`; the sandbox policy (uid, scratch and working folder, limits) sits next
-to it. Two ways to start the kernel, same isolation:
+Run by jupyter_client (as the grader's user, with the grader's interpreter) as
+`python -I -m autograder.sandbox.launch` with the connection file written by
+`SandboxKernelManager`: the installed package, and `-I` keeps the working folder (the student's
+files) off `sys.path`. The sandbox policy (uid, scratch and working folder, limits) sits next
+to the connection file. Two ways to start the kernel, same isolation:
 
 - `bwrap` (default): a fresh sandbox per kernel (`sandbox.bwrap_command`). The launcher stays
   the parent of `bwrap`, which dies with it.
@@ -31,10 +33,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from autograder.sandbox import cgroups, mounts, safefs, seccomp  # noqa: E402
-from autograder.sandbox.sandbox import (  # noqa: E402
+from autograder.sandbox import cgroups, mounts, safefs, seccomp
+from autograder.sandbox.sandbox import (
     Limits, Policy, SandboxUnavailable, bwrap_command, kernel_environment, privileged, read_policy)
 
 
@@ -128,7 +128,7 @@ def policy_cgroup(policy: dict) -> cgroups.Cgroup | None:
 
 def main(argv: list[str]) -> int:
     if len(argv) < 2 or argv[0] != "-f":
-        print("usage: launch.py -f CONNECTION_FILE [kernel args]", file=sys.stderr)
+        print("usage: python -I -m autograder.sandbox.launch -f CONNECTION_FILE [kernel args]", file=sys.stderr)
         return 2
     _die_with_parent()
     signal.signal(signal.SIGINT, lambda *_: None)

@@ -1,0 +1,23 @@
+"""The grader process's environment, prepared by the root nbgrader_config.py (`prepare(c)`)."""
+import os
+import sys
+from pathlib import Path
+
+
+def prepare(c) -> None:
+    """What nbgrader needs around the configuration `c`, whether or not the venv is activated.
+
+    - the interpreter's own bin folder first on PATH: nbgrader runs `alembic` from PATH when it
+      creates a gradebook, and the venv's must be found without activating it;
+    - one OMP thread unless told otherwise: the models are tiny, one thread is fastest, and
+      parallel graders do not oversubscribe the CPUs;
+    - the folder of `c.CsvExportPlugin.to`, which `nbgrader export` does not create.
+    """
+    bin_dir = str(Path(sys.executable).parent)
+    path = os.environ.get("PATH", "")
+    if bin_dir not in path.split(os.pathsep):
+        os.environ["PATH"] = bin_dir + os.pathsep + path
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    export = c.CsvExportPlugin.get("to")
+    if isinstance(export, str) and export:
+        Path(export).parent.mkdir(parents=True, exist_ok=True)

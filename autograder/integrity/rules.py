@@ -1,0 +1,73 @@
+"""The integrity rules: one table of (pattern, reason) rows over the facts a cell states
+(`scan.py` says which facts), and the names a notebook may use without flagging."""
+from __future__ import annotations
+
+import re
+
+PREFIX = "Integrity flag: "  # starts Comment.auto_comment of a flagged notebook; the report looks for it
+
+# Reasons, one per rule family; "{}" becomes what the cell used.
+FRAMES = "reads interpreter stack frames ({})"
+HOOKS = "touches torch's hook machinery ({})"
+GRADER = "reaches into the grader's code ({})"
+GRADING_FILES = "names the grader's files ({})"
+INTERPRETER = "tampers with the interpreter ({})"
+PATCHES = "patches library functions ({})"
+PROBES = "probes the grading environment ({})"
+FILES = "reads or writes files ({})"
+READY_MADE = "uses torch's ready-made layers ({})"
+
+# (pattern, reason): the pattern must match a whole fact (re.fullmatch).
+RULES: list[tuple[str, str]] = [
+    (r"name:sys\.(_getframe|_current_frames)", FRAMES),
+    (r"attr:_getframe", FRAMES),
+    (r"name:inspect\.(currentframe|stack|getouterframes|getinnerframes|trace|getframeinfo)", FRAMES),
+    (r"attr:(f_back|f_locals|f_globals|f_builtins|f_code|tb_frame|tb_next|gi_frame|cr_frame|ag_frame)", FRAMES),
+    (r"attr:_(forward|backward)\w*_hooks\w*", HOOKS),  # _forward_hooks, _forward_pre_hooks, _backward_hooks, ...
+    (r"attr:_global_\w+", HOOKS),  # torch.nn.modules.module._global_forward_hooks, ...
+    (r"attr:register_\w*hook", HOOKS),  # register_forward_(pre_)hook, register_module_forward_hook, ...
+    (r"(name|import):torch\.nn\.modules\.module(\..*)?", HOOKS),
+    (r"(name|import):torch\.utils\.hooks(\..*)?", HOOKS),
+    (r"(name|assign):torch\.nn\.(modules\.module\.)?Module\.(__call__|_call_impl|_wrapped_call_impl)", HOOKS),
+    (r"attr:_(wrapped_)?call_impl", HOOKS),
+    (r"call:forward", HOOKS),  # `layer.forward(x)` runs a module around its hooks (super().forward excepted)
+    (r"(name|import):encdec\.grading(\..*)?", GRADER),  # the exact `from encdec.grading import checks` and a
+    (r"import:(autograder|nbgrader)(\..*)?", GRADER),  # plain `checks.run(...)` call state no fact
+    (r"str:.*(\.grading|grading-in|reference/|\.npz|seed\.json|gradebook|autograded|submitted).*", GRADING_FILES),
+    (r"name:gc\.(get_objects|get_referrers|get_referents)", INTERPRETER),
+    (r"name:sys\.modules(\..*)?", INTERPRETER),
+    (r"(name|import):importlib(\..*)?", INTERPRETER),
+    (r"name:(builtins\.)?__import__", INTERPRETER),
+    (r"(name|assign):(builtins\.)?__builtins__(\..*)?", INTERPRETER),
+    (r"name:(builtins\.)?(exec|eval|compile)", INTERPRETER),
+    (r"attr:(settrace|setprofile|__code__|__globals__|__closure__|__builtins__|__subclasses__)", INTERPRETER),
+    (r"name:sys\.monitoring(\..*)?", INTERPRETER),
+    (r"(name|import):ctypes(\..*)?", INTERPRETER),
+    (r"assign:(?!torch\.backends\.)(torch|numpy|builtins)(\..*)?", PATCHES),  # cudnn flags are settings
+    (r"name:os\.(environ|environb|getenv|getenvb|putenv|unsetenv|uname)(\..*)?", PROBES),
+    (r"attr:(getuid|geteuid|getgid|getegid|getpid|getppid|getlogin|gethostname)", PROBES),
+    (r"name:(socket\..+|platform\.(node|uname)|getpass\.getuser)", PROBES),
+    (r"import:socket(\..*)?", PROBES),
+    (r"name:os\.(getcwd|getcwdb|listdir|scandir|walk|fwalk)", PROBES),
+    (r"name:os\.path\.(exists|lexists|isfile|isdir)", PROBES),
+    (r"attr:(cwd|iterdir|glob|rglob)", PROBES),  # Path.cwd(), Path(...).iterdir(), ...
+    (r"(name|import):glob(\..*)?", PROBES),
+    (r"str:.*/proc(/.*|\s.*)?", PROBES),
+    (r"magic:(env|set_env|pwd|ls|cd|sx|system|bookmark)", PROBES),
+    (r"shell:\s*(env|printenv|hostname|whoami|id|pwd|ls|find|cat|uname|ps)\b.*", PROBES),
+    (r"name:(builtins\.|io\.|os\.|codecs\.)?open|name:os\.fdopen", FILES),
+    (r"attr:(read_text|read_bytes|write_text|write_bytes)", FILES),
+    (r"name:(numpy|torch)\.(load|save|savez|savez_compressed|fromfile|loadtxt|genfromtxt|memmap)", FILES),
+    (r"name:torch\.nn(\.modules(\.\w+)?)?\.(Transformer|TransformerEncoder|TransformerEncoderLayer"
+     r"|TransformerDecoder|TransformerDecoderLayer|MultiheadAttention)", READY_MADE),
+    (r"attr:(TransformerEncoder|TransformerEncoderLayer|TransformerDecoder|TransformerDecoderLayer|MultiheadAttention"
+     r"|generate_square_subsequent_mask)", READY_MADE),
+    (r"name:torch\.nn\.functional\.(scaled_dot_product_attention|multi_head_attention_forward)", READY_MADE),
+]
+COMPILED_RULES = [(re.compile(pattern, re.S), reason) for pattern, reason in RULES]
+
+# Names a cell may use without importing them (the notebooks import them in their first cell).
+DEFAULT_ALIASES = {"F": "torch.nn.functional", "nn": "torch.nn", "np": "numpy", "checks": "encdec.grading.checks"}
+ALLOWED_IMPORT = ("encdec.grading", "checks")  # the given `from encdec.grading import checks`
+PYTHON_MAGICS = {"time", "timeit", "prun", "capture"}  # magics whose text is Python code
+SHELL_MAGICS = {"bash", "sh", "script"}
