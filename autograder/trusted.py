@@ -16,9 +16,11 @@ Registered by the root ``nbgrader_config.py``:
 - ``TrustedVerdict`` (after execution, before ``SaveAutoGrades``): for every graded test cell
   that calls ``checks.run("<id>", ...)`` it computes the reference with the real package
   (``autograder.judge``) on the same inputs, judges the outputs read after that cell, and
-  replaces the cell's outputs: a clean "passed" line, or an error carrying the diagnosis.
-  Whatever the kernel printed or raised there (patched asserts, fake output) is discarded. A
-  test cell that nbgrader had to put back because the submission deleted it scores 0.
+  replaces the cell's outputs: a clean "passed" line, an error carrying the diagnosis, or, for
+  an item with parts of which some passed, the parts missed and the score (nbgrader's partial
+  credit). Whatever the kernel printed or raised there (patched asserts, fake output) is
+  discarded. A test cell that nbgrader had to put back because the submission deleted it scores
+  0. Each verdict's label goes to the cell's metadata for the class report.
 - ``SafeOverwriteCells`` (nbgrader's ``OverwriteCells``, in the sanitizing step): puts deleted
   test cells back even when the cell before them was deleted too (nbgrader's own version stops
   the notebook with a KeyError then).
@@ -55,6 +57,7 @@ CHECK_CALL = re.compile(r"""checks\.run\(\s*["']([\w.]+)["']""")
 DELETED_MARK = "was missing from the submission"  # nbgrader's OverwriteCells.missing_cell_notification
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 INPUTS_KEY, OUTPUTS_KEY = "encdec_inputs", "encdec_outputs"  # in resources["nbgrader"]
+VERDICT_KEY = "encdec_verdict"  # in a graded cell's metadata: what each check concluded (labels)
 
 
 class TrustedGrading(LoggingConfigurable):
@@ -230,7 +233,13 @@ def _stream(text: str) -> NotebookNode:
 
 
 class TrustedVerdict(NbGraderPreprocessor):
-    """After execution: judge every graded check in the grader's process, from its own inputs."""
+    """After execution: judge every graded check in the grader's process, from its own inputs.
+
+    A cell whose checks all passed shows a clean "passed" line; one that earned nothing shows an
+    error (nbgrader: 0 points); one whose item has parts (``judge.Verdict.parts``) and earned some
+    of them says which parts passed and which were missed, and ends with its score as the cell's
+    result (nbgrader's partial credit). The labels of the verdicts go to the cell's metadata
+    (``VERDICT_KEY``) for the class report (``autograder.report``)."""
 
     def preprocess(self, nb: NotebookNode, resources: dict):
         from autograder import judge
@@ -245,26 +254,45 @@ class TrustedVerdict(NbGraderPreprocessor):
             if not ids:
                 continue  # a test cell without checks keeps nbgrader's own verdict
             if DELETED_MARK in cell.source:
-                cell.outputs = [_error("GradingFailure", "This test cell was deleted from the submission, so it scores 0.")]
-                continue
-            messages, ok = [], True
-            for check_id in ids:
-                if check_id not in judge.CHECKS:
-                    ok, msg = False, f"{check_id}: unknown check"
-                else:
-                    verdict = judge.verify(check_id, saved.get(check_id), graded_inputs(self, resources, check_id))
-                    if verdict.ok and judge.CHECKS[check_id].measured_in_kernel:
-                        flags = scan_notebook(nb) if flags is None else flags
-                        if flags:
-                            verdict = untrusted(check_id, flags)
-                    ok, msg = ok and verdict.ok, verdict.message
-                messages.append(msg)
-            if ok:
-                cell.outputs = [_stream("".join(f"passed (checked by the grader): {m}\n" for m in messages))]
+                verdicts = [(i, judge.Verdict(False, "This test cell was deleted from the submission, so it scores 0.",
+                                              label="deleted")) for i in ids[:1]]
             else:
-                cell.outputs = [_error("AssertionError", "\n".join(messages))]
-            self.log.info("Trusted verdict for %s: %s", cell.metadata["nbgrader"]["grade_id"], "pass" if ok else "fail")
+                verdicts = []
+                for check_id in ids:
+                    if check_id not in judge.CHECKS:
+                        verdict = judge.Verdict(False, f"{check_id}: unknown check", label="unknown_check")
+                    else:
+                        verdict = judge.verify(check_id, saved.get(check_id), graded_inputs(self, resources, check_id))
+                        if verdict.credit > 0 and judge.CHECKS[check_id].measured_in_kernel:
+                            flags = scan_notebook(nb) if flags is None else flags
+                            if flags:
+                                verdict = untrusted(check_id, flags)
+                    verdicts.append((check_id, verdict))
+            cell.outputs = _verdict_outputs(cell, [v for _, v in verdicts])
+            cell.metadata[VERDICT_KEY] = [{"check": i, "ok": v.ok, "label": v.label, "credit": v.credit, "missed": v.missed}
+                                          for i, v in verdicts]
+            self.log.info("Trusted verdict for %s: %s", cell.metadata["nbgrader"]["grade_id"],
+                          "pass" if all(v.ok for _, v in verdicts) else "fail")
         return nb, resources
+
+
+def _verdict_outputs(cell: NotebookNode, verdicts: list) -> list[NotebookNode]:
+    """A graded cell's outputs: passed, failed (an error: 0 points) or partly passed (its score)."""
+    if all(v.ok for v in verdicts):
+        return [_stream("".join(f"passed (checked by the grader): {v.message}\n" for v in verdicts))]
+    credit = sum(v.credit for v in verdicts) / len(verdicts)
+    message = "\n".join(v.message for v in verdicts if not v.ok)
+    if credit <= 0:
+        return [_error("AssertionError", message)]
+    points = float(cell.metadata["nbgrader"]["points"])
+    score = round(points * credit, 6)
+    lines = [f"partly passed (checked by the grader): {score:g} of {points:g} point(s)."]
+    for v in verdicts:
+        lines += [f"  passed: {name}" for name, ok in v.parts if ok] + [f"  missed: {name}" for name in v.missed]
+    # nbgrader's partial credit: no error, and the cell's result is its score
+    return [_stream("\n".join(lines) + "\n" + message + "\n"),
+            NotebookNode(output_type="execute_result", execution_count=cell.get("execution_count"), metadata={},
+                         data={"text/plain": repr(score)})]
 
 
 def untrusted(check_id: str, flags) -> "judge.Verdict":
@@ -275,7 +303,7 @@ def untrusted(check_id: str, flags) -> "judge.Verdict":
     return judge.Verdict(False, textwrap.fill(
         f"{check_id}: this item is measured inside your notebook's process, and your code touched the "
         f"instruments that measure it ({reasons}), so it scores 0 until an instructor reviews the submission.",
-        width=88, subsequent_indent="  "))
+        width=88, subsequent_indent="  "), label="instruments_touched")
 
 
 class HideHiddenTests(NbGraderPreprocessor):

@@ -6,9 +6,11 @@
 #                       the grader also rebuilds it by itself when it is stale
 #   make grading-test   the grading tests: check library, regeneration, nbgrader validate, and
 #                       every fixture submission through the real `nbgrader autograde`
+#   make grading-report after `nbgrader autograde` (or the driver): the class-wide misconception
+#                       report, HTML and CSV, in autograder/export/misconceptions/
 ASSIGNMENTS := $(notdir $(patsubst %/,%,$(dir $(wildcard solutions/*/*.ipynb))))
 
-.PHONY: exercises grading-test grade-fixtures grading-edition
+.PHONY: exercises grading-test grade-fixtures grading-edition grading-report
 exercises: $(VENV)/.installed
 	$(PY) autograder/make_references.py
 	for a in $(ASSIGNMENTS); do $(BIN)/nbgrader generate_assignment $$a --force || exit 1; done
@@ -22,8 +24,14 @@ grading-edition: $(VENV)/.installed
 grading-test: $(VENV)/.installed
 	$(PY) -m pytest -q tests/test_grading_checks.py tests/test_grading_references.py \
 		tests/test_exercises_notebooks.py tests/test_grading_fixtures.py \
+		tests/test_grading_partial.py tests/test_grading_hidden_inputs.py tests/test_report.py \
 		tests/test_edition.py tests/test_integrity.py
 
 # The fixture table (expected vs actual score, diagnosis) without pytest.
 grade-fixtures: $(VENV)/.installed
 	$(PY) autograder/grade_fixtures.py
+
+# Per assignment and graded item: how many students passed, hit each named misconception or an
+# unnamed observation, one anonymised example each (static HTML and CSV; see autograder/README.md).
+grading-report: $(VENV)/.installed
+	$(PY) -m autograder.report $(ASSIGNMENTS)

@@ -155,6 +155,7 @@ def workdir(tmp_path):
 def test_reference_passes_every_check(check_id, workdir):
     verdict, err = graded(check_id, reference_impl(check_id), workdir)
     assert err is None and verdict.ok, verdict.message
+    assert verdict.label == "passed"  # what the class report counts (autograder.judge.labels)
 
 
 @pytest.mark.parametrize("check_id", sorted(c for c in J.CHECKS if not J.CHECKS[c].hidden))

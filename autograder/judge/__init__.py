@@ -13,7 +13,7 @@ import numpy as np
 from encdec.grading import wire
 from encdec.grading.compare import where
 
-from . import decoder_block, kv_cache, target_slicing
+from . import decoder_block, kv_cache, labels, target_slicing
 from .core import Check, Verdict, diagnosis, format_patterns
 from .seeds import check_seed, load_secret  # noqa: F401
 
@@ -55,23 +55,36 @@ def reference_file(check_id: str, targets: list[str]) -> tuple[dict, dict[str, n
 
 def verify(check_id: str, saved: bytes | None, inputs: dict) -> Verdict:
     """The verdict: judge what the student's kernel saved (``saved``, the bytes of its outputs file
-    read right after the test cell ran) against the reference computed here from ``inputs``."""
-    check = CHECKS[check_id]
+    read right after the test cell ran) against the reference computed here from ``inputs``.
+    Its ``label`` says what kind of verdict it is (``labels``), from the grader's evidence only."""
+    verdict = _verify(CHECKS[check_id], saved, inputs)
+    if verdict.label is None:
+        verdict.label = labels.PASSED if verdict.ok else labels.label_of(verdict.message)
+    return verdict
+
+
+def _verify(check: Check, saved: bytes | None, inputs: dict) -> Verdict:
+    check_id = check.id
     if saved is None:
         return Verdict(False, f"{check_id}: this check did not run to the end (its cell was deleted, the kernel died "
-                              "or timed out before it, or an earlier error stopped it), so it scores 0.")
+                              "or timed out before it, or an earlier error stopped it), so it scores 0.",
+                       label="did_not_run")
     try:
         meta, got = wire.loads(saved, f"{check_id}.npz")
     except Exception as exc:  # noqa: BLE001 (a corrupt or hostile file is a failed check)
-        return Verdict(False, f"{check_id}: its saved outputs could not be read safely ({type(exc).__name__}: {exc}).")
+        return Verdict(False, f"{check_id}: its saved outputs could not be read safely ({type(exc).__name__}: {exc}).",
+                       label="unreadable_outputs")
     status = str(meta.get("status", "ok"))
     if status == "not_implemented":
-        return Verdict(False, f"{check_id}: not implemented yet: {check.task} still raises NotImplementedError.")
+        return Verdict(False, f"{check_id}: not implemented yet: {check.task} still raises NotImplementedError.",
+                       label="not_implemented")
     if status == "error":
+        # the message quotes the student's exception: the label comes from the evidence, not from it
         msg = str(meta.get("error", ""))[:2000]
         origin = meta.get("raised_in") if isinstance(meta.get("raised_in"), dict) else {}
-        failed = Verdict(False, f"{check_id}: {check.task} raised {msg}" + where(origin)
-                         + diagnosis(check.judge_error(msg, inputs)))
+        named = check.judge_error(msg, inputs)
+        label = named or ("package_code" if "not available in a graded run" in msg else "raised")
+        failed = Verdict(False, f"{check_id}: {check.task} raised {msg}" + where(origin) + diagnosis(named), label=label)
         if check.judge_failed is None:
             return failed
         try:
@@ -81,4 +94,5 @@ def verify(check_id: str, saved: bytes | None, inputs: dict) -> Verdict:
     try:
         return check.judge(got, check.reference(inputs), inputs)
     except Exception as exc:  # noqa: BLE001 (malformed outputs: wrong dtypes, odd shapes)
-        return Verdict(False, f"{check_id}: the saved outputs could not be judged ({type(exc).__name__}: {exc}).")
+        return Verdict(False, f"{check_id}: the saved outputs could not be judged ({type(exc).__name__}: {exc}).",
+                       label="unreadable_outputs")

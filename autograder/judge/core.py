@@ -26,10 +26,28 @@ __all__ = ["ATOL", "Check", "Verdict", "compare", "diagnosis", "first_failure", 
 
 @dataclass
 class Verdict:
-    """A check's verdict: ``ok`` and the message the student and the instructor read."""
+    """A check's verdict: ``ok`` and the message the student and the instructor read.
+
+    ``parts``: where the item checks several things the lesson teaches separately, each part's
+    name and whether it passed; a failed verdict with some parts passed earns their share of the
+    item's points (nbgrader's partial credit, ``autograder.trusted``). ``label``: what kind of
+    verdict it is, for the class report (``judge.labels``; ``verify`` fills it in)."""
 
     ok: bool
     message: str
+    parts: tuple[tuple[str, bool], ...] = ()
+    label: str | None = None
+
+    @property
+    def credit(self) -> float:
+        """The share of the item's points earned: 1 when passed, else the share of parts passed."""
+        if self.ok:
+            return 1.0
+        return sum(ok for _, ok in self.parts) / len(self.parts) if self.parts else 0.0
+
+    @property
+    def missed(self) -> list[str]:
+        return [name for name, ok in self.parts if not ok]
 
 
 @dataclass

@@ -91,13 +91,16 @@ for _cid, _hidden, _seed in (("decoder_block.masked_softmax", False, 1102), ("de
 
 # --- DecoderBlock.forward --------------------------------------------------------------------------
 
-def _build_block(seed: int, hidden: bool) -> dict:
+def _build_block(seed: int, hidden: bool, probe: str = "plain") -> dict:
     g = gen(seed)
     if hidden:
-        N = _ints(g, 2, 5)
+        # every student's hidden checks exercise every rule of the spec: batch items whose masks
+        # differ (plain, causal), one head (causal), several heads (plain, question), a batch of
+        # one (question), and always Kq != Ka
+        N = 1 if probe == "question" else _ints(g, 2, 5)
         Ka = _ints(g, 3, 8)
         Kq = Ka + _ints(g, 2, 7)
-        H, M = [(2, 16), (4, 24), (2, 24)][_ints(g, 0, 3)]
+        H, M = (1, (16, 24)[_ints(g, 0, 2)]) if probe == "causal" else [(2, 16), (4, 24), (2, 24)][_ints(g, 0, 3)]
     else:
         N, Ka, Kq, H, M = 2, 5, 9, 2, 16
     F = 2 * M
@@ -109,8 +112,20 @@ def _build_block(seed: int, hidden: bool) -> dict:
     dec_changed[:, j:] = torch.randn(N, Ka - j, M, generator=g)
     enc_changed = torch.randn(N, Kq, M, generator=g)
     mask = A.get_subsequent_mask(torch.zeros(N, Ka, dtype=torch.long))
+    if hidden and N > 1:
+        mask = mask | _padding(g, N, Ka)
     return {"block": block, "dec": dec, "enc": enc, "mask": mask, "dec_changed": dec_changed,
             "enc_changed": enc_changed, "j": j, "dims": {"N": N, "Ka": Ka, "Kq": Kq, "M": M, "H": H, "F": F}}
+
+
+def _padding(g, N: int, Ka: int) -> torch.Tensor:
+    """Key positions hidden from every query of a batch item (padding), different per item: item 0
+    has none, item 1 at least one; position 0 is never hidden, so every row keeps a key. (N, 1, Ka)"""
+    pad = torch.rand(N, 1, Ka, generator=g) < 0.3
+    pad[1, 0, _ints(g, 1, Ka)] = True
+    pad[0] = False
+    pad[..., 0] = False
+    return pad
 
 
 # Which (dec, enc) each probe runs the block on: the first case is always the plain one.
@@ -210,7 +225,7 @@ for _cid, _hidden, _seed, _probe, _title in (
     ("decoder_block.question_hidden", True, 0, "question", "DecoderBlock reads the encoder memory"),
 ):
     _c = Check(id=_cid, title=_title, task="DecoderBlock.forward", kind="block", hidden=_hidden, seed=_seed,
-               build=(lambda s, h=_hidden: _build_block(s, h)), wire=_wire_block(_probe),
+               build=(lambda s, h=_hidden, p=_probe: _build_block(s, h, p)), wire=_wire_block(_probe),
                reference=_ref_block(_probe), error_patterns=_BLOCK_ERRORS,
                variants=_block_variants if _probe == "plain" else (lambda inputs: {}),
                shape_only=("out",) if _probe == "shape" else ())

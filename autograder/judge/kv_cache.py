@@ -19,6 +19,7 @@ from encdec.generate import greedy_decode
 
 from . import variants as Var
 from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, randomize_, same, state_arrays
+from .labels import label_of
 
 CHECKS: list[Check] = []
 
@@ -31,7 +32,8 @@ def _ints(g, lo, hi) -> int:
 
 def _build_update(seed: int, hidden: bool) -> dict:
     g = gen(seed)
-    N, H, Dh = (2, 2, 4) if not hidden else (_ints(g, 1, 4), 2, _ints(g, 3, 7))
+    # the visible check has several sequences and heads; the hidden one a batch of one with one head
+    N, H, Dh = (2, 2, 4) if not hidden else (1, 1, _ints(g, 3, 7))
     lengths = (3, 1, 1) if not hidden else (_ints(g, 2, 5), 1, 2, 1)
     steps = [(torch.randn(N, H, t, Dh, generator=g), torch.randn(N, H, t, Dh, generator=g)) for t in lengths]
     return {"steps": steps, "dims": {"N": N, "H": H, "Dh": Dh}}
@@ -312,30 +314,34 @@ def _failed_decode(check, what: str):
         if blame is None:
             return failed
         failed.message += "\n" + blame
+        failed.label = "raised_in_update"
         if what == "tokens":
             return failed
         steps = len(got.get("decoder_lengths", ()))
         if steps < 2:
             return Verdict(False, failed.message + f"\nOnly {steps} decoding step(s) ran before the failure: too few to "
-                                                    "judge the structure of greedy_decode_cached.")
+                                                    "judge the structure of greedy_decode_cached.", label=failed.label)
         r = _judge_structure(check, what, need_tokens=False)(got, None, inputs)
         if r.ok:
             return Verdict(True, f"{check.title}: ok on the {steps} decoding steps that ran before KVCache.update failed "
                                  "(the failure costs the items that test KVCache.update and the tokens).")
-        return Verdict(False, r.message + "\n(" + blame + ")")
+        # the blame quotes the student's function name: the label comes from the structure verdict alone
+        return Verdict(False, r.message + "\n(" + blame + ")", parts=r.parts, label=label_of(r.message))
     return judge_failed
 
 
 def _judge_structure(check, what: str, need_tokens: bool = True):
     def judge(got, ref, inputs):
         n = inputs["n"]
-        results = []
+        results, parts = [], []
         tok = got.get("tokens")
-        if need_tokens and (tok is None or tok.shape != ref["tokens"].shape):
+        shaped = not need_tokens or (tok is not None and tok.shape == ref["tokens"].shape)
+        if not shaped:
             results.append(Verdict(False, f"{check.id}: greedy_decode_cached should return ids of shape (N, 1 + max_new_tokens) = "
                                           f"{ref['tokens'].shape}; got {None if tok is None else tok.shape}."))
         if what in ("encoder", "both"):
             calls = int(got.get("encoder_calls", np.array(-1)))
+            parts.append(("the encoder runs once", calls == 1))
             if calls != 1:
                 name = "encoder_every_step" if calls > 1 else None
                 results.append(Verdict(False, f"{check.id}: the encoder ran {calls} times for one call that decoded {n} tokens; "
@@ -343,12 +349,14 @@ def _judge_structure(check, what: str, need_tokens: bool = True):
         if what in ("cache", "both"):
             lens = [int(x) for x in got.get("decoder_lengths", np.array([], dtype=np.int64)).reshape(-1)]
             ok = len(lens) >= 1 and lens[0] == 1 and all(x == 1 for x in lens[1:])
+            parts.append(("one new token per decoder step", ok))
             if not ok:
                 growing = len(lens) > 1 and lens[1] > 1
                 results.append(Verdict(False, f"{check.id}: the decoder was fed {lens} tokens per step; expected the BOS prefix once, "
                                               "then 1 token per step ([1, 1, 1, ...])." + diagnosis("no_cache" if growing else None)))
         if results:
-            return first_failure(*results)
+            # an item that checks both earns each part on its own, once the decoding returned its tokens
+            return dataclasses.replace(first_failure(*results), parts=tuple(parts) if what == "both" and shaped else ())
         return Verdict(True, f"{check.title}: ok.")
     return judge
 

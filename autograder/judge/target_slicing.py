@@ -23,9 +23,10 @@ def _ints(g, lo, hi) -> int:
     return int(torch.randint(lo, hi, (1,), generator=g))
 
 
-def _build_answers(seed: int, hidden: bool) -> dict:
+def _build_answers(seed: int, hidden: bool, batch: int | None = None) -> dict:
     g = gen(seed)
     N, Ka, Kq = (4, 5, 9) if not hidden else (_ints(g, 2, 6), _ints(g, 4, 8), _ints(g, 9, 12))
+    N = batch or N
     ans = torch.randint(0, 14, (N, Ka), generator=g)
     ans[:, 0] = 14  # BOS
     ans[:, -1] = 15  # EOS
@@ -54,10 +55,13 @@ def _judge_shift(check):
                 if same(din, outs["dec_in"], True) and same(lab, outs["labels"], True):
                     named = Var.base_name(name)
                     break
-        r = first_failure(compare(check, "dec_in_b", din, ref["dec_in"], exact=True),
-                          compare(check, "labels_b", lab, ref["labels"], exact=True))
+        rd = compare(check, "dec_in_b", din, ref["dec_in"], exact=True)
+        rl = compare(check, "labels_b", lab, ref["labels"], exact=True)
+        r = first_failure(rd, rl)
         if not r.ok:
             r.message += diagnosis(named)
+            # the decoder input and the labels are two slices the lesson teaches separately: each earns its half
+            r.parts = (("the decoder input dec_in_b", rd.ok), ("the labels labels_b", rl.ok))
         return r
     return judge
 
@@ -73,8 +77,9 @@ for _cid, _hidden, _seed in (("target_slicing.shift", False, 1201), ("target_sli
 
 # --- Transformer.forward -------------------------------------------------------------------------
 
-def _build_forward(seed: int, hidden: bool) -> dict:
-    inputs = _build_answers(seed, hidden)
+def _build_forward(seed: int, hidden: bool, probe: str = "plain") -> dict:
+    # the hidden question probe runs a batch of one (a squeeze or a batch-wide slice shows there)
+    inputs = _build_answers(seed, hidden, batch=1 if hidden and probe == "question" else None)
     inputs["model"] = randomize_(Mdl.Transformer(inputs["config"]), seed)
     return inputs
 
@@ -171,7 +176,7 @@ for _cid, _hidden, _seed, _probe, _title in (
     ("target_slicing.question_hidden", True, 0, "question", "Transformer.forward reads the question"),
 ):
     _c = Check(id=_cid, title=_title, task="Transformer.forward", kind="forward", hidden=_hidden, seed=_seed,
-               build=(lambda s, h=_hidden: _build_forward(s, h)), wire=_wire_forward(_probe),
+               build=(lambda s, h=_hidden, p=_probe: _build_forward(s, h, p)), wire=_wire_forward(_probe),
                reference=_ref_forward(_probe), error_patterns=_FORWARD_ERRORS,
                variants=_forward_variants if _probe == "plain" else (lambda inputs: {}),
                shape_only=("logits",) if _probe == "shape" else ())

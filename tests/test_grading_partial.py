@@ -1,0 +1,91 @@
+"""Partial credit and verdict labels, without nbgrader's autograde: an item that checks several
+things earns each part on its own through nbgrader's partial-credit output and says which part
+was missed; every verdict carries a label for the class report, decided from the grader's
+evidence and never from text the student's code produced."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+import torch
+from nbgrader import utils
+
+from autograder import judge as J
+from autograder.judge import labels as L
+from autograder.trusted import _verdict_outputs
+from encdec.grading.misconceptions import MISCONCEPTIONS
+from test_grading_checks import graded, make_decoder  # helpers of the check tests
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    return tmp_path
+
+
+def graded_cell(points: float, verdicts) -> nbformat.NotebookNode:
+    """A graded test cell as TrustedVerdict leaves it."""
+    cell = nbformat.v4.new_code_cell('checks.run("x", f)')
+    cell.metadata["nbgrader"] = {"grade": True, "solution": False, "grade_id": "x", "points": points}
+    cell.execution_count = 3
+    cell.outputs = _verdict_outputs(cell, verdicts)
+    return cell
+
+
+@pytest.mark.parametrize("check_id", ["target_slicing.shift", "target_slicing.shift_hidden"])
+def test_a_shift_with_only_the_labels_wrong_earns_the_decoder_input_half(check_id, workdir):
+    verdict, _ = graded(check_id, lambda a: (a[:, :-1], a), workdir)
+    assert not verdict.ok and verdict.credit == 0.5
+    assert verdict.missed == ["the labels labels_b"] and verdict.label == "labels_not_sliced"
+    reversed_shift, _ = graded(check_id, lambda a: (a[:, 1:], a[:, :-1]), workdir)
+    assert reversed_shift.credit == 0 and reversed_shift.label == "shift_reversed"
+
+
+def test_the_hidden_structure_item_awards_its_two_parts_separately(workdir):
+    verdict, _ = graded("kv_cache.structure_hidden", make_decoder(encoder_every_step=True), workdir)
+    assert not verdict.ok and verdict.credit == 0.5, verdict.message
+    assert verdict.missed == ["the encoder runs once"] and verdict.label == "encoder_every_step"
+    one_part, _ = graded("kv_cache.encoder_once", make_decoder(encoder_every_step=True), workdir)
+    assert one_part.credit == 0  # an item that checks one thing has no parts
+
+
+def test_partial_credit_reaches_nbgrader_as_the_cells_score_and_names_the_missed_part(workdir):
+    verdict, _ = graded("kv_cache.structure_hidden", make_decoder(encoder_every_step=True), workdir)
+    cell = graded_cell(2, [verdict])
+    assert utils.determine_grade(cell) == (1.0, 2.0)
+    text = cell.outputs[0]["text"]
+    assert "1 of 2 point(s)" in text and "missed: the encoder runs once" in text and "passed: one new token" in text
+    assert "encoder re-ran every decoding step" in " ".join(text.split())  # the diagnosis is still given
+    # a verdict that earned nothing is an error (0 points), a passed one a clean line (full points)
+    nothing = J.Verdict(False, "wrong", parts=(("a", False), ("b", False)))
+    assert utils.determine_grade(graded_cell(2, [nothing])) == (0, 2.0)
+    assert utils.determine_grade(graded_cell(2, [J.Verdict(True, "fine")])) == (2.0, 2.0)
+
+
+def test_a_named_mistake_is_labelled_with_its_misconception(workdir):
+    verdict, _ = graded("target_slicing.shift", lambda a: (a, a), workdir)
+    assert verdict.label == "no_shift" and L.kind(verdict.label) == "named"
+    assert L.describe(verdict.label).startswith("Diagnosis: no shift")
+
+
+def test_text_the_students_code_raised_never_sets_the_label(workdir):
+    """An exception message that imitates a diagnosis is quoted in the feedback, not believed."""
+    forged = "Diagnosis: " + MISCONCEPTIONS["no_shift"]
+
+    def shift(ans_b):
+        raise ValueError(forged)
+
+    verdict, _ = graded("target_slicing.shift", shift, workdir)
+    assert forged in verdict.message and verdict.label == "raised"
+    missing = J.verify("target_slicing.shift", None, J.graded_inputs("target_slicing.shift", 1))
+    assert missing.label == "did_not_run"
+
+
+def test_unnamed_observations_share_a_label_whatever_their_numbers():
+    a = L.label_of("kv_cache.tokens: ...\nObserved: the logits of decoding step 3 (row 1) differ from what the model "
+                   "gives for the same prefix; the 2 step(s) before it matched.")
+    b = L.label_of("kv_cache.tokens: ...\nObserved: the logits of decoding step 5 (row 0) differ from what the model "
+                   "gives for the same prefix; the 4 step(s) before it matched.")
+    assert a == b and a.startswith("observed: the logits of decoding step # (row #)") and L.kind(a) == "observed"
+    assert L.label_of("x: the block output did not match the reference.") == "mismatch"
+    random = L.label_of("x: two runs differ." + J.diagnosis("observed_random"))
+    assert random == "observed_random" and L.kind(random) == "observed"
