@@ -25,7 +25,20 @@ c.CourseDirectory.feedback_directory = "autograder/feedback"
 c.CourseDirectory.db_url = f"sqlite:///{ROOT / 'autograder' / 'gradebook.db'}"
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".grading", ".grading-in"]
 c.Exchange.root = str(ROOT / "autograder" / "exchange")
+# Grades out: `nbgrader export` writes a gradebook CSV that Canvas imports (autograder/lms/canvas.py;
+# `--exporter=nbgrader.plugins.CsvExportPlugin` gives nbgrader's own CSV, to grades.csv).
+c.ExportApp.plugin_class = "autograder.lms.canvas.CanvasExport"
+c.ExportPlugin.to = str(ROOT / "autograder" / "export" / "canvas.csv")
 c.CsvExportPlugin.to = str(ROOT / "autograder" / "export" / "grades.csv")
+c.CanvasExport.id_column = "SIS Login ID"  # the Canvas column that holds nbgrader's student ids
+# Late submissions (autograder/lms/late_policy.py): 10 % of the score per day or part of a day
+# after the due date, at most 50 %; extensions from nbgrader's gradebook and from a CSV file
+# student_id,assignment,days (empty: none).
+c.AssignLatePenalties.plugin_class = "autograder.lms.late_policy.LatePolicy"
+c.LatePolicy.percent_per_day = 10.0
+c.LatePolicy.max_percent = 50.0
+c.LatePolicy.grace_minutes = 0.0
+c.LatePolicy.extensions_file = ""
 
 # Grading: a cell that runs longer than this is interrupted and scores 0.
 c.Execute.timeout = 60

@@ -11,13 +11,15 @@ def prepare(c) -> None:
       creates a gradebook, and the venv's must be found without activating it;
     - one OMP thread unless told otherwise: the models are tiny, one thread is fastest, and
       parallel graders do not oversubscribe the CPUs;
-    - the folder of `c.CsvExportPlugin.to`, which `nbgrader export` does not create.
+    - the folders of the exporters' files (`c.ExportPlugin.to`, `c.CsvExportPlugin.to`), which
+      `nbgrader export` does not create.
     """
     bin_dir = str(Path(sys.executable).parent)
     path = os.environ.get("PATH", "")
     if bin_dir not in path.split(os.pathsep):
         os.environ["PATH"] = bin_dir + os.pathsep + path
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    export = c.CsvExportPlugin.get("to")
-    if isinstance(export, str) and export:
-        Path(export).parent.mkdir(parents=True, exist_ok=True)
+    for section in (c.ExportPlugin, c.CsvExportPlugin):
+        export = section.get("to")
+        if isinstance(export, str) and export:
+            Path(export).parent.mkdir(parents=True, exist_ok=True)
