@@ -346,6 +346,14 @@ class SanitizeOutputs(SanitizeHTML):
         return {"a": ["href", "title"], "img": ["src", "alt", "width", "height"], "abbr": ["title"],
                 "acronym": ["title"], "*": ["class"]}
 
+    def preprocess_cell(self, cell, resources, index):
+        cell, resources = super().preprocess_cell(cell, resources, index)
+        if cell.cell_type == "markdown":
+            # bleach escapes every ">" and "&" it keeps as text, which markdown then shows as
+            # "&gt;" (in code spans too: `j > i`). Only "<" can open a tag, and it stays escaped.
+            cell.source = cell.source.replace("&gt;", ">").replace("&amp;", "&")
+        return cell, resources
+
 
 class SafeOverwriteCells(OverwriteCells):
     """OverwriteCells whose re-added grade cells go after the nearest earlier cell still present."""
