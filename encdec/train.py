@@ -54,7 +54,8 @@ def token_accuracy(model: Transformer, questions, answers, batch_size: int = 256
     return loss_sum / total, correct / total
 
 
-def _optimizer(model: Transformer, tc: TrainConfig) -> torch.optim.Optimizer:
+def make_optimizer(model: Transformer, tc: TrainConfig) -> torch.optim.Optimizer:
+    """The optimiser ``train`` steps, as ``tc`` configures it (chapter 12 inspects what it updates)."""
     start_lr = tc.warmup_lr if tc.schedule == "step_warmup" else tc.lr
     cls = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}.get(tc.optimizer)
     if cls is None:
@@ -93,7 +94,7 @@ def train(
     Kq, Ka = train_q.shape[1], train_a.shape[1]
     ques_pos, ans_pos = model.positions(Kq), model.positions(Ka)  # (1, Kq, M), (1, Ka, M)
     steps_per_epoch = math.ceil(len(train_q) / tc.batch_size)
-    opt = _optimizer(model, tc)
+    opt = make_optimizer(model, tc)
     sched = _scheduler(opt, tc, tc.epochs * steps_per_epoch)
     history: list[dict] = []
     reached_at = None
@@ -173,16 +174,25 @@ def load_checkpoint(path: str | Path) -> Transformer:
     return model.eval()
 
 
+# The student wheel carries copies of the presets' runs here (`make student-release` puts them in
+# at release time; the repository never holds them): a launched notebook needs no build/ folder.
+PACKAGED_CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
+
+
 def checkpoint_root() -> Path:
-    """Where ``make checkpoints`` puts the presets' runs: $ENCDEC_CHECKPOINTS, else the nearest
-    ``build/checkpoints`` above the current folder (chapters execute inside ``book/``)."""
+    """Where the presets' runs are: $ENCDEC_CHECKPOINTS, else the nearest ``build/checkpoints``
+    above the current folder (``make checkpoints``; chapters execute inside ``book/``), else the
+    copies inside an installed student wheel."""
     env = os.environ.get("ENCDEC_CHECKPOINTS")
     if env:
         return Path(env)
     for folder in [Path.cwd(), *Path.cwd().parents]:
         if (folder / "build" / "checkpoints").is_dir():
             return folder / "build" / "checkpoints"
-    raise FileNotFoundError("no build/checkpoints folder above the current one: run `make checkpoints`")
+    if PACKAGED_CHECKPOINTS.is_dir():
+        return PACKAGED_CHECKPOINTS
+    raise FileNotFoundError("no build/checkpoints folder above the current one and none in the installed "
+                            "package: run `make checkpoints`, or install the student wheel")
 
 
 def load_run(preset: str) -> tuple[Transformer, dict]:

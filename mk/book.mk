@@ -11,13 +11,19 @@ $(NPM_STAMP): package.json package-lock.json
 	touch $@
 
 # The notebook copies that the launch buttons open (Colab, Binder, JupyterHub need .ipynb): one
-# per MyST notebook page, converted by jupytext without outputs. Committed; every build refreshes
-# them (--update keeps their cell ids); tests/test_book_content.py fails when one lags behind.
+# per MyST notebook page, converted by jupytext without outputs, then given a first cell that
+# installs the student wheel from the published site (book/launch_copies.py; its address comes
+# from _config.yml's repository setting). Committed; every build refreshes them (--update keeps
+# their cell ids); tests/test_book_content_launch.py fails when one lags behind.
 NOTEBOOK_PAGES = $(shell grep -l '^jupytext:' book/*.md)
+define LAUNCH_COPIES
+$(BIN)/jupytext --quiet --update --to ipynb $(NOTEBOOK_PAGES)
+$(PY) book/launch_copies.py $(NOTEBOOK_PAGES:.md=.ipynb)
+endef
 
 define BUILD_BOOK
 $(PY) scripts/book_assets.py --check-cache $(BOOK_OUT)
-$(BIN)/jupytext --quiet --update --to ipynb $(NOTEBOOK_PAGES)
+$(LAUNCH_COPIES)
 $(BIN)/jupyter-book build . --path-output . --warningiserror --keep-going
 endef
 
@@ -33,4 +39,4 @@ book-only: $(VENV)/.installed $(NPM_STAMP)
 	$(BUILD_BOOK)
 
 book-notebooks: $(VENV)/.installed
-	$(BIN)/jupytext --quiet --update --to ipynb $(NOTEBOOK_PAGES)
+	$(LAUNCH_COPIES)

@@ -2,10 +2,11 @@
 # keeps back. Generated, never edited: SHA256SUMS lists every file.
 #   - a wheel of the `encdec` package (model, data, training, decoding, widgets and the kernel
 #     side of the visible checks, encdec/grading); not the grader (autograder/), no solutions,
-#     no hidden tests;
+#     no hidden tests. It carries the three trained presets as package data
+#     (encdec/checkpoints/<preset>/, copied from build/checkpoints here and nowhere else), so
+#     nobody retrains and `load_run` needs no build/ folder; this is the wheel a launched
+#     chapter's first cell installs from the published site's student/ folder;
 #   - exercises/<name>/: the released notebooks (stubs) and their visible checks' reference/*.npz;
-#   - build/checkpoints/<preset>/: the three trained presets, so nobody retrains (`load_run`
-#     finds the nearest build/checkpoints above the notebook);
 #   - README.md for students.
 # tests/test_student_release.py installs it in a fresh virtual environment and runs the checks.
 STUDENT := dist/student
@@ -15,12 +16,12 @@ define STUDENT_README
 # The Transformer encoder–decoder: student release
 
 - `encdec-*.whl`: the course package (the model, data, training, decoding, the book's widgets,
-  and the visible checks your notebooks run). No solutions, no hidden tests, no grader.
+  the visible checks your notebooks run, and the trained `overfit`, `historical` and `modern`
+  models the chapters and exercises load, so you never retrain). No solutions, no hidden tests,
+  no grader.
 - `exercises/`: the three exercises, one folder each, with the stored inputs and outputs of
   their visible checks (`reference/`): `decoder_block` (chapter 11), `target_slicing`
   (chapter 12) and `kv_cache` (chapter 13).
-- `build/checkpoints/`: the trained `overfit`, `historical` and `modern` models the chapters and
-  exercises load, so you never retrain.
 
 ## Set up (Python 3.11 or newer)
 
@@ -28,9 +29,8 @@ define STUDENT_README
     .venv/bin/pip install encdec-*.whl jupyterlab
     .venv/bin/jupyter lab
 
-(On Windows: `.venv\Scripts\pip` and `.venv\Scripts\jupyter`.) Keep this folder's layout:
-notebooks find the checkpoints in `build/checkpoints` above them (or set `ENCDEC_CHECKPOINTS` to
-that folder).
+(On Windows: `.venv\Scripts\pip` and `.venv\Scripts\jupyter`.) Keep each exercise next to its
+`reference/` folder.
 
 ## Work on an exercise
 
@@ -51,6 +51,10 @@ student-release: $(VENV)/.installed checkpoints
 	mkdir -p $(STUDENT) $(STUDENT_STAGE)
 	cp -r encdec $(STUDENT_STAGE)/encdec
 	find $(STUDENT_STAGE) -name __pycache__ -prune -exec rm -rf {} +
+	for p in $(PRESET_NAMES); do \
+		mkdir -p $(STUDENT_STAGE)/encdec/checkpoints/$$p; \
+		cp $(CHECKPOINTS)/$$p/model.pt $(CHECKPOINTS)/$$p/metrics.json $(STUDENT_STAGE)/encdec/checkpoints/$$p/; \
+	done
 	sed 's/^include = \["encdec\*", "autograder\*"\]$$/include = ["encdec*"]  # the student wheel: no grader/' \
 		pyproject.toml > $(STUDENT_STAGE)/pyproject.toml
 	grep -q '^include = \["encdec\*"\]' $(STUDENT_STAGE)/pyproject.toml || \
@@ -60,10 +64,6 @@ student-release: $(VENV)/.installed checkpoints
 		name=$$(basename $$ex); mkdir -p $(STUDENT)/exercises/$$name/reference; \
 		cp $$ex$$name.ipynb $(STUDENT)/exercises/$$name/; \
 		cp $$ex/reference/*.npz $(STUDENT)/exercises/$$name/reference/; \
-	done
-	for p in $(PRESET_NAMES); do \
-		mkdir -p $(STUDENT)/build/checkpoints/$$p; \
-		cp $(CHECKPOINTS)/$$p/model.pt $(CHECKPOINTS)/$$p/metrics.json $(STUDENT)/build/checkpoints/$$p/; \
 	done
 	printf '%s\n' "$$STUDENT_README" > $(STUDENT)/README.md
 	cd $(STUDENT) && find . -type f ! -name SHA256SUMS | LC_ALL=C sort | xargs sha256sum > SHA256SUMS

@@ -1,10 +1,12 @@
 """`make student-release`: what it ships, what it keeps back, and that a student can use it.
 
-The release is built into a temporary folder, installed in a fresh virtual environment (the
-wheel itself; its third-party dependencies, torch above all, come from this project's
-environment instead of the network), and every exercise's visible checks run there from the
-released folder: against the released stub they fail with "not implemented yet", with the
-reference solution's code in the solution cells they pass.
+The release is built into a temporary folder, and its wheel is installed in a fresh virtual
+environment by running the launch copies' first cell there (with the wheel's local path in place
+of its address on the site; its third-party dependencies, torch above all, come from this
+project's environment instead of the network). That environment loads every preset's trained
+checkpoint from the wheel with no build/ folder in sight, and every exercise's visible checks run
+there from the released folder: against the released stub they fail with "not implemented yet",
+with the reference solution's code in the solution cells they pass.
 """
 
 from __future__ import annotations
@@ -19,9 +21,12 @@ import sysconfig
 import zipfile
 from pathlib import Path
 
+import nbformat
 import pytest
+import yaml
 
 from encdec.presets import PRESETS
+from encdec.train import load_checkpoint
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,8 +80,17 @@ def fresh_python(release, tmp_path_factory) -> Path:
     # editable install of the repository that lives there (a .pth hook) is not activated.
     (purelib / "course_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     (wheel,) = release.glob("encdec-*.whl")
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
-                   check=True, capture_output=True, text=True)
+    # The launch copies' install cell, as a launched chapter runs it, fetching the wheel from here.
+    cell = nbformat.read(ROOT / "book" / "ch11_cross_attention.ipynb", as_version=4).cells[0].source
+    (url,) = re.findall(r'^WHEEL = "(https://[^"]+)"$', cell, flags=re.M)
+    assert url.rsplit("/", 1)[1] == wheel.name, f"the launch cell installs {url}, the release builds {wheel.name}"
+    # Offline: the dependencies must all be satisfied from here. Python 3.11's venv bundles an old
+    # setuptools that would shadow this environment's (torch requires a newer one); drop it.
+    subprocess.run([str(python), "-m", "pip", "uninstall", "-q", "-y", "setuptools"], check=True, capture_output=True)
+    env = {**os.environ, "PIP_NO_INDEX": "1"}
+    done = subprocess.run([str(python), "-c", cell.replace(url, str(wheel))], capture_output=True, text=True,
+                          env=env, cwd=venv)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     return python
 
 
@@ -90,9 +104,16 @@ def test_release_ships_exercises_wheel_checkpoints_and_readme(release):
         assert (ours / f"{name}.ipynb").read_bytes() == (ROOT / "exercises" / name / f"{name}.ipynb").read_bytes()
         assert sorted(p.name for p in (ours / "reference").iterdir()) == \
             sorted(p.name for p in (ROOT / "exercises" / name / "reference").glob("*.npz"))
-    for preset in PRESETS:
-        for file in ("model.pt", "metrics.json"):
-            assert (release / "build" / "checkpoints" / preset / file).is_file(), (preset, file)
+    # The checkpoints travel inside the wheel, copied at release time from build/checkpoints (the
+    # one source: the repository never holds a copy, and the release has no second one).
+    with zipfile.ZipFile(next(release.glob("encdec-*.whl"))) as wheel:
+        for preset in PRESETS:
+            for file in ("model.pt", "metrics.json"):
+                packaged = wheel.read(f"encdec/checkpoints/{preset}/{file}")
+                assert packaged == (ROOT / "build" / "checkpoints" / preset / file).read_bytes(), (preset, file)
+    assert not (release / "build").exists() and not (ROOT / "encdec" / "checkpoints").exists()
+    tracked = subprocess.run(["git", "ls-files", "encdec/checkpoints"], cwd=ROOT, capture_output=True, text=True)
+    assert tracked.stdout == "", "checkpoints committed into the package"
     readme = (release / "README.md").read_text()
     assert all(name in readme for name in ASSIGNMENTS) and "pip install" in readme
 
@@ -147,6 +168,42 @@ def test_fresh_environment_has_the_package_and_not_the_grader(fresh_python, rele
     location, grader = out.stdout.split()
     assert Path(location).is_relative_to(fresh_python.parent.parent), f"encdec imported from {location}"
     assert grader == "None", "the grader is importable in the student's environment"
+
+
+def test_launch_cell_names_the_wheel_on_the_site_of_the_repository_setting(release):
+    url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
+    owner, repo = re.fullmatch(r"https://github\.com/([\w.-]+)/([\w.-]+)", url).groups()
+    (wheel,) = release.glob("encdec-*.whl")
+    for copy in sorted((ROOT / "book").glob("*.ipynb")):
+        cell = nbformat.read(copy, as_version=4).cells[0].source
+        assert f'WHEEL = "https://{owner.lower()}.github.io/{repo}/student/{wheel.name}"' in cell, copy.name
+
+
+def test_fresh_environment_loads_the_presets_from_the_wheel_without_build(fresh_python, tmp_path):
+    """No build/checkpoints above the working folder and no ENCDEC_CHECKPOINTS: the wheel's copies."""
+    assert not [f for f in [tmp_path, *tmp_path.parents] if (f / "build" / "checkpoints").is_dir()]
+    probe = (
+        "import hashlib, json, sys\n"
+        "from encdec.train import checkpoint_root, load_run\n"
+        "out = {'root': str(checkpoint_root())}\n"
+        "for preset in sys.argv[1:]:\n"
+        "    model, metrics = load_run(preset)\n"
+        "    digest = hashlib.sha256(b''.join(t.numpy().tobytes() for t in model.state_dict().values()))\n"
+        "    out[preset] = {'metrics': metrics, 'weights': digest.hexdigest(), 'training': model.training}\n"
+        "print(json.dumps(out))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "ENCDEC_CHECKPOINTS", "VIRTUAL_ENV"}}
+    done = subprocess.run([str(fresh_python), "-c", probe, *PRESETS], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert Path(report["root"]).is_relative_to(fresh_python.parent.parent), report["root"]
+    for preset in PRESETS:
+        ours = ROOT / "build" / "checkpoints" / preset
+        weights = load_checkpoint(ours / "model.pt").state_dict().values()
+        digest = hashlib.sha256(b"".join(t.numpy().tobytes() for t in weights)).hexdigest()
+        assert report[preset] == {"metrics": json.loads((ours / "metrics.json").read_text()), "weights": digest,
+                                  "training": False}, preset
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

@@ -1,0 +1,82 @@
+"""Give the launch buttons' notebook copies (book/<chapter>.ipynb) their first cell.
+
+A chapter opened on Colab, Binder or a JupyterHub starts without the course package. The copies
+that the buttons open therefore begin with one cell that installs the student wheel (the package
+with its trained checkpoints, made by `make student-release`) from the published site, and
+fetches nothing else; where `encdec` is already importable (a clone of the repository, a prepared
+hub) the cell does nothing. The book's own pages (.md) never hold this cell, so the local and
+offline builds are unchanged.
+
+The wheel's address is derived from the one repository setting of _config.yml: the GitHub Pages
+site of `repository.url` (https://github.com/OWNER/REPO is served at https://OWNER.github.io/REPO/),
+its student/ folder (where .github/workflows/book.yml publishes the student release), and the
+wheel's file name from pyproject.toml's name and version.
+
+    python book/launch_copies.py book/ch11_cross_attention.ipynb ...   # after jupytext (mk/book.mk)
+    python book/launch_copies.py --url                                  # print the wheel's address
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+import nbformat
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CELL_ID = "install-course-package"  # fixed, so that rebuilding a copy changes nothing
+
+INSTALL = '''\
+# Launched from the course book (Colab, Binder, a JupyterHub): install the course package from the
+# book's site, the student wheel that carries the trained checkpoints (pip adds only those of its
+# dependencies this environment lacks). Skipped where `encdec` is already installed.
+import importlib.util
+import subprocess
+import sys
+
+WHEEL = "{url}"
+if importlib.util.find_spec("encdec") is None:
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", WHEEL], check=True)'''
+
+
+def site_url(repository_url: str) -> str:
+    """The GitHub Pages address of a repository (a user or organisation site for OWNER.github.io)."""
+    m = re.fullmatch(r"https://github\.com/([\w.-]+)/([\w.-]+?)/?", repository_url)
+    if not m:
+        raise ValueError(f"repository.url {repository_url!r} is not https://github.com/OWNER/REPOSITORY")
+    owner, repo = m.group(1).lower(), m.group(2)
+    host = f"https://{owner}.github.io/"
+    return host if repo.lower() == f"{owner}.github.io" else f"{host}{repo}/"
+
+
+def wheel_url(root: Path = ROOT) -> str:
+    """Where the published site serves the student wheel."""
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    wheel = f"{project['name'].replace('-', '_')}-{project['version']}-py3-none-any.whl"
+    return f"{site_url(config['repository']['url'])}student/{wheel}"
+
+
+def add_install_cell(path: Path, url: str) -> None:
+    """Put the install cell first in the notebook at ``path`` (replacing an older one)."""
+    nb = nbformat.read(path, as_version=4)
+    cell = nbformat.v4.new_code_cell(INSTALL.format(url=url), id=CELL_ID)
+    cell.metadata["tags"] = ["launch-setup"]
+    nb.cells = [cell, *(c for c in nb.cells if c.get("id") != CELL_ID)]
+    nbformat.write(nb, path)
+
+
+def main(argv: list[str]) -> None:
+    if argv == ["--url"]:
+        print(wheel_url())
+        return
+    url = wheel_url()
+    for name in argv:
+        add_install_cell(Path(name), url)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

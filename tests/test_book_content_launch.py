@@ -1,0 +1,140 @@
+"""Issue 10, from a page to running code: the launch buttons, the notebook copies they open (in
+step with the pages, no outputs, a first cell that installs the student wheel from the published
+site), Binder's set-up and the publishing workflow.
+
+Fast: reads files, builds nothing (helpers in book_pages.py).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+import tomllib
+
+import pytest
+import yaml
+
+from book_pages import ROOT, BOOK, NOTEBOOK_PAGES, ALL_PAGES, code_cells, read
+
+COPIES = sorted(NOTEBOOK_PAGES + ["widgets_gallery"])
+
+
+def published_wheel(repository_url: str) -> str:
+    """Where the Pages workflow serves the student wheel of ``repository_url`` (owner's repository)."""
+    owner, repo = re.fullmatch(r"https://github\.com/([\w.-]+)/([\w.-]+)", repository_url).groups()
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return f"https://{owner.lower()}.github.io/{repo}/student/{project['name']}-{project['version']}-py3-none-any.whl"
+
+
+def test_no_outputs_or_machine_paths_committed():
+    """book/*.ipynb are the launch buttons' copies of the MyST notebooks: in step, without outputs,
+    and one cell longer (the install cell, first)."""
+    import jupytext
+
+    assert sorted(p.stem for p in BOOK.glob("*.ipynb")) == COPIES
+    for copy in BOOK.glob("*.ipynb"):
+        nb, md = jupytext.read(copy), jupytext.read(copy.with_suffix(".md"))
+        assert not any(c.get("outputs") for c in nb.cells), f"{copy.name} has outputs"
+        assert [(c.cell_type, c.source) for c in nb.cells[1:]] == [(c.cell_type, c.source) for c in md.cells], \
+            f"{copy.name} lags behind its .md: run `make book-notebooks`"
+    for page in ALL_PAGES:
+        text = read(page)
+        for literal in ("/work/", "/tmp/", "/root/", "/home/"):
+            assert literal not in text, f"{page} names a machine path {literal!r}"
+
+
+
+def test_launch_buttons_come_from_one_repository_setting():
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", config["repository"]["url"])
+    launch = config["launch_buttons"]
+    assert {"colab_url", "binderhub_url", "jupyterhub_url"} <= set(launch) and launch.get("thebe") is False
+    assert "book/*.ipynb" in config["exclude_patterns"], "Sphinx would see two sources per chapter"
+    assert config["html"]["use_download_button"] is True
+
+
+def test_publishing_workflow_builds_the_book_and_sets_the_repository():
+    import subprocess
+
+    flow = yaml.safe_load((ROOT / ".github" / "workflows" / "book.yml").read_text())
+    build = [step for step in flow["jobs"]["build"]["steps"]]
+    runs = [step.get("run", "") for step in build]
+    assert any(r.strip() == "make book" for r in runs), "the workflow does not build as the README says"
+    upload = next(s for s in build if str(s.get("uses", "")).startswith("actions/upload-pages-artifact"))
+    assert upload["with"]["path"] == "_build/html"
+    assert any(str(s.get("uses", "")).startswith("actions/deploy-pages") for s in flow["jobs"]["deploy"]["steps"])
+    assert flow["permissions"] == {"contents": "read", "pages": "write", "id-token": "write"}
+    # The step that sets the one repository setting really rewrites it (run its sed on a copy).
+    script = next(r for r in runs if "_config.yml" in r).replace("sed -i", "sed").replace("_config.yml", "")
+    env = {"GITHUB_REPOSITORY": "someone/some-course", "DEFAULT_BRANCH": "trunk", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run(["bash", "-c", script], input=(ROOT / "_config.yml").read_text(), env=env,
+                         capture_output=True, text=True, check=True).stdout
+    assert yaml.safe_load(out)["repository"] == {**yaml.safe_load((ROOT / "_config.yml").read_text())["repository"],
+                                                  "url": "https://github.com/someone/some-course", "branch": "trunk"}
+
+
+# --- the launch copies' first cell: the student wheel from the site, nothing else ------------------
+
+
+def install_cell(page: str) -> str:
+    import nbformat
+
+    first = nbformat.read(BOOK / f"{page}.ipynb", as_version=4).cells[0]
+    assert first.cell_type == "code" and first.id == "install-course-package", f"{page}: no install cell first"
+    return first.source
+
+
+@pytest.mark.parametrize("page", COPIES)
+def test_launch_copy_first_cell_installs_the_student_wheel_from_the_site(page, monkeypatch):
+    source = install_cell(page)
+    url = published_wheel(yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"])
+    assert re.findall(r"https?://[^\s\"']+", source) == [url], f"{page}: the cell fetches {source!r}"
+    assert "install-course-package" not in read(page) and url not in read(page), "the page itself installs"
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda *args, **kwargs: calls.append((args, kwargs)))
+    for importable in (True, False):
+        monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a, e=importable: object() if e else None)
+        exec(compile(source, f"{page}: install cell", "exec"), {})
+    (args, kwargs), = calls  # only where encdec is missing
+    assert args[0][:4] == [sys.executable, "-m", "pip", "install"] and args[0][-1] == url and kwargs == {"check": True}
+
+
+def test_wheel_address_follows_the_repository_setting(tmp_path):
+    """book/launch_copies.py derives the address from _config.yml, as the buttons do."""
+    spec = importlib.util.spec_from_file_location("launch_copies", BOOK / "launch_copies.py")
+    launch_copies = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(launch_copies)
+    config = (ROOT / "_config.yml").read_text()
+    (tmp_path / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
+    for repository in ("https://github.com/Someone/some-course", "https://github.com/someone/someone.github.io"):
+        (tmp_path / "_config.yml").write_text(re.sub(r"(?m)^  url: .*$", f"  url: {repository}", config))
+        got = launch_copies.wheel_url(tmp_path)
+        if repository.endswith(".github.io"):
+            assert got.startswith("https://someone.github.io/student/encdec-"), got
+        else:
+            assert got == published_wheel(repository), got
+
+
+def test_binder_installs_what_the_chapters_import_at_the_pins():
+    """binder/requirements.txt: constraints.txt's pins, the CPU build of torch, every third-party
+    module the chapters import and every dependency of the wheel (the first cell then fetches only
+    the wheel)."""
+    lines = [line.split("#")[0].strip() for line in (ROOT / "binder" / "requirements.txt").read_text().splitlines()]
+    lines = [line for line in lines if line]
+    assert "-c ../constraints.txt" in lines and (ROOT / "binder" / "../constraints.txt").resolve().is_file()
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lines
+    wanted = {line.lower() for line in lines if not line.startswith("-")}
+    pinned = {line.split("==")[0].lower() for line in (ROOT / "constraints.txt").read_text().splitlines() if "==" in line}
+    assert wanted <= pinned, f"not pinned in constraints.txt: {wanted - pinned}"
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert {re.split(r"[<>=!~ ;\[]", d)[0].lower() for d in project["dependencies"]} <= wanted
+    imported = set()
+    for page in COPIES:
+        for cell in code_cells(read(page)):
+            imported |= set(re.findall(r"^(?:from|import) (\w+)", cell, flags=re.M))
+    third_party = imported - set(sys.stdlib_module_names) - {"encdec"}
+    assert third_party and third_party <= wanted, f"Binder lacks {third_party - wanted}"
+    runtime = (ROOT / "binder" / "runtime.txt").read_text().strip()
+    assert re.fullmatch(r"python-3\.(\d+)", runtime) and int(runtime.split(".")[1]) >= 11
