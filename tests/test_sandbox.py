@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 HOSTILE = ROOT / "autograder" / "hostile"
 ASSIGNMENT = "decoder_block"
 PY = sys.executable

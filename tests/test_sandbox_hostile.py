@@ -169,7 +169,6 @@ def course_base() -> Path:
 
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
-    sys.path.insert(0, str(ROOT))
     from autograder.hostile import make_hostile
 
     if shutil.which("bwrap") is None:

@@ -27,11 +27,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
-from autograder.sandbox import cgroups, sandbox, seccomp  # noqa: E402
-from autograder.sandbox.policy import BWRAP_NAMESPACES, Limits, Policy  # noqa: E402
-from autograder.sandbox.sandbox import UID_BASE, UID_SLOTS, UidSlot, bwrap_command, readonly_paths  # noqa: E402
+from autograder.sandbox import cgroups, sandbox, seccomp
+from autograder.sandbox.policy import BWRAP_NAMESPACES, Limits, Policy
+from autograder.sandbox.sandbox import UID_BASE, UID_SLOTS, UidSlot, bwrap_command, readonly_paths
 
 MiB = 1024 * 1024
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox runs as root")
@@ -145,7 +144,6 @@ def test_seccomp_program_assembles_for_each_architecture():
 
 SECCOMP_CHILD = textwrap.dedent('''
     import ctypes, errno, json, subprocess, sys, threading
-    sys.path.insert(0, {root!r})
     from autograder.sandbox import seccomp
     from autograder.sandbox.sandbox import Policy
     seccomp.install(Policy().seccomp_program())
@@ -174,7 +172,7 @@ SECCOMP_CHILD = textwrap.dedent('''
 
 
 def test_seccomp_refuses_keyring_and_user_namespaces_but_not_threads():
-    run = subprocess.run([sys.executable, "-c", SECCOMP_CHILD.format(root=str(ROOT))],
+    run = subprocess.run([sys.executable, "-c", SECCOMP_CHILD.format()],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     got = json.loads(run.stdout.splitlines()[-1])
