@@ -9,6 +9,8 @@ import torch
 from encdec import attention as A
 from encdec import model as Mdl
 
+from . import labels
+from . import stages as St
 from . import variants as Var
 from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, not_repeatable, numpy_dict, \
     randomize_, state_arrays
@@ -170,6 +172,18 @@ def _block_shape_hint(inputs):
 
 def _judge_block(check, probe: str):
     def judge(got, ref, inputs):
+        verdict = compare_block(got, ref, inputs)
+        if verdict.ok:
+            return verdict
+        if "two runs of" in verdict.message:
+            stage = St.locate(St.first_random_stage, got, "out", "out_again")
+            verdict.message += f"\n{St.wrap('Stage by stage: ' + stage)}" if stage else ""
+            return verdict
+        stage = St.locate(St.block_stage, got, "out", *_plain_arrays(inputs))
+        verdict.message += St.stage_note(verdict.message, stage)
+        return verdict
+
+    def compare_block(got, ref, inputs):
         cands = lambda dec=inputs["dec"], enc=inputs["enc"]: Var.block_variants(inputs["block"], dec, enc, inputs["mask"])  # noqa: E731
         if probe == "shape":
             d = inputs["dims"]
@@ -212,6 +226,21 @@ def _judge_block(check, probe: str):
     return judge
 
 
+def _plain_arrays(inputs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return inputs["dec"].numpy(), inputs["enc"].numpy(), inputs["mask"].numpy()
+
+
+def _failed_block(got, inputs, origin, failed: Verdict) -> Verdict:
+    """The student's block raised: the stages recorded before the failure can still say where its
+    wiring left the lesson's (the failure itself stays the verdict)."""
+    stage = St.locate(St.block_stage, got, "out", *_plain_arrays(inputs), crashed=True)
+    if not stage:
+        return failed
+    note = St.stage_note(failed.message, stage)
+    label = failed.label if failed.label not in ("raised", None) else labels.label_of(note)
+    return Verdict(False, failed.message + note, label=label)
+
+
 _BLOCK_ERRORS = {
     "cross_kv_from_decoder": "must have the same length",
     "cross_q_from_encoder": "({Ka})&&({Kq})",
@@ -226,7 +255,7 @@ for _cid, _hidden, _seed, _probe, _title in (
 ):
     _c = Check(id=_cid, title=_title, task="DecoderBlock.forward", kind="block", hidden=_hidden, seed=_seed,
                build=(lambda s, h=_hidden, p=_probe: _build_block(s, h, p)), wire=_wire_block(_probe),
-               reference=_ref_block(_probe), error_patterns=_BLOCK_ERRORS,
+               reference=_ref_block(_probe), error_patterns=_BLOCK_ERRORS, judge_failed=_failed_block,
                variants=_block_variants if _probe == "plain" else (lambda inputs: {}),
                shape_only=("out",) if _probe == "shape" else ())
     _c.judge = _judge_block(_c, _probe)

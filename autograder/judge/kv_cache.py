@@ -17,6 +17,7 @@ from encdec.data import BOS_ID, EOS_ID
 from encdec.grading.compare import cache_blame
 from encdec.generate import greedy_decode
 
+from . import stages as St
 from . import variants as Var
 from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, randomize_, same, state_arrays
 from .labels import label_of
@@ -260,8 +261,20 @@ def _judge_tokens(check):
                         candidates=lambda: {n: steps[:k] for n, t in confirmed().items() if same(tok, t, True)})
         if not r.ok and "Diagnosis:" not in r.message:
             r.message += _observed(inputs, tok, steps)
+        if not r.ok and _replayable(inputs, tok):
+            m = inputs["model"]
+            with torch.no_grad():
+                emb, pos = m.emb_layer.weight.numpy(), m.positions(1 + inputs["n"]).numpy()
+            r.message += St.stage_note(r.message, St.locate(St.decode_stage, got, tok, emb, pos), "decoding")
         return r
     return judge
+
+
+def _replayable(inputs, tok) -> bool:
+    """The student's tokens are a prefix the model can replay: (N, 1+n) ids in range, BOS first."""
+    model, ques, n = inputs["model"], inputs["ques"], inputs["n"]
+    return not (tok is None or tok.shape != (ques.shape[0], 1 + n) or not np.issubdtype(tok.dtype, np.integer)
+                or tok.min() < 0 or tok.max() >= model.config.vocab_size or (tok[:, 0] != BOS_ID).any())
 
 
 def _observed(inputs, tok, steps) -> str:
@@ -270,8 +283,7 @@ def _observed(inputs, tok, steps) -> str:
     when every step's logits are right, the first token that was not the greedy choice."""
     model, ques, n = inputs["model"], inputs["ques"], inputs["n"]
     N = ques.shape[0]
-    if tok is None or tok.shape != (N, 1 + n) or not np.issubdtype(tok.dtype, np.integer) \
-            or tok.min() < 0 or tok.max() >= model.config.vocab_size or (tok[:, 0] != BOS_ID).any():
+    if not _replayable(inputs, tok):
         return ""  # no prefix to replay: the shapes above say what is wrong
     tokens = torch.from_numpy(tok.astype(np.int64))
     own = _teacher_forced_logits(model, ques, tokens).numpy()  # (n, N, V) along the student's tokens

@@ -53,7 +53,7 @@ def label_of(message: str) -> str:
                 found.append((at, key))
     if found:
         return min(found)[1]
-    observed = re.search(r"(?:^|\n)Observed: (.+)", message)
+    observed = re.search(r"(?:^|\n)Observed: (.+(?:\n  .+)*)", message)  # with its wrapped lines
     if observed:
         return "observed: " + observation(observed.group(1))
     for needle, label in _WORDING:

@@ -11,6 +11,8 @@ import torch
 from encdec import model as Mdl
 from encdec.config import ModelConfig
 
+from . import labels
+from . import stages as St
 from . import variants as Var
 from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, not_repeatable, randomize_, same, \
     state_arrays
@@ -125,8 +127,35 @@ def _forward_shape_hint(inputs):
     return lambda shape: "no_shift" if shape == (d["N"], d["Ka"], d["V"]) else None
 
 
+def _forward_stage(got, inputs, crashed: bool = False) -> str | None:
+    m, q, a = inputs["model"], inputs["ques"], inputs["ans"]
+    with torch.no_grad():
+        emb, qpos, apos = m.emb_layer.weight.numpy(), m.positions(q.shape[1]).numpy(), m.positions(a.shape[1]).numpy()
+    return St.locate(St.model_stage, got, "logits", emb, q.numpy(), qpos, a.numpy(), apos, crashed)
+
+
+def _failed_forward(got, inputs, origin, failed: Verdict) -> Verdict:
+    """The student's forward raised: the stages recorded before the failure may say where."""
+    note = St.stage_note(failed.message, _forward_stage(got, inputs, crashed=True), "model")
+    if not note:
+        return failed
+    label = failed.label if failed.label not in ("raised", None) else labels.label_of(note)
+    return Verdict(False, failed.message + note, label=label)
+
+
 def _judge_forward(check, probe: str):
     def judge(got, ref, inputs):
+        verdict = compare_forward(got, ref, inputs)
+        if verdict.ok:
+            return verdict
+        if "two runs of" in verdict.message:
+            stage = St.locate(St.first_random_stage, got, "logits", "logits_again")
+            verdict.message += f"\n{St.wrap('Stage by stage: ' + stage)}" if stage else ""
+            return verdict
+        verdict.message += St.stage_note(verdict.message, _forward_stage(got, inputs), "model")
+        return verdict
+
+    def compare_forward(got, ref, inputs):
         d = inputs["dims"]
         lg = got.get("logits")
         if probe == "shape":
@@ -177,7 +206,7 @@ for _cid, _hidden, _seed, _probe, _title in (
 ):
     _c = Check(id=_cid, title=_title, task="Transformer.forward", kind="forward", hidden=_hidden, seed=_seed,
                build=(lambda s, h=_hidden, p=_probe: _build_forward(s, h, p)), wire=_wire_forward(_probe),
-               reference=_ref_forward(_probe), error_patterns=_FORWARD_ERRORS,
+               reference=_ref_forward(_probe), error_patterns=_FORWARD_ERRORS, judge_failed=_failed_forward,
                variants=_forward_variants if _probe == "plain" else (lambda inputs: {}),
                shape_only=("logits",) if _probe == "shape" else ())
     _c.judge = _judge_forward(_c, _probe)

@@ -2,7 +2,9 @@
 
 ``checks.run`` calls the student's code and, in a graded run, only saves what came out; the
 verdict is the grader's (``autograder.judge``, outside the sandbox). ``calls`` says how each
-kind of exercise is called, ``wire`` the file format, ``selfcheck`` the student's own run against
-stored reference outputs, ``compare`` and ``misconceptions`` the wording both sides share.
+kind of exercise is called, ``stages`` records what the given submodules received and returned
+(data for the grader's stage-by-stage diagnosis), ``wire`` the file format, ``selfcheck`` the
+student's own run against stored reference outputs, ``compare`` and ``misconceptions`` the
+wording both sides share.
 Nothing in this package computes an expected answer.
 """

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from .stages import MODEL, recording
 from .wire import section
 
 
@@ -52,11 +53,19 @@ def call_block(impl, meta, a) -> dict:
     block = impl(d["H"], d["M"], d["F"], 0.1)
     block.load_state_dict(_state(a))
     block.eval()
-    out = {}
+    out: dict[str, np.ndarray] = {}
     for name in meta["cases"]:  # e.g. "out", then "out_changed" (later answer positions changed)
         case = section(a, f"case/{name}")
-        with torch.no_grad():
-            y = block(_t(case["dec"]), _t(case["enc"]), _t(case["mask"]))
+        # what the given submodules received and returned, stage by stage (judged by the grader)
+        with recording(block, f"trace/{name}") as trace:
+            try:
+                with torch.no_grad():
+                    y = block(_t(case["dec"]), _t(case["enc"]), _t(case["mask"]))
+            except NotImplementedError:
+                raise
+            except Exception as exc:  # noqa: BLE001 (the stages that ran before the failure are evidence)
+                raise PartialRun(exc, {**out, **trace}) from exc
+        out.update(trace)
         out[name] = as_array(y, "DecoderBlock.forward(dec_inp, enc_inp, mask)").astype(np.float32)
     return out
 
@@ -78,11 +87,18 @@ def call_forward(impl, meta, a) -> dict:
     m = impl(_config(meta))
     m.load_state_dict(_state(a))
     m.eval()
-    out = {}
+    out: dict[str, np.ndarray] = {}
     for name, ques_key, ans_key in meta["cases"]:  # e.g. ["logits", "ques", "ans"]
         q, ans = _t(a[ques_key]), _t(a[ans_key])
-        with torch.no_grad():
-            y = m(q, m.positions(q.shape[1]), ans, m.positions(ans.shape[1]))
+        with recording(m, f"trace/{name}", MODEL) as trace:  # the given parts, stage by stage
+            try:
+                with torch.no_grad():
+                    y = m(q, m.positions(q.shape[1]), ans, m.positions(ans.shape[1]))
+            except NotImplementedError:
+                raise
+            except Exception as exc:  # noqa: BLE001 (the stages that ran before the failure are evidence)
+                raise PartialRun(exc, {**out, **trace}) from exc
+        out.update(trace)
         out[name] = as_array(y, "Transformer.forward(...)").astype(np.float32)
     return out
 
@@ -153,7 +169,7 @@ def call_decode(impl, meta, a) -> dict:
     model = Transformer(_config(meta))
     model.load_state_dict(_state(a))
     model.eval()
-    counts: dict = {"enc": 0, "dec": [], "logits": []}
+    counts: dict = {"enc": 0, "dec": [], "logits": [], "fed": [], "held": {}}
 
     def enc_hook(mod, args):
         counts["enc"] += 1
@@ -161,6 +177,8 @@ def call_decode(impl, meta, a) -> dict:
     def dec_hook(mod, args, kwargs):
         x = args[0] if args else kwargs.get("dec_inp")
         counts["dec"].append(int(x.shape[1]))
+        if len(counts["fed"]) < _MAX_STEPS:  # what this step fed the decoder: token embeddings + positions
+            counts["fed"].append(x.detach().cpu().numpy().astype(np.float32))
 
     def vocab_hook(mod, args, y):
         counts["logits"].append(y[:, -1] if y.dim() == 3 else y)  # the last position: (N, V)
@@ -169,8 +187,12 @@ def call_decode(impl, meta, a) -> dict:
 
     def cache_hook(i):
         def hook(mod, args, kwargs):
-            if kwargs.get("cache") is not None:
-                caches[i] = kwargs["cache"]
+            cache = kwargs.get("cache")
+            if cache is not None:
+                caches[i] = cache
+            k = getattr(cache, "k", None)  # what layer i's self-attention cache held before this step
+            held = (k.shape[2] if isinstance(k, Tensor) and k.dim() == 4 else 0) if cache is not None else -1
+            counts["held"].setdefault(len(counts["dec"]) - 1, {})[i] = held
         return hook
 
     hooks = [model.encoder.layers[0].register_forward_pre_hook(enc_hook),
@@ -186,7 +208,8 @@ def call_decode(impl, meta, a) -> dict:
     except Exception as exc:  # noqa: BLE001 (what ran before the failure can still be judged)
         raise PartialRun(exc, {"encoder_calls": np.array(counts["enc"]),
                                "decoder_lengths": np.array(counts["dec"], dtype=np.int64),
-                               "cache_shapes": _cache_shapes(caches, len(model.decoder.layers))}) from exc
+                               "cache_shapes": _cache_shapes(caches, len(model.decoder.layers)),
+                               **_steps_fed(counts, len(model.decoder.layers))}) from exc
     finally:
         for h in hooks:
             h.remove()
@@ -194,7 +217,22 @@ def call_decode(impl, meta, a) -> dict:
     same_shape = steps and len({tuple(s.shape) for s in steps}) == 1
     step_logits = torch.stack(steps).numpy().astype(np.float32) if same_shape else np.zeros((0,), np.float32)
     return {"tokens": as_array(tokens, "greedy_decode_cached(...)"), "encoder_calls": np.array(counts["enc"]),
-            "decoder_lengths": np.array(counts["dec"], dtype=np.int64), "step_logits": step_logits}
+            "decoder_lengths": np.array(counts["dec"], dtype=np.int64), "step_logits": step_logits,
+            **_steps_fed(counts, len(model.decoder.layers))}
+
+
+_MAX_STEPS = 64  # steps whose decoder input is recorded
+
+
+def _steps_fed(counts: dict, layers: int) -> dict[str, np.ndarray]:
+    """``fed/<t>``: the decoder's input at step t (N, L, M); ``cache_held``: (steps, layers), how many
+    keys each layer's self-attention cache held before the step (-1: no cache passed)."""
+    held = np.full((len(counts["dec"]), layers), -1, dtype=np.int64)
+    for t, per_layer in counts["held"].items():
+        for i, k in per_layer.items():
+            if 0 <= t < len(held):
+                held[t, i] = k
+    return {"cache_held": held, **{f"fed/{t}": x for t, x in enumerate(counts["fed"])}}
 
 
 def _cache_shapes(caches: dict, layers: int) -> np.ndarray:

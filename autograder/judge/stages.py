@@ -1,0 +1,252 @@
+"""Stage-by-stage evidence for the decoder block and the model (the first given submodule whose
+inputs differ from the lesson's wiring) and for cached decoding (the first step and layer whose
+fed token, position or cache differs), in the lesson's words.
+
+Grader side only. The kernel records what the given submodules of the student's block or
+``Transformer`` received and returned (``encdec.grading.stages``); the lesson's block (chapter 11) is
+
+    out_1 = attention_self(dec_inp, dec_inp, dec_inp, mask)
+    out_2 = layer_norm_1(dec_inp + out_1)
+    out_3 = attention_cross(out_2, enc_inp, enc_inp)         # no mask: every answer position reads the question
+    out_4 = layer_norm_2(out_2 + out_3)
+    out_5 = feed_forward(out_4)
+    return layer_norm_3(out_4 + out_5)
+
+and the lesson's ``Transformer.forward`` (chapter 12) is ``encoder(emb_layer(ques_b) + ques_pos)``,
+then ``decoder(emb_layer(ans_b)[:, :-1] + ans_pos[:, :-1], enc_out, causal mask of ans_b[:, :-1])``,
+then ``proj_to_vocab``. Each stage's expected inputs are built from the *student's own* earlier outputs, so the first
+stage that differs is where the student's wiring leaves the lesson's: the given submodules are
+deterministic in eval mode, so every stage before it computed what the reference computes. What
+is reported is an observation (which tensor went where, with shapes), never a guessed name.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import textwrap
+
+import numpy as np
+
+from encdec.grading.compare import same
+
+# (module, out name, {argument: expected tensor name}); a mask argument names the expected mask
+# ("mask": the one passed in) or is None (no mask)
+BLOCK_PLAN = (
+    ("attention_self", "out_1", {"query": "dec_inp", "key": "dec_inp", "value": "dec_inp", "mask": "mask"}),
+    ("layer_norm_1", "out_2", {"input": "dec_inp + out_1"}),
+    ("attention_cross", "out_3", {"query": "out_2", "key": "enc_inp", "value": "enc_inp", "mask": None}),
+    ("layer_norm_2", "out_4", {"input": "out_2 + out_3"}),
+    ("feed_forward", "out_5", {"input": "out_4"}),
+    ("layer_norm_3", "out_6", {"input": "out_4 + out_5"}),
+)
+MODEL_PLAN = (
+    ("encoder", "memory", {"input": "emb_layer(ques_b) + ques_pos"}),
+    ("decoder", "dec_out", {"target_seq": "emb_layer(ans_b)[:, :-1] + ans_pos[:, :-1]", "enc_out": "memory",
+                            "mask": "mask"}),
+    ("proj_to_vocab", "logits", {"input": "dec_out"}),
+)
+_ROLE = {"attention_self": "masked self-attention", "layer_norm_1": "the norm after self-attention",
+         "attention_cross": "cross-attention", "layer_norm_2": "the norm after cross-attention",
+         "feed_forward": "the MLP", "layer_norm_3": "the norm after the MLP",
+         "encoder": "the encoder stack", "decoder": "the decoder stack", "proj_to_vocab": "the projection to the vocabulary"}
+HEAD = "the first stage that differs from the lesson's"
+
+
+def calls(got: dict[str, np.ndarray], case: str) -> list[tuple[str, dict[str, np.ndarray]]]:
+    """The recorded calls of one case, in call order: (module, {argument or 'output': array})."""
+    found: dict[tuple[int, str], dict[str, np.ndarray]] = {}
+    pat = re.compile(rf"trace/{re.escape(case)}/(\d+)/(\w+)/(\w+)")
+    for key, arr in got.items():
+        m = pat.fullmatch(key)
+        if m:
+            found.setdefault((int(m.group(1)), m.group(2)), {})[m.group(3)] = arr
+    return [(name, args) for (_, name), args in sorted(found.items())]
+
+
+def _shape(a: np.ndarray) -> str:
+    return str(tuple(int(n) for n in a.shape))
+
+
+def _sum(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    try:
+        return a + b  # positions (1, K, M) broadcast over the batch
+    except Exception:  # noqa: BLE001 (shapes or dtypes that do not add: not this sum)
+        return None
+
+
+def _identify(x: np.ndarray, named: dict[str, np.ndarray]) -> str | None:
+    """The name of a known tensor (or a sum of two) that ``x`` equals, else None."""
+    for name, t in named.items():
+        if same(x, t):
+            return name
+    for (a, ta), (b, tb) in itertools.combinations(named.items(), 2):
+        t = _sum(ta, tb)
+        if t is not None and same(x, t):
+            return f"{a} + {b}"
+    return None
+
+
+def _mask_words(m: np.ndarray | None, mask: np.ndarray, whose: str) -> str:
+    if m is None:
+        return "no mask"
+    try:
+        m = np.broadcast_to(m, mask.shape)  # a (Ka, Ka) or (1, Ka, Ka) mask serves every batch item alike
+    except ValueError:
+        pass
+    if same(m, mask, exact=True):
+        return whose
+    if m.shape == mask.shape and m.dtype == bool and np.array_equal(m, ~mask):
+        return f"{whose} inverted"
+    return f"a mask of shape {_shape(m)} that is not {whose} {_shape(mask)}"
+
+
+def block_stage(got: dict[str, np.ndarray], case: str, dec: np.ndarray, enc: np.ndarray,
+                mask: np.ndarray, crashed: bool = False) -> str | None:
+    """The first stage of the student's block that differs from the lesson's, in words, or None
+    when every recorded stage and the returned output follow the lesson (or nothing was recorded).
+    ``crashed``: the student's code raised, so a stage after the failure not running says nothing."""
+    return _walk(got, case, BLOCK_PLAN, {"dec_inp": dec, "enc_inp": enc}, mask, "the block's mask", "block", crashed)
+
+
+def model_stage(got: dict[str, np.ndarray], case: str, emb: np.ndarray, ques: np.ndarray, ques_pos: np.ndarray,
+                ans: np.ndarray, ans_pos: np.ndarray, crashed: bool = False) -> str | None:
+    """The same for ``Transformer.forward``: ``emb`` the embedding table (V, M), positions (1, K, M)."""
+    named = {"emb_layer(ques_b)": emb[ques], "ques_pos": ques_pos, "emb_layer(ans_b)[:, :-1]": emb[ans[:, :-1]],
+             "ans_pos[:, :-1]": ans_pos[:, :-1], "emb_layer(ans_b)": emb[ans], "ans_pos": ans_pos,
+             "emb_layer(ans_b)[:, 1:]": emb[ans[:, 1:]], "ans_pos[:, 1:]": ans_pos[:, 1:]}
+    N, K1 = ans.shape[0], ans.shape[1] - 1
+    causal = np.broadcast_to(np.triu(np.ones((K1, K1), dtype=bool), 1), (N, K1, K1))
+    return _walk(got, case, MODEL_PLAN, named, causal, "the causal mask of ans_b[:, :-1]", "model", crashed)
+
+
+def _walk(got, case, plan, named, mask, whose: str, what: str, crashed: bool) -> str | None:
+    record = calls(got, case)
+    if not record:
+        return None
+    named = dict(named)
+    for module, out_name, expected in plan:
+        mine = [args for name, args in record if name == module]
+        role = f"{module} ({_ROLE[module]})"
+        if not mine:
+            return None if crashed else f"{role}: it was never called (as the module self.{module})."
+        args = mine[0]
+        for arg, want in expected.items():
+            if arg == "mask":
+                seen = _mask_words(args.get("mask"), mask, whose)
+                exp = "no mask" if want is None else whose
+                if seen != exp:
+                    elsewhere = [n for n, a in record if n != module and _mask_words(a.get("mask"), mask, whose) == whose]
+                    moved = f" (it went to {elsewhere[0]})" if want is not None and elsewhere else ""
+                    return f"{role}: it received {seen}{moved}; the lesson's {what} gives it {exp}."
+                continue
+            x = args.get(arg)
+            if x is None:
+                return f"{role}: its {arg} was not a tensor."
+            target = _value(want, named)
+            if not same(x, target):
+                seen = _identify(x, {**named, **_others(record, plan, named)})
+                seen = f"{seen} {_shape(x)}" if seen else \
+                    f"a tensor of shape {_shape(x)} that is none of {', '.join(named)} or a sum of two of them"
+                return f"{role}: its {arg} was {seen}; the lesson's {what} gives it {want} {_shape(target)}."
+        if "output" not in args:
+            return None  # it raised: the failure message says where
+        named[out_name] = args["output"]
+        if len(mine) > 1:
+            return f"{role}: it ran {len(mine)} times; the lesson's {what} calls it once."
+    returned, last = got.get(case), plan[-1][1]
+    if returned is not None and not same(returned, named[last]):
+        seen = _identify(returned, {**named, **_others(record, plan, named)})
+        seen = f"{seen} {_shape(returned)}" if seen else f"a tensor of shape {_shape(returned)}"
+        return f"the returned output: it was {seen}; the lesson's {what} returns {last}."
+    return None
+
+
+def _others(record, plan, named) -> dict[str, np.ndarray]:
+    """The outputs of given parts the walk has not reached yet (their first call), by module."""
+    reached = {module for module, out, _ in plan if out in named}
+    found: dict[str, np.ndarray] = {}
+    for name, args in record:
+        if name not in reached and "output" in args:
+            found.setdefault(f"{name}'s output", args["output"])
+    return found
+
+
+def locate(where, *args, **kwargs) -> str | None:
+    """A stage finder's answer, or None when the record cannot be read (it is the student's
+    process's evidence: a malformed record loses the supporting line, never the verdict)."""
+    try:
+        return where(*args, **kwargs)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _value(expr: str, named: dict[str, np.ndarray]) -> np.ndarray:
+    parts = [named[p] for p in expr.split(" + ")]
+    return parts[0] if len(parts) == 1 else parts[0] + parts[1]
+
+
+def first_random_stage(got: dict[str, np.ndarray], first: str, again: str) -> str | None:
+    """The first given submodule whose inputs differ between two runs on the same inputs, or None."""
+    a, b = calls(got, first), calls(got, again)
+    before = "the start of forward"
+    for (name, args), (name2, args2) in zip(a, b):
+        if name != name2:
+            return f"the two runs called the given parts in a different order ({name}, then {name2})."
+        for arg, x in args.items():
+            y = args2.get(arg)
+            if arg != "output" and (y is None or not same(x, y, exact=x.dtype == bool)):
+                return (f"{name}'s {arg} differed between the two runs: something random ran between "
+                        f"{before} and {name} ({_ROLE[name]}).")
+        before = f"{name}'s output"
+    return None
+
+
+def stage_note(message: str, stage: str | None, what: str = "block") -> str:
+    """The stage evidence as a line of the feedback: an observation of its own when the message
+    names nothing yet, else a supporting line under the diagnosis or observation it has."""
+    if not stage:
+        return ""
+    if "\nDiagnosis:" in message or "\nObserved:" in message:
+        return "\n" + wrap(f"Stage by stage, {HEAD} {what} is {stage}")
+    return "\n" + wrap(f"Observed: {HEAD} {what} is {stage}")
+
+
+def wrap(text: str) -> str:
+    """Wrapped to 88 columns like every diagnosis (the feedback HTML does not wrap)."""
+    return textwrap.fill(text, width=88, subsequent_indent="  ")
+
+
+def decode_stage(got: dict[str, np.ndarray], tok: np.ndarray, emb: np.ndarray, pos: np.ndarray) -> str | None:
+    """The first decoding step, and layer, where what was fed or cached differs from the lesson's
+    cached decoding: step t+1 feeds only token t (BOS first), at position t (``ans_pos[:, t:t+1]``),
+    and every layer's self-attention cache then holds the t keys fed before. ``tok``: the student's
+    tokens (N, 1+n), checked by the caller; ``emb`` (V, M); ``pos`` (1, 1+n, M)."""
+    held = got.get("cache_held")
+    for t in range(len(tok[0]) - 1):
+        x = got.get(f"fed/{t}")
+        if x is None or x.ndim != 3 or x.shape[0] != tok.shape[0]:
+            return None
+        if x.shape[1] != 1:
+            return (f"step {t + 1}: the decoder was fed {x.shape[1]} positions {_shape(x)}; with the cache the "
+                    "lesson feeds only the newest token (one position).")
+        newest = emb[tok[:, t]][:, None]  # (N, 1, M): token t
+        if not same(x, newest + pos[:, t:t + 1]):
+            at = [p for p in range(pos.shape[1]) if same(x, newest + pos[:, p:p + 1])]
+            if at:
+                return (f"step {t + 1}: token {t} was fed at position {at[0]} (ans_pos[:, {at[0]}:{at[0] + 1}]); "
+                        f"the lesson's decoding feeds it at position {t} (ans_pos[:, {t}:{t + 1}]).")
+            return (f"step {t + 1}: the decoder's input is emb_layer(token {t}) + ans_pos[:, p:p+1] for no position p; "
+                    f"the lesson's decoding feeds the newest token at position {t}.")
+        if held is None or held.ndim != 2 or t >= len(held):
+            return None
+        for layer, h in enumerate(held[t]):
+            if h != t:
+                what = "no cache" if h < 0 else f"a cache whose keys cache.k held {_positions(int(h))} (time axis, dim 2)"
+                return (f"step {t + 1}, decoder layer {layer}: its self-attention got {what} before the step; "
+                        f"the lesson's cache holds {_positions(t)}, one per token fed before.")
+    return None
+
+
+def _positions(k: int) -> str:
+    return "no position" if k == 0 else f"{k} position" + ("s" if k > 1 else "")
