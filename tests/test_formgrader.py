@@ -114,8 +114,9 @@ def test_formgrader_review_adjust_export(course):
         score.wait_for()
         page.wait_for_load_state("networkidle")
         score.fill("0")  # the instructor takes the mask item's point back after review
-        score.press("Tab")
-        page.wait_for_load_state("networkidle")  # saved through the formgrader's API on change
+        with page.expect_response(lambda r: "/formgrader/api/grade/" in r.url and r.request.method == "PUT") as saved:
+            score.press("Tab")  # saved through the formgrader's API on change
+        assert saved.value.ok
         gradebook(page, base)
         row = page.locator("#main-table tr").filter(has=page.locator("a.name-shown", has_text="flagged"))
         assert row.locator("td.score").inner_text().strip() == "3 / 11"

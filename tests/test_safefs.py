@@ -278,3 +278,19 @@ def test_copy_into_a_full_tmpfs_stops_and_closes(tmp_path):
     finally:
         mounts.umount(str(dst))
     assert os.listdir(dst) == []  # everything went with the tmpfs
+
+
+def test_stale_folders_are_those_of_graders_gone(tmp_path):
+    """A grader killed before its clean-up leaves its kernel folders (named after its pid); the
+    next grader finds those, and never a live grader's."""
+    import subprocess
+
+    from autograder.sandbox import mounts
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    for name in (f"encdec-k-{gone.pid}-a", f"encdec-w-{gone.pid}-b", f"{mounts.folder_prefix('k')}c", "encdec-k-x-d"):
+        (tmp_path / name).mkdir()
+    (tmp_path / f"encdec-z-{gone.pid}-file").write_text("not a folder")
+    assert sorted(os.path.basename(p) for p in mounts.stale_folders(str(tmp_path))) == [
+        f"encdec-k-{gone.pid}-a", f"encdec-w-{gone.pid}-b"]

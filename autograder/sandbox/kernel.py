@@ -134,6 +134,7 @@ class SandboxKernelManager(AsyncKernelManager):
     async def _async_pre_start_kernel(self, **kw):
         overlay = self.grading_edition()
         check_available()
+        _sweep(self.temp_dir or tempfile.gettempdir())
         self._workdir = Path(kw.get("cwd") or os.getcwd()).resolve()
         try:
             self._sockdir = Path(tempfile.mkdtemp(prefix=mounts.folder_prefix("k"), dir=self.temp_dir or None))
@@ -241,6 +242,21 @@ class SandboxKernelManager(AsyncKernelManager):
     start_kernel = _async_start_kernel
     pre_start_kernel = _async_pre_start_kernel
     cleanup_resources = _async_cleanup_resources
+
+
+_swept: set[str] = set()
+
+
+def _sweep(base: str) -> None:
+    """Once per grader and folder: remove the kernel folders that killed graders left there."""
+    if base in _swept:
+        return
+    _swept.add(base)
+    for folder in mounts.stale_folders(base):
+        try:
+            safefs.remove_tree(folder)
+        except OSError:
+            pass
 
 
 class Zygote:

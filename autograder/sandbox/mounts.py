@@ -12,7 +12,8 @@ it wrote along at once.
   after the zygote started reaches it.
   A grader killed before it unmounts them leaves them mounted (they hold at most the limits):
   folders that hold mounts are named after the grader's pid (`folder_prefix`), and the next
-  grader as root unmounts and removes those of graders that are gone (`sweep_stale`).
+  grader as root unmounts and removes those of graders that are gone (`sweep_stale`), and any
+  grader removes its own user's folders of graders that are gone (`stale_folders`).
 - Without root the grader cannot mount on the host. The kernelspec's launcher moves into a user
   and mount namespace of its own (`private_namespace`) and mounts the working folder's tmpfs
   over the grader's copy there, then copies the files in; the grader reaches that folder
@@ -114,3 +115,23 @@ def sweep_stale() -> list[str]:
         except OSError:
             pass
     return [top for top in tops if not any(t != top and top.startswith(t + "/") for t in tops)]
+
+
+def stale_folders(base: str) -> list[str]:
+    """This user's kernel folders in ``base`` whose grader is gone (killed before its clean-up;
+    without root they are plain folders; root's include those it gave a kernel's uid): the
+    caller removes them with safefs."""
+    out = []
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return out
+    for entry in entries:
+        match = _FOLDER.match(entry.name)
+        try:
+            mine = entry.is_dir(follow_symlinks=False) and os.geteuid() in (0, entry.stat(follow_symlinks=False).st_uid)
+        except OSError:
+            continue
+        if match and mine and not os.path.exists(f"/proc/{match.group(1)}"):
+            out.append(entry.path)
+    return out
