@@ -176,8 +176,7 @@ def _judge_block(check, probe: str):
         if verdict.ok:
             return verdict
         if "two runs of" in verdict.message:
-            stage = St.locate(St.first_random_stage, got, "out", "out_again")
-            verdict.message += f"\n{St.wrap('Stage by stage: ' + stage)}" if stage else ""
+            verdict.message += St.random_run_note(got, "out", "out_again")
             return verdict
         stage = St.locate(St.block_stage, got, "out", *_plain_arrays(inputs))
         verdict.message += St.stage_note(verdict.message, stage)

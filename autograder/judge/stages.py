@@ -202,6 +202,13 @@ def first_random_stage(got: dict[str, np.ndarray], first: str, again: str) -> st
     return None
 
 
+def random_run_note(got: dict[str, np.ndarray], first: str, again: str) -> str:
+    """Two runs on the same inputs differed: the line naming where something random ran
+    (`first_random_stage`), or "" when the record does not say."""
+    stage = locate(first_random_stage, got, first, again)
+    return f"\n{wrap('Stage by stage: ' + stage)}" if stage else ""
+
+
 def stage_note(message: str, stage: str | None, what: str = "block") -> str:
     """The stage evidence as a line of the feedback: an observation of its own when the message
     names nothing yet, else a supporting line under the diagnosis or observation it has."""

@@ -149,8 +149,7 @@ def _judge_forward(check, probe: str):
         if verdict.ok:
             return verdict
         if "two runs of" in verdict.message:
-            stage = St.locate(St.first_random_stage, got, "logits", "logits_again")
-            verdict.message += f"\n{St.wrap('Stage by stage: ' + stage)}" if stage else ""
+            verdict.message += St.random_run_note(got, "logits", "logits_again")
             return verdict
         verdict.message += St.stage_note(verdict.message, _forward_stage(got, inputs), "model")
         return verdict
