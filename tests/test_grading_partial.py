@@ -89,3 +89,26 @@ def test_unnamed_observations_share_a_label_whatever_their_numbers():
     assert L.label_of("x: the block output did not match the reference.") == "mismatch"
     random = L.label_of("x: two runs differ." + J.diagnosis("observed_random"))
     assert random == "observed_random" and L.kind(random) == "observed"
+
+
+def _lazy_block(kind: str):
+    """A block that does none of the lesson's work but has a behaviour the hidden items probe:
+    returning dec_inp is causal; adding the memory's mean follows the question."""
+    from encdec import model as M
+
+    class Lazy(M.DecoderBlock):
+        def forward(self, dec_inp, enc_inp, mask=None):
+            if kind == "identity":
+                return dec_inp
+            return dec_inp + enc_inp.mean(1, keepdim=True)
+    return Lazy
+
+
+@pytest.mark.parametrize("check_id", ["decoder_block.causal_hidden", "decoder_block.question_hidden"])
+@pytest.mark.parametrize("kind", ["identity", "memory_mean"])
+def test_a_behaviour_without_the_work_earns_nothing(check_id, kind, workdir):
+    """Causality and reading the question are not parts of their own: a block that skips the work
+    can be causal (the identity) or follow the question (the memory's mean), so a behaviour part
+    would pay a submission that did none of the lesson (closing note, issue 15, item 5)."""
+    verdict, _ = graded(check_id, _lazy_block(kind), workdir)
+    assert not verdict.ok and verdict.credit == 0 and not verdict.parts, verdict.message
