@@ -1,8 +1,9 @@
 """nbgrader configuration of the course; run every nbgrader command from the repository root.
 
 Instructor sources are ``solutions/<assignment>/``, the generated student release is
-``exercises/<assignment>/``; submissions, autograded notebooks, feedback, exports and the
-gradebook live under ``autograder/`` (ignored by git). ``autograder/README.md`` explains the
+``exercises/<assignment>/``; submissions, autograded notebooks, feedback, exports, the exchange,
+the gradebook and the course secret live under one folder outside the sources, ``GRADING`` below
+(``grading/``, ignored by git, or ``$ENCDEC_GRADING_DIR``). ``autograder/README.md`` explains the
 grading architecture; ``autograder/trusted.py`` holds the preprocessors registered here.
 """
 
@@ -10,8 +11,13 @@ from pathlib import Path
 
 from autograder.environment import prepare
 from autograder.sandbox.nbgrader_sandbox import sandbox_grading
+from autograder.state import grading_state
 
 ROOT = Path(__file__).resolve().parent
+
+# Grading's mutable state, one folder: grading/ here, or $ENCDEC_GRADING_DIR (relative to this
+# folder, or absolute); the names inside it come from autograder/state.py.
+GRADING = grading_state(ROOT)
 
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
 
@@ -19,17 +25,19 @@ c.CourseDirectory.root = str(ROOT)
 c.CourseDirectory.course_id = "encdec"
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "exercises"
-c.CourseDirectory.submitted_directory = "autograder/submitted"
-c.CourseDirectory.autograded_directory = "autograder/autograded"
-c.CourseDirectory.feedback_directory = "autograder/feedback"
-c.CourseDirectory.db_url = f"sqlite:///{ROOT / 'autograder' / 'gradebook.db'}"
-c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".grading", ".grading-in"]
-c.Exchange.root = str(ROOT / "autograder" / "exchange")
+c.CourseDirectory.submitted_directory = str(GRADING.submitted)
+c.CourseDirectory.autograded_directory = str(GRADING.autograded)
+c.CourseDirectory.feedback_directory = str(GRADING.feedback)
+c.CourseDirectory.db_url = GRADING.db_url
+c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".grading", ".grading-in",
+                            "zh.yml"]  # a release's translations (autograder/release.py), not a student's file
+c.Exchange.root = str(GRADING.exchange)
+c.TrustedGrading.secret_file = str(GRADING.secret)
 # Grades out: `nbgrader export` writes a gradebook CSV that Canvas imports (autograder/lms/canvas.py;
 # `--exporter=nbgrader.plugins.CsvExportPlugin` gives nbgrader's own CSV, to grades.csv).
 c.ExportApp.plugin_class = "autograder.lms.canvas.CanvasExport"
-c.ExportPlugin.to = str(ROOT / "autograder" / "export" / "canvas.csv")
-c.CsvExportPlugin.to = str(ROOT / "autograder" / "export" / "grades.csv")
+c.ExportPlugin.to = str(GRADING.export / "canvas.csv")
+c.CsvExportPlugin.to = str(GRADING.export / "grades.csv")
 c.CanvasExport.id_column = "SIS Login ID"  # the Canvas column that holds nbgrader's student ids
 # Late submissions (autograder/lms/late_policy.py): 10 % of the score per day or part of a day
 # after the due date, at most 50 %; extensions from nbgrader's gradebook and from a CSV file
@@ -76,7 +84,7 @@ c.GenerateFeedback.preprocessors = [
 ]
 
 # The grader's environment: the venv's tools on PATH (nbgrader runs `alembic` from there), one
-# thread per kernel, the export folder (autograder/environment.py).
+# thread per kernel, the gradebook's and exports' folders (autograder/environment.py).
 prepare(c)
 # The sandbox applies to stock `nbgrader autograde` too, and goes last: every execution step
 # becomes the sandboxed one; if the sandbox cannot start, autograde stops instead of running

@@ -41,7 +41,7 @@ def find(solutions: Path = SOLUTIONS) -> list[Assignment]:
             cells = nbgrader_cells(path)
             if cells:
                 notebooks.append(path)
-                points.update({m["grade_id"]: float(m.get("points", 0)) for m in cells
+                points.update({m["grade_id"]: _number(m.get("points", 0)) for m in cells
                                if m.get("grade") or m.get("task")})
         if notebooks:
             found.append(Assignment(folder.name, tuple(notebooks), points))
@@ -53,6 +53,12 @@ def nbgrader_cells(notebook: Path) -> list[dict]:
     cells = json.loads(notebook.read_text()).get("cells", [])
     meta = [c.get("metadata", {}).get("nbgrader") for c in cells]
     return [m for m in meta if isinstance(m, dict) and (m.get("grade") or m.get("solution") or m.get("task"))]
+
+
+def _number(points) -> float:
+    """Points as a number; whole ones stay ints, so files that record them read `11`, not `11.0`."""
+    value = float(points)
+    return int(value) if value.is_integer() else value
 
 
 def names(solutions: Path = SOLUTIONS) -> list[str]:

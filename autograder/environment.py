@@ -3,6 +3,8 @@ import os
 import sys
 from pathlib import Path
 
+SQLITE = "sqlite:///"  # then the database's path
+
 
 def prepare(c) -> None:
     """What nbgrader needs around the configuration `c`, whether or not the venv is activated.
@@ -11,15 +13,18 @@ def prepare(c) -> None:
       creates a gradebook, and the venv's must be found without activating it;
     - one OMP thread unless told otherwise: the models are tiny, one thread is fastest, and
       parallel graders do not oversubscribe the CPUs;
-    - the folders of the exporters' files (`c.ExportPlugin.to`, `c.CsvExportPlugin.to`), which
-      `nbgrader export` does not create.
+    - the folders of the SQLite gradebook (`c.CourseDirectory.db_url`) and of the exporters'
+      files (`c.ExportPlugin.to`, `c.CsvExportPlugin.to`), which nbgrader does not create.
     """
     bin_dir = str(Path(sys.executable).parent)
     path = os.environ.get("PATH", "")
     if bin_dir not in path.split(os.pathsep):
         os.environ["PATH"] = bin_dir + os.pathsep + path
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    for section in (c.ExportPlugin, c.CsvExportPlugin):
-        export = section.get("to")
-        if isinstance(export, str) and export:
-            Path(export).parent.mkdir(parents=True, exist_ok=True)
+    files = [section.get("to") for section in (c.ExportPlugin, c.CsvExportPlugin)]
+    db_url = c.CourseDirectory.get("db_url")
+    if isinstance(db_url, str) and db_url.startswith(SQLITE):
+        files.append(db_url[len(SQLITE):])
+    for file in files:
+        if isinstance(file, str) and file:
+            Path(file).parent.mkdir(parents=True, exist_ok=True)

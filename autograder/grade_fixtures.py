@@ -3,8 +3,8 @@
     python autograder/grade_fixtures.py [--work DIR] [--timeout SECONDS] [--only NAME ...]
 
 Runs from the repository root with every nbgrader folder and the gradebook redirected into
-``--work`` (a temporary folder by default), so the repository's own ``autograder/`` state is
-untouched: ``generate_assignment`` (to register the assignments in that gradebook), then one
+``--work`` (a temporary folder by default, laid out as the course's ``grading/``:
+``autograder/state.py``), so the course's own grading state is untouched: ``generate_assignment`` (to register the assignments in that gradebook), then one
 ``autograde`` per assignment for all fixture "students" at once, then ``generate_feedback``.
 Prints a table (fixture, expected, actual, diagnosis found) and exits non-zero on a mismatch.
 ``tests/test_grading_fixtures.py`` calls ``grade`` and asserts on its rows.
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import assignments as course
+from autograder.state import GradingState
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "autograder" / "fixtures"
@@ -49,13 +50,14 @@ class Row:
 
 def course_args(work: Path) -> list[str]:
     """Command-line options that point every nbgrader folder and the gradebook into ``work``."""
+    state = GradingState(work)
     return [
-        f"--CourseDirectory.db_url=sqlite:///{work / 'gradebook.db'}",
-        f"--CourseDirectory.submitted_directory={work / 'submitted'}",
-        f"--CourseDirectory.autograded_directory={work / 'autograded'}",
-        f"--CourseDirectory.feedback_directory={work / 'feedback'}",
+        f"--CourseDirectory.db_url={state.db_url}",
+        f"--CourseDirectory.submitted_directory={state.submitted}",
+        f"--CourseDirectory.autograded_directory={state.autograded}",
+        f"--CourseDirectory.feedback_directory={state.feedback}",
         f"--CourseDirectory.release_directory={work / 'release'}",
-        f"--TrustedGrading.secret_file={work / 'course-secret'}",  # never the course's own secret
+        f"--TrustedGrading.secret_file={state.secret}",  # never the course's own secret
     ]
 
 
@@ -76,9 +78,10 @@ def grade(work: Path, timeout: int = 10, only: list[str] | None = None) -> list[
     names = [n for n in sorted(manifest) if not only or n in only]
     work.mkdir(parents=True, exist_ok=True)
     log = work / "nbgrader.log"
+    state = GradingState(work)
     for name in names:
         a = manifest[name]["assignment"]
-        dest = work / "submitted" / name / a
+        dest = state.submitted / name / a
         dest.mkdir(parents=True, exist_ok=True)
         shutil.copy(FIXTURES / name / f"{a}.ipynb", dest / f"{a}.ipynb")
         # what `nbgrader collect` brings along: the release's stored visible references
@@ -96,10 +99,10 @@ def grade(work: Path, timeout: int = 10, only: list[str] | None = None) -> list[
     from autograder.integrity import flagged_submissions
 
     flagged: dict[str, str] = {}
-    for f in flagged_submissions(f"sqlite:///{work / 'gradebook.db'}"):
+    for f in flagged_submissions(state.db_url):
         flagged[f["student"]] = flagged.get(f["student"], "") + " " + str(f["reasons"])
     rows = []
-    with Gradebook(f"sqlite:///{work / 'gradebook.db'}") as gb:
+    with Gradebook(state.db_url) as gb:
         for name in names:
             spec = manifest[name]
             a = spec["assignment"]
@@ -107,8 +110,8 @@ def grade(work: Path, timeout: int = 10, only: list[str] | None = None) -> list[
                 actual = gb.find_submission(a, name).score
             except MissingEntry:
                 actual = None
-            text = " ".join(_graded_text(work / "autograded" / name / a / f"{a}.ipynb").split())  # messages are wrapped
-            html = work / "feedback" / name / a / f"{a}.html"
+            text = " ".join(_graded_text(state.autograded / name / a / f"{a}.ipynb").split())  # messages are wrapped
+            html = state.feedback / name / a / f"{a}.html"
             rows.append(Row(name, a, spec["expected_score"], actual, max_scores[a], spec["diagnosis"],
                             spec["diagnosis"] is None or spec["diagnosis"] in text,
                             html if html.exists() else None, spec.get("flag"), flagged.get(name, "").strip()))

@@ -50,8 +50,9 @@ from traitlets.config import LoggingConfigurable
 
 from autograder.integrity import scan_notebook
 from autograder.sandbox import safefs
-from autograder.sandbox.kernel import SandboxedExecute
-from encdec.grading import wire
+from autograder.sandbox.execute import SandboxedExecute
+from autograder.state import grading_state
+from encdec.grading import language, wire
 
 CHECK_CALL = re.compile(r"""checks\.run\(\s*["']([\w.]+)["']""")
 DELETED_MARK = "was missing from the submission"  # nbgrader's OverwriteCells.missing_cell_notification
@@ -64,7 +65,7 @@ class TrustedGrading(LoggingConfigurable):
     """Where the course secret lives: outside the sandbox, never in the repository."""
 
     secret_file = Unicode(
-        str(Path(__file__).resolve().parent / ".course-secret"),
+        str(grading_state().secret),
         help="File holding the course secret that seeds the graded runs' inputs (made on first use). "
              "Keep it to regrade reproducibly; it must not be readable by students.",
     ).tag(config=True)
@@ -248,27 +249,30 @@ class TrustedVerdict(NbGraderPreprocessor):
         if OUTPUTS_KEY not in nbg:
             raise RuntimeError("TrustedVerdict needs ClearGradingFiles and GradedExecute before it (see nbgrader_config.py)")
         saved = nbg[OUTPUTS_KEY]
+        lang = submission_language(nb)
         flags = None  # the integrity scan, run once if an item measured in the kernel needs it
         for cell in nb.cells:
             ids = _check_ids(cell)
             if not ids:
                 continue  # a test cell without checks keeps nbgrader's own verdict
             if DELETED_MARK in cell.source:
-                verdicts = [(i, judge.Verdict(False, "This test cell was deleted from the submission, so it scores 0.",
-                                              label="deleted")) for i in ids[:1]]
+                with language.speaking(lang):
+                    deleted = language.text("deleted")
+                verdicts = [(i, judge.Verdict(False, deleted, label="deleted")) for i in ids[:1]]
             else:
                 verdicts = []
                 for check_id in ids:
                     if check_id not in judge.CHECKS:
                         verdict = judge.Verdict(False, f"{check_id}: unknown check", label="unknown_check")
                     else:
-                        verdict = judge.verify(check_id, saved.get(check_id), graded_inputs(self, resources, check_id))
+                        verdict = judge.verify(check_id, saved.get(check_id), graded_inputs(self, resources, check_id), lang)
                         if verdict.credit > 0 and judge.CHECKS[check_id].measured_in_kernel:
                             flags = scan_notebook(nb) if flags is None else flags
                             if flags:
                                 verdict = untrusted(check_id, flags)
                     verdicts.append((check_id, verdict))
-            cell.outputs = _verdict_outputs(cell, [v for _, v in verdicts])
+            with language.speaking(lang):
+                cell.outputs = _verdict_outputs(cell, [v for _, v in verdicts])
             cell.metadata[VERDICT_KEY] = [{"check": i, "ok": v.ok, "label": v.label, "credit": v.credit, "missed": v.missed}
                                           for i, v in verdicts]
             self.log.info("Trusted verdict for %s: %s", cell.metadata["nbgrader"]["grade_id"],
@@ -279,20 +283,29 @@ class TrustedVerdict(NbGraderPreprocessor):
 def _verdict_outputs(cell: NotebookNode, verdicts: list) -> list[NotebookNode]:
     """A graded cell's outputs: passed, failed (an error: 0 points) or partly passed (its score)."""
     if all(v.ok for v in verdicts):
-        return [_stream("".join(f"passed (checked by the grader): {v.message}\n" for v in verdicts))]
+        return [_stream("".join(language.text("graded_passed", message=v.message) + "\n" for v in verdicts))]
     credit = sum(v.credit for v in verdicts) / len(verdicts)
     message = "\n".join(v.message for v in verdicts if not v.ok)
     if credit <= 0:
         return [_error("AssertionError", message)]
     points = float(cell.metadata["nbgrader"]["points"])
     score = round(points * credit, 6)
-    lines = [f"partly passed (checked by the grader): {score:g} of {points:g} point(s)."]
+    lines = [language.text("partly_passed", score=score, points=points)]
     for v in verdicts:
-        lines += [f"  passed: {name}" for name, ok in v.parts if ok] + [f"  missed: {name}" for name in v.missed]
+        lines += ([language.text("part_passed", name=name) for name, ok in v.parts if ok]
+                  + [language.text("part_missed", name=name) for name in v.missed])
     # nbgrader's partial credit: no error, and the cell's result is its score
     return [_stream("\n".join(lines) + "\n" + message + "\n"),
             NotebookNode(output_type="execute_result", execution_count=cell.get("execution_count"), metadata={},
                          data={"text/plain": repr(score)})]
+
+
+def submission_language(nb: NotebookNode) -> str:
+    """The language the feedback speaks: the notebook's ``encdec.language`` (set by a release in
+    another language, ``autograder/release.py``), else English. It changes the wording only."""
+    meta = nb.metadata.get("encdec") if isinstance(nb.metadata.get("encdec"), dict) else {}
+    lang = meta.get("language")
+    return lang if isinstance(lang, str) and lang in language.LANGUAGES else language.DEFAULT
 
 
 def untrusted(check_id: str, flags) -> "judge.Verdict":

@@ -22,6 +22,17 @@ def new_caches(model: Transformer) -> list[tuple[KVCache, KVCache]]:
     return [(KVCache(), KVCache(static=True)) for _ in model.decoder.layers]
 
 
+def pick_next(logits_last: Tensor, done: Tensor) -> tuple[Tensor, Tensor]:
+    """Greedy choice from the last position's logits (N, V); a finished row keeps producing EOS.
+
+    Returns the next tokens (N,) and which rows have finished (N,). The kv_cache exercise gives
+    students this same function.
+    """
+    next_token = logits_last.argmax(dim=-1)  # (N,)
+    next_token = torch.where(done, torch.full_like(next_token, EOS_ID), next_token)
+    return next_token, done | (next_token == EOS_ID)
+
+
 @torch.no_grad()
 def greedy_decode(
     model: Transformer,
@@ -71,9 +82,7 @@ def greedy_decode(
             x = model.emb_layer(tokens) + ans_pos[:, :T]  # (N, T, M)
         h = model.decoder(x, memory, mask, caches=caches)  # (N, t, M)
         logits = model.proj_to_vocab(h[:, -1])  # last position only: (N, M) -> (N, V)
-        next_token = logits.argmax(dim=-1)  # (N,)
-        next_token = torch.where(done, torch.full_like(next_token, EOS_ID), next_token)
-        done = done | (next_token == EOS_ID)
+        next_token, done = pick_next(logits, done)  # (N,), (N,)
         tokens = torch.cat([tokens, next_token[:, None]], dim=1)  # (N, T + 1)
     return tokens
 

@@ -1,5 +1,6 @@
 # Exercises and their grader (nbgrader; see autograder/README.md).
-#   make exercises      stored visible-check files, then the student release exercises/, the
+#   make exercises      stored visible-check files, then the student release exercises/ (and its
+#                       Chinese edition exercises/zh/, mk/exercises_zh.mk), the
 #                       fixture and hostile submissions and the grading editions, all
 #                       regenerated from solutions/ and encdec/ (the one source of truth)
 #   make grading-edition  the package as graded kernels import it (exercise targets removed);
@@ -7,13 +8,14 @@
 #   make grading-test   the grading tests: check library, regeneration, nbgrader validate, and
 #                       every fixture submission through the real `nbgrader autograde`
 #   make grading-report after `nbgrader autograde` (or the driver): the class-wide misconception
-#                       report, HTML and CSV, in autograder/export/misconceptions/
+#                       report, HTML and CSV, in grading/export/misconceptions/
 ASSIGNMENTS := $(notdir $(patsubst %/,%,$(dir $(wildcard solutions/*/*.ipynb))))
 
 .PHONY: exercises grading-test grade-fixtures grading-edition grading-report
 exercises: $(VENV)/.installed
 	$(PY) autograder/make_references.py
 	for a in $(ASSIGNMENTS); do $(BIN)/nbgrader generate_assignment $$a --force || exit 1; done
+	$(PY) -m autograder.release --lang zh
 	$(PY) autograder/fixtures/make_fixtures.py
 	$(PY) autograder/hostile/make_hostile.py
 	$(PY) -m autograder.edition
@@ -22,7 +24,7 @@ grading-edition: $(VENV)/.installed
 	$(PY) -m autograder.edition
 
 grading-test: $(VENV)/.installed
-	$(PY) -m pytest -q tests/test_grading_checks.py tests/test_grading_references.py \
+	$(PY) -m pytest -q tests/test_grading_checks.py tests/test_grading_decoding.py tests/test_grading_references.py \
 		tests/test_exercises_notebooks.py tests/test_grading_fixtures.py \
 		tests/test_grading_partial.py tests/test_grading_hidden_inputs.py tests/test_report.py \
 		tests/test_edition.py tests/test_integrity.py

@@ -61,7 +61,8 @@ student-release: $(VENV)/.installed checkpoints
 		{ echo "pyproject.toml's package list changed: update mk/release.mk"; exit 1; }
 	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w $(STUDENT) $(abspath $(STUDENT_STAGE))
 	for ex in exercises/*/; do \
-		name=$$(basename $$ex); mkdir -p $(STUDENT)/exercises/$$name/reference; \
+		name=$$(basename $$ex); [ -f $$ex$$name.ipynb ] || continue; \
+		mkdir -p $(STUDENT)/exercises/$$name/reference; \
 		cp $$ex$$name.ipynb $(STUDENT)/exercises/$$name/; \
 		cp $$ex/reference/*.npz $(STUDENT)/exercises/$$name/reference/; \
 	done

@@ -19,12 +19,15 @@ from pathlib import Path
 
 import pytest
 
+from autograder import assignments
+from autograder.state import grading_state
+
 from browser_support import PageLog, block_external, browser, jupyterlab, watch_page
 from test_sandbox_hostile import HOSTILE, PY, course_base, make_course
 
 pytestmark = [pytest.mark.browser, pytest.mark.grading]
 ROOT = Path(__file__).resolve().parents[1]
-ASSIGNMENTS = ["decoder_block", "target_slicing", "kv_cache"]
+ASSIGNMENTS = assignments.names()
 MATHJAX_CDN = "https://cdnjs.cloudflare.com/ajax/libs/mathjax/**"
 MATHJAX_STAND_IN = """
 window.MathJax = {
@@ -55,7 +58,7 @@ def course():
     for a in ASSIGNMENTS:
         nbgrader("generate_assignment", a, "--force")
     for student, (notebook, _) in STUDENTS.items():
-        folder = course / "autograder" / "submitted" / student / "decoder_block"
+        folder = grading_state(course).submitted / student / "decoder_block"
         folder.mkdir(parents=True)
         shutil.copy(notebook, folder / "decoder_block.ipynb")
     nbgrader("autograde", "decoder_block")
@@ -72,7 +75,7 @@ def gradebook(page, base: str) -> None:
 
 def first_failure(course: Path, student: str) -> str:
     """The first line of the first failed check's message in the student's graded notebook."""
-    nb = json.loads((course / "autograder" / "autograded" / student / "decoder_block" / "decoder_block.ipynb").read_text())
+    nb = json.loads((grading_state(course).autograded / student / "decoder_block" / "decoder_block.ipynb").read_text())
     for cell in nb["cells"]:
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error" and cell["metadata"].get("nbgrader", {}).get("grade"):

@@ -13,6 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 from autograder import grade_fixtures  # noqa: E402
+from autograder.state import GradingState, grading_state  # noqa: E402
 
 pytestmark = pytest.mark.grading
 MANIFEST = json.loads((ROOT / "autograder" / "fixtures" / "manifest.json").read_text())
@@ -54,7 +55,7 @@ def test_no_fixture_is_named_as_a_mistake_it_does_not_have(graded, name):
 
     work, _ = graded
     a = MANIFEST[name]["assignment"]
-    text = " ".join(grade_fixtures._graded_text(work / "autograded" / name / a / f"{a}.ipynb").split())
+    text = " ".join(grade_fixtures._graded_text(GradingState(work).autograded / name / a / f"{a}.ipynb").split())
     expected = MANIFEST[name]["diagnosis"].removeprefix("Diagnosis: ")
     named = {k for k, v in MISCONCEPTIONS.items() if f"Diagnosis: {' '.join(v.split())}" in text}
     assert all(expected in " ".join(MISCONCEPTIONS[k].split()) for k in named), f"{name} is also named {named}"
@@ -87,7 +88,7 @@ def test_feedback_names_the_mistake_and_hides_hidden_tests(graded):
 def test_hidden_test_code_never_reaches_the_kernel(graded):
     """A submission that prints its input history shows what the kernel ran: no hidden check."""
     work, rows = graded
-    nb = (work / "autograded" / "hostile_print_history" / "decoder_block" / "decoder_block.ipynb").read_text()
+    nb = (GradingState(work).autograded / "hostile_print_history" / "decoder_block" / "decoder_block.ipynb").read_text()
     printed = json.loads(nb)["cells"][-1]["outputs"][0]["text"]
     printed = "".join(printed) if isinstance(printed, list) else printed
     assert "checks.run(" in printed  # the history was printed ...
@@ -98,7 +99,7 @@ def test_hidden_test_code_never_reaches_the_kernel(graded):
 
 def test_tampering_cannot_flip_the_verdict(graded):
     work, rows = graded
-    outputs = grade_fixtures._graded_text(work / "autograded" / "tamper_patched" / "decoder_block" / "decoder_block.ipynb")
+    outputs = grade_fixtures._graded_text(GradingState(work).autograded / "tamper_patched" / "decoder_block" / "decoder_block.ipynb")
     assert "MLP was skipped" in " ".join(outputs.split())
     assert "passed: all tests passed" not in outputs  # the fake output printed in test cells was discarded
     assert rows["tamper_patched"].actual == rows["db_bug_mlp_skipped"].actual
@@ -108,7 +109,7 @@ def test_a_broken_submission_does_not_stop_the_batch(graded):
     work, rows = graded
     assert rows["broken_invalid_json"].actual in (0, None)
     graded_ok = [n for n, r in rows.items() if n != "broken_invalid_json"]
-    assert all((work / "autograded" / n).exists() for n in graded_ok)
+    assert all((GradingState(work).autograded / n).exists() for n in graded_ok)
 
 
 def test_cheats_score_the_same_through_the_batch_driver(tmp_path):
@@ -130,13 +131,13 @@ def test_cheats_score_the_same_through_the_batch_driver(tmp_path):
                        check=True, capture_output=True)
     for n in names:
         a = MANIFEST[n]["assignment"]
-        dest = course / "autograder" / "submitted" / n / a
+        dest = grading_state(course).submitted / n / a
         dest.mkdir(parents=True)
         shutil.copy(ROOT / "autograder" / "fixtures" / n / f"{a}.ipynb", dest / f"{a}.ipynb")
         shutil.copytree(ROOT / "exercises" / a / "reference", dest / "reference")
     run = subprocess.run([sys.executable, "-m", "autograder.driver", *assignments, "--workers", "2"], cwd=course,
                          capture_output=True, text=True, timeout=1200)
-    db = f"sqlite:///{course / 'autograder' / 'gradebook.db'}"
+    db = grading_state(course).db_url
     flags = {f["student"]: str(f["reasons"]) for f in flagged_submissions(db)}
     with Gradebook(db) as gb:
         for n in names:
@@ -162,7 +163,7 @@ def test_no_active_content_from_a_submission_reaches_the_formgrader_or_the_feedb
     for pattern in active:
         assert not re.search(pattern, html, re.I), pattern
     assert XSS in html  # the payload is there, as inert text
-    nb = json.loads((work / "autograded" / "hostile_xss" / "decoder_block" / "decoder_block.ipynb").read_text())
+    nb = json.loads((GradingState(work).autograded / "hostile_xss" / "decoder_block" / "decoder_block.ipynb").read_text())
     for cell in nb["cells"]:
         text = cell["source"] if cell["cell_type"] == "markdown" else json.dumps(cell.get("outputs", []))
         text = "".join(text) if isinstance(text, list) else text

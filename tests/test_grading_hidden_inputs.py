@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from autograder import judge as J
-from test_grading_checks import _post, block_with, graded  # helpers of the check tests
+from grading_support import block_with, graded, lesson_forward
 
 SEEDS = range(40)
 
@@ -41,7 +41,7 @@ def test_every_seed_has_differing_masks_one_head_several_heads_and_a_batch_of_on
 
 
 def test_a_block_that_reads_only_the_first_items_mask_fails_the_hidden_checks(workdir):
-    first_only = block_with(lambda s, x, e, m: _post(s, x, e, m[:1].expand_as(m)))
+    first_only = block_with(lambda s, x, e, m: lesson_forward(s, x, e, m[:1].expand_as(m)))
     visible, _ = graded("decoder_block.output", first_only, workdir)
     assert visible.ok  # the visible inputs share one mask: this mistake hides there
     for check_id in ("decoder_block.output_hidden", "decoder_block.causal_hidden"):

@@ -14,7 +14,7 @@ from autograder import judge as J
 from autograder.judge import labels as L
 from autograder.trusted import _verdict_outputs
 from encdec.grading.misconceptions import MISCONCEPTIONS
-from test_grading_checks import graded, make_decoder  # helpers of the check tests
+from grading_support import cached_decoder, graded
 
 
 @pytest.fixture
@@ -41,15 +41,15 @@ def test_a_shift_with_only_the_labels_wrong_earns_the_decoder_input_half(check_i
 
 
 def test_the_hidden_structure_item_awards_its_two_parts_separately(workdir):
-    verdict, _ = graded("kv_cache.structure_hidden", make_decoder(encoder_every_step=True), workdir)
+    verdict, _ = graded("kv_cache.structure_hidden", cached_decoder(encoder_every_step=True), workdir)
     assert not verdict.ok and verdict.credit == 0.5, verdict.message
     assert verdict.missed == ["the encoder runs once"] and verdict.label == "encoder_every_step"
-    one_part, _ = graded("kv_cache.encoder_once", make_decoder(encoder_every_step=True), workdir)
+    one_part, _ = graded("kv_cache.encoder_once", cached_decoder(encoder_every_step=True), workdir)
     assert one_part.credit == 0  # an item that checks one thing has no parts
 
 
 def test_partial_credit_reaches_nbgrader_as_the_cells_score_and_names_the_missed_part(workdir):
-    verdict, _ = graded("kv_cache.structure_hidden", make_decoder(encoder_every_step=True), workdir)
+    verdict, _ = graded("kv_cache.structure_hidden", cached_decoder(encoder_every_step=True), workdir)
     cell = graded_cell(2, [verdict])
     assert utils.determine_grade(cell) == (1.0, 2.0)
     text = cell.outputs[0]["text"]

@@ -18,14 +18,12 @@ import torch.nn.functional as F
 from autograder import judge as J
 from autograder.judge import labels as L
 from autograder.judge import stages as St
-from autograder.trusted import deliver, withdraw
-from encdec import attention as A
 from encdec import model as M
-from encdec.data import BOS_ID, EOS_ID
-from encdec.grading import checks as C
 from encdec.grading import wire
 from encdec.grading.calls import call
 from encdec.grading.stages import BLOCK, MODEL, recording
+
+import grading_support as support
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK_CHECKS = ("decoder_block.output", "decoder_block.output_hidden", "decoder_block.causal_hidden",
@@ -35,13 +33,8 @@ MODEL_CHECKS = ("target_slicing.forward", "target_slicing.forward_hidden", "targ
 
 
 def graded(check_id, impl, workdir, seed=7):
-    inputs = J.graded_inputs(check_id, seed)
-    deliver(workdir, check_id, J.wire_bytes(check_id, inputs))
-    try:
-        C.run(check_id, impl, workdir)
-    except AssertionError:  # the student's code raised: the grader still judges what was saved
-        pass
-    return J.verify(check_id, withdraw(workdir, check_id), inputs)
+    """The verdict of a graded run (the grader judges what was saved, even after a crash)."""
+    return support.graded(check_id, impl, workdir, seed)[0]
 
 
 def block(ln2_res="out_2", ff_in="out_4", self_mask=True, cross_mask=False, self_kv="dec", cross_q="out_2",
@@ -180,46 +173,11 @@ def test_a_forged_record_loses_the_stage_line_never_the_verdict(tmp_path):
     assert not verdict.ok and "did not match the reference" in verdict.message
 
 
-class Cache(A.KVCache):
-    """A cache of the test's own (the package's update is an exercise target); ``keep``: how many
-    of the newest positions it keeps (None: all, as the lesson's)."""
-
-    keep = None
-
-    def update(self, k_new, v_new):
-        self.k = k_new if self.k is None else torch.cat([self.k, k_new], dim=2)[:, :, -(self.keep or 10**6):]
-        self.v = v_new if self.v is None else torch.cat([self.v, v_new], dim=2)[:, :, -(self.keep or 10**6):]
-        return self.k, self.v
-
-
-class NewestOnly(Cache):
-    keep = 1
-
-
-def decoder(pos_shift=0, cache=Cache):
-    """Cached greedy decoding as the lesson writes it, with the position of step t moved by ``pos_shift``."""
-    @torch.no_grad()
-    def decode(model, ques_b, n):
-        N = ques_b.shape[0]
-        tokens = torch.full((N, 1), BOS_ID, dtype=torch.long)
-        ans_pos = model.positions(2 + n)
-        memory = model.encode(ques_b)
-        caches = [(cache(), cache(static=True)) for _ in model.decoder.layers]
-        done = torch.zeros(N, dtype=torch.bool)
-        for t in range(n):
-            x = model.emb_layer(tokens[:, -1:]) + ans_pos[:, t + pos_shift : t + pos_shift + 1]
-            nxt = model.proj_to_vocab(model.decoder(x, memory, None, caches=caches)[:, -1]).argmax(-1)
-            nxt = torch.where(done, torch.full_like(nxt, EOS_ID), nxt)
-            done = done | (nxt == EOS_ID)
-            tokens = torch.cat([tokens, nxt[:, None]], dim=1)
-        return tokens
-    return decode
-
-
-DECODING = [
-    (decoder(), None),
-    (decoder(pos_shift=1), "step 1: token 0 was fed at position 1 (ans_pos[:, 1:2])"),
-    (decoder(cache=NewestOnly), "step 3, decoder layer 0: its self-attention got a cache whose keys cache.k held 1 position"),
+DECODING = [  # one token per step: a cache that keeps only the newest holds 1 position
+    (support.cached_decoder(), None),
+    (support.cached_decoder(position=lambda t: t + 1), "step 1: token 0 was fed at position 1 (ans_pos[:, 1:2])"),
+    (support.cached_decoder(cache=support.OverwritingCache),
+     "step 3, decoder layer 0: its self-attention got a cache whose keys cache.k held 1 position"),
 ]
 
 

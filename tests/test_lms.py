@@ -11,6 +11,7 @@ from nbgrader.api import Gradebook
 from traitlets.config import Configurable
 
 from autograder.lms import canvas, late_policy
+from autograder.state import grading_state
 
 DAY = 86400
 
@@ -130,7 +131,7 @@ def test_late_policy_and_canvas_export_through_stock_nbgrader(tmp_path):
         stamps = {"on_time": "2026-01-10 11:00:00.000000 UTC", "late": "2026-01-12 13:00:00.000000 UTC",
                   "extended": "2026-01-12 13:00:00.000000 UTC"}
         for student, stamp in stamps.items():
-            folder = course / "autograder" / "submitted" / student / ASSIGNMENT
+            folder = grading_state(course).submitted / student / ASSIGNMENT
             shutil.copytree(HOSTILE / "submitted" / "pass_all" / ASSIGNMENT, folder)
             (folder / "timestamp.txt").write_text(stamp + "\n")
             nbgrader("db", "student", "add", student)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autograder.sandbox.kernel import SandboxedExecute
+from autograder.sandbox.execute import SandboxedExecute
 
 
 def _stream(text: str, parent: str = "p") -> dict:

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from autograder.state import grading_state
+
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = ROOT / "autograder" / "hostile"
 ASSIGNMENT = "decoder_block"
@@ -38,7 +40,7 @@ def course_with(tmp_path: Path, students: list[str]) -> Path:
     subprocess.run([PY, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--force"], cwd=course,
                    check=True, capture_output=True)
     for s in students:
-        shutil.copytree(HOSTILE / "submitted" / s, course / "autograder" / "submitted" / s)
+        shutil.copytree(HOSTILE / "submitted" / s, grading_state(course).submitted / s)
     return course
 
 
@@ -61,7 +63,7 @@ def test_stock_nbgrader_autograde_runs_in_the_sandbox(tmp_path, prefork):
         listener.close()
     assert run.returncode == 0, run.stderr[-3000:]
     assert listener.connections == 0 and sandbox_pids(course) == []
-    out = course / "autograder" / "autograded"
+    out = grading_state(course).autograded
     text = (out / "read_hidden" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text()
     assert "unreadable" in text  # the attempts ran, and failed
     expected = json.loads((HOSTILE / "expected.json").read_text())
@@ -85,8 +87,8 @@ def test_regrade_of_a_resubmission_is_not_frozen(tmp_path):
 
     student = "timestamp_freeze"
     course = course_with(tmp_path, [student])
-    sub = course / "autograder" / "submitted" / student / ASSIGNMENT
-    graded = course / "autograder" / "autograded" / student / ASSIGNMENT
+    sub = grading_state(course).submitted / student / ASSIGNMENT
+    graded = grading_state(course).autograded / student / ASSIGNMENT
     expected = json.loads((HOSTILE / "expected.json").read_text())
 
     def autograde():
@@ -125,7 +127,7 @@ def test_broken_sandbox_stops_grading(tmp_path):
                          text=True, env=env, timeout=300)
     assert run.returncode != 0
     assert "grading sandbox" in run.stderr and "Permission denied" in run.stderr
-    assert not (course / "autograder" / "autograded" / "pass_all" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").exists()
+    assert not (grading_state(course).autograded / "pass_all" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").exists()
     driver = subprocess.run([PY, "-m", "autograder.driver", ASSIGNMENT], cwd=course, capture_output=True,
                             text=True, env=env, timeout=300)
     assert driver.returncode != 0 and "grading sandbox" in driver.stderr
@@ -143,7 +145,7 @@ def test_killed_batch_is_consistent_and_resumes(tmp_path):
 
     students = ["pass_all", "stored_outputs", "patched_checks", "os_exit"]
     course = course_with(tmp_path, students)
-    state = course / "autograder" / "autograded" / ".driver" / f"{ASSIGNMENT}.json"
+    state = grading_state(course).autograded / ".driver" / f"{ASSIGNMENT}.json"
     proc = subprocess.Popen([PY, "-m", "autograder.driver", ASSIGNMENT, "--workers", "1"], cwd=course,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
@@ -159,7 +161,7 @@ def test_killed_batch_is_consistent_and_resumes(tmp_path):
             break
         time.sleep(0.2)
     assert sandbox_pids(course) == []
-    db = sqlite3.connect(course / "autograder" / "gradebook.db")
+    db = sqlite3.connect(grading_state(course).gradebook)
     assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     db.close()
 
@@ -188,7 +190,7 @@ def test_one_broken_notebook_costs_only_itself(tmp_path):
     shutil.copy(src / f"{ASSIGNMENT}.ipynb", src / "second.ipynb")
     subprocess.run([PY, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--force"], cwd=course,
                    check=True, capture_output=True)
-    sub = course / "autograder" / "submitted" / "mixed" / ASSIGNMENT
+    sub = grading_state(course).submitted / "mixed" / ASSIGNMENT
     sub.mkdir(parents=True)
     shutil.copy(HOSTILE / "submitted" / "pass_all" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", sub / "second.ipynb")
     shutil.copy(HOSTILE / "submitted" / "invalid_json" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
@@ -198,5 +200,5 @@ def test_one_broken_notebook_costs_only_itself(tmp_path):
     results = {r["notebook"]: r for r in json.loads((course / "r.json").read_text())}
     assert results[ASSIGNMENT]["status"] == "failed" and "JSON" in results[ASSIGNMENT]["reason"], run.stdout
     assert results["second"]["status"] == "graded" and results["second"]["score"] == 11
-    assert (course / "autograder" / "autograded" / "mixed" / ASSIGNMENT / "second.ipynb").is_file()
+    assert (grading_state(course).autograded / "mixed" / ASSIGNMENT / "second.ipynb").is_file()
     assert run.returncode == 1 and "failed: 1" in run.stdout and "graded: 1" in run.stdout

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import pytest
 
+from autograder.state import grading_state
+
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = ROOT / "autograder" / "hostile"
 ASSIGNMENT = "decoder_block"
@@ -39,16 +41,12 @@ PY = sys.executable
 pytestmark = [pytest.mark.grading, pytest.mark.slow]
 
 
-SKIP = {"__pycache__", "submitted", "autograded", "feedback", "export", "exchange", "release", "source"}
-
-
 def tree_digest(*folders: Path) -> dict[str, str]:
-    """Checksums of the repository's source files (not nbgrader's working folders or gradebook)."""
+    """Checksums of the repository's source files (grading's state lives outside them: autograder/state.py)."""
     out = {}
     for folder in folders:
         for path in sorted(folder.rglob("*")):
-            parts = set(path.relative_to(ROOT).parts)
-            if path.is_file() and not parts & SKIP and not path.name.startswith(("gradebook.db", ".course-secret")):
+            if path.is_file() and "__pycache__" not in path.relative_to(ROOT).parts:
                 out[str(path.relative_to(ROOT))] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out
 
@@ -57,9 +55,7 @@ def make_course(dest: Path) -> Path:
     """A copy of the course's grading set-up (config, sources, grader code) in `dest`."""
     shutil.copy(ROOT / "nbgrader_config.py", dest / "nbgrader_config.py")
     shutil.copytree(ROOT / "solutions", dest / "solutions")
-    ignore = shutil.ignore_patterns("__pycache__", "hostile", "submitted", "autograded", "feedback",
-                                    "gradebook.db*", "export", "exchange", ".course-secret")
-    shutil.copytree(ROOT / "autograder", dest / "autograder", ignore=ignore)
+    shutil.copytree(ROOT / "autograder", dest / "autograder", ignore=shutil.ignore_patterns("__pycache__", "hostile"))
     (dest / "tmp").mkdir()  # the kernels' scratch and socket folders: checked for leftovers
     with open(dest / "nbgrader_config.py", "a") as f:  # short limits keep the run to minutes
         f.write("\nc.SandboxedExecute.timeout = 20\nc.SandboxedExecute.interrupt_grace = 8\n")
@@ -70,7 +66,7 @@ def make_course(dest: Path) -> Path:
 def printed(course: Path, student: str) -> dict:
     """The JSON files a fixture wrote in its (scratch) folder, as it printed them in its graded
     notebook: `hostile-result <file> <json>` lines (make_hostile.REPORT)."""
-    path = course / "autograder" / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    path = grading_state(course).autograded / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     if not path.is_file():
         return {}
     nb = json.loads(path.read_text())
@@ -179,7 +175,7 @@ def batch(tmp_path_factory):
                      for p in ["nbgrader_config.py", f"solutions/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"]}
     subprocess.run([PY, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--force"], cwd=course,
                    check=True, capture_output=True)
-    shutil.copytree(HOSTILE / "submitted", course / "autograder" / "submitted")
+    shutil.copytree(HOSTILE / "submitted", grading_state(course).submitted)
     listener = Listener(make_hostile.LISTEN_PORTS)
     try:
         run = subprocess.run([PY, "-m", "autograder.driver", ASSIGNMENT, "--workers", "2", "--timeout", "90",
@@ -196,7 +192,7 @@ def grades(course: Path, student: str) -> dict[str, tuple[float, float]]:
     """grade cell -> (score, max score) of the student's notebook, read from the gradebook."""
     from nbgrader.api import Gradebook
 
-    with Gradebook(f"sqlite:///{course / 'autograder' / 'gradebook.db'}", "encdec") as gb:
+    with Gradebook(grading_state(course).db_url, "encdec") as gb:
         nb = gb.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, student)
         return {g.name: (float(g.score), float(g.max_score)) for g in nb.grades}
 
@@ -239,7 +235,7 @@ def test_fixture_outcome(batch, student):
     passed = sorted(name for name, (score, top) in got.items() if score == top)
     assert passed == sorted(expect["passed"]), f"{student}: {expect['why']}; result {result}"
     assert result["score"] == sum(got[n][1] for n in expect["passed"])
-    folder = course / "autograder" / "autograded" / student / ASSIGNMENT
+    folder = grading_state(course).autograded / student / ASSIGNMENT
     # (a fixture graded into no notebook, invalid_json or not_submitted, reports nothing)
     check_reported(course, student, expect)
     if "output_contains" in expect:
@@ -254,7 +250,7 @@ def test_nothing_escaped(batch):
     assert sandbox_pids(course) == []
     # every kernel's cgroup is gone: none is named after a worker of the batch (the pids in its
     # log; graders of other runs on this machine may have theirs)
-    log = (course / "autograder" / "autograded" / ".driver" / f"{ASSIGNMENT}.log").read_text(errors="replace")
+    log = (grading_state(course).autograded / ".driver" / f"{ASSIGNMENT}.log").read_text(errors="replace")
     workers = set(re.findall(r"^\S+ \S+ \[(\d+)\]", log, flags=re.M))
     assert workers
     assert [d for d in kernel_cgroups() if d.name.split("-")[1] in workers] == []
@@ -263,7 +259,7 @@ def test_nothing_escaped(batch):
     for path, digest in batch["course_before"].items():
         assert hashlib.sha256((course / path).read_bytes()).hexdigest() == digest, path
     assert not list(course.rglob("pwned.txt"))
-    db = sqlite3.connect(course / "autograder" / "gradebook.db")
+    db = sqlite3.connect(grading_state(course).gradebook)
     assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     db.close()
     # The repository's sources (the sandbox must not even see them). Someone editing the tree
@@ -289,7 +285,7 @@ def test_grader_log_shows_nothing_a_kernel_linked_its_log_to(batch):
     launcher (root) reads neither, so no line of the notebook's end reaches the grader's log."""
     course = batch["course"]
     lines = solution_tail(course)
-    log = (course / "autograder" / "autograded" / ".driver" / f"{ASSIGNMENT}.log").read_text(errors="replace")
+    log = (grading_state(course).autograded / ".driver" / f"{ASSIGNMENT}.log").read_text(errors="replace")
     for text in (log, batch["run"].stdout, batch["run"].stderr):
         assert [line for line in lines if line in text] == []
     assert "kernel.log is unreadable" in log  # the launcher saw the link, and said so
@@ -299,7 +295,7 @@ def nbgrader_files(course: Path, student: str) -> set[str]:
     """What nbgrader itself puts in a student's autograded folder: the graded notebook, the
     source folder's other files, and the submission's own files."""
     allowed = {f"{ASSIGNMENT}.ipynb"}
-    for top in (course / "solutions" / ASSIGNMENT, course / "autograder" / "submitted" / student / ASSIGNMENT):
+    for top in (course / "solutions" / ASSIGNMENT, grading_state(course).submitted / student / ASSIGNMENT):
         allowed |= {str(p.relative_to(top)) for p in top.rglob("*") if p.is_file() and p.suffix != ".ipynb"}
     return allowed
 
@@ -309,7 +305,7 @@ def test_kernel_files_never_reach_nbgrader_folders(batch):
     timestamp.txt, 240 MiB and 3,005 files, escape.json... none of it is in autograded/ or, after
     generate_feedback, in feedback/."""
     course = batch["course"]
-    autograded = course / "autograder" / "autograded"
+    autograded = grading_state(course).autograded
     for student, expect in EXPECTED.items():
         if expect["status"] != "graded":
             continue
@@ -323,7 +319,7 @@ def test_kernel_files_never_reach_nbgrader_folders(batch):
     assert not (folder / "timestamp.txt").exists()
     subprocess.run([PY, "-m", "nbgrader", "generate_feedback", ASSIGNMENT, "--student", student, "--force"],
                    cwd=course, check=True, capture_output=True, timeout=300)
-    feedback = course / "autograder" / "feedback" / student / ASSIGNMENT
+    feedback = grading_state(course).feedback / student / ASSIGNMENT
     got = {str(p.relative_to(feedback)) for p in feedback.rglob("*") if not p.is_dir()}
     graded = {str(p.relative_to(folder)) for p in folder.rglob("*") if not p.is_dir()}
     assert got == {f"{ASSIGNMENT}.html"} | (graded - {f"{ASSIGNMENT}.ipynb"})
@@ -346,7 +342,7 @@ def test_feedback_hides_hidden_tests(batch):
     for student in ["pass_all", "patched_asserts"]:
         subprocess.run([PY, "-m", "nbgrader", "generate_feedback", ASSIGNMENT, "--student", student, "--force"],
                        cwd=course, check=True, capture_output=True)
-        html = (course / "autograder" / "feedback" / student / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
+        html = (grading_state(course).feedback / student / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
         assert "decoder_block.output" in html  # visible tests are shown
         assert "BEGIN HIDDEN TESTS" not in html
         # The hidden checks may be named in a diagnosis, but their code (the quoted call) never shows.
@@ -356,7 +352,7 @@ def test_feedback_hides_hidden_tests(batch):
 
 
 def kernel_uid(course: Path, student: str) -> int:
-    text = (course / "autograder" / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text()
+    text = (grading_state(course).autograded / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text()
     return int(re.search(r"kernel uid (\d+)", text).group(1))
 
 

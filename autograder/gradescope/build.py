@@ -20,21 +20,21 @@ import zipfile
 from pathlib import Path
 
 from autograder import edition
+from autograder.state import grading_state
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 TOP_FILES = ["nbgrader_config.py", "pyproject.toml", "requirements.txt", "constraints.txt", "README.md"]
 TREES = ["encdec", "autograder"]
-# grading state and test material: never in an archive
-SKIP_PARTS = {"__pycache__", "fixtures", "hostile", "submitted", "autograded", "feedback", "exchange", "export",
-              ".driver"}
-SKIP_NAMES = {".course-secret", "gradebook.db", "gradebook.db-wal", "gradebook.db-shm", "gradebook.lock"}
+# test material: never in an archive; nor the grading state, wherever $ENCDEC_GRADING_DIR puts it
+SKIP_PARTS = {"__pycache__", "fixtures", "hostile"}
+STATE = grading_state(ROOT).root.resolve()
 
 
 def _files(top: Path):
     for path in sorted(top.rglob("*")):
         rel = path.relative_to(ROOT)
-        if path.is_file() and not SKIP_PARTS & set(rel.parts) and path.name not in SKIP_NAMES:
+        if path.is_file() and not SKIP_PARTS & set(rel.parts) and not path.resolve().is_relative_to(STATE):
             yield path, rel
 
 

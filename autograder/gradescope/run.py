@@ -40,8 +40,10 @@ def grade(source: Path, notebook: Path, assignment: str, work: Path) -> dict:
 
     from autograder.grade_fixtures import course_args
     from autograder.integrity import flagged_submissions
+    from autograder.state import GradingState
 
-    folder = work / "submitted" / STUDENT / assignment
+    state = GradingState(work)  # the layout course_args gives nbgrader
+    folder = state.submitted / STUDENT / assignment
     folder.mkdir(parents=True)
     shutil.copy(notebook, folder / f"{assignment}.ipynb")
     reference = source / "exercises" / assignment / "reference"
@@ -52,7 +54,7 @@ def grade(source: Path, notebook: Path, assignment: str, work: Path) -> dict:
         with open(log, "a") as out:
             subprocess.run([sys.executable, "-m", "nbgrader", *step, *course_args(work)], cwd=source,
                            stdout=out, stderr=subprocess.STDOUT, timeout=3600)
-    url = f"sqlite:///{work / 'gradebook.db'}"
+    url = state.db_url
     with Gradebook(url) as gb:
         try:
             nb = gb.find_submission_notebook(assignment, assignment, STUDENT)
@@ -66,7 +68,7 @@ def grade(source: Path, notebook: Path, assignment: str, work: Path) -> dict:
     if any(f["student"] == STUDENT for f in flagged_submissions(url)):
         note = "This submission is held for the instructor's review; the score may change."
     hidden = results.hidden_items(source / "solutions" / assignment / f"{assignment}.ipynb")
-    outputs = results.cell_outputs(work / "autograded" / STUDENT / assignment / f"{assignment}.ipynb")
+    outputs = results.cell_outputs(state.autograded / STUDENT / assignment / f"{assignment}.ipynb")
     return results.build(grades, outputs, hidden, note)
 
 

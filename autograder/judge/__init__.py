@@ -2,22 +2,27 @@
 
 Runs only in the grader (nbgrader's preprocessors in ``autograder.trusted``), never in a
 student's kernel: the kernel gets plain-array inputs (``wire``) and returns plain-array outputs,
-and everything that knows a correct answer is here. One module per assignment; ``CHECKS`` is
-their union, keyed by the check ids the test cells name.
+and everything that knows a correct answer is here. One module per assignment, named after it
+(``judge/<assignment>.py``); ``CHECKS`` is their union over the course's assignments
+(``autograder/assignments.py``), keyed by the check ids the test cells name.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
+
 import numpy as np
 
-from encdec.grading import wire
+from autograder import assignments
+from encdec.grading import language, wire
 from encdec.grading.compare import where
 
-from . import decoder_block, kv_cache, labels, target_slicing
+from . import labels
 from .core import Check, Verdict, diagnosis, format_patterns
 from .seeds import check_seed, load_secret  # noqa: F401
 
-CHECKS: dict[str, Check] = {c.id: c for m in (decoder_block, target_slicing, kv_cache) for c in m.CHECKS}
+CHECKS: dict[str, Check] = {c.id: c for name in assignments.names()
+                            for c in import_module(f"{__name__}.{name}").CHECKS}
 
 
 def graded_inputs(check_id: str, seed: int) -> dict:
@@ -53,22 +58,26 @@ def reference_file(check_id: str, targets: list[str]) -> tuple[dict, dict[str, n
     return meta, out
 
 
-def verify(check_id: str, saved: bytes | None, inputs: dict) -> Verdict:
+def verify(check_id: str, saved: bytes | None, inputs: dict, lang: str = language.DEFAULT) -> Verdict:
     """The verdict: judge what the student's kernel saved (``saved``, the bytes of its outputs file
     read right after the test cell ran) against the reference computed here from ``inputs``.
-    Its ``label`` says what kind of verdict it is (``labels``), from the grader's evidence only."""
-    verdict = _verify(CHECKS[check_id], saved, inputs)
+    Its ``label`` says what kind of verdict it is (``labels``), from the grader's evidence only.
+    ``lang``: the language of the message (``encdec.grading.language``); the verdict, its parts and
+    its label are decided in English, so a submission scores the same in every language."""
+    with language.speaking(language.DEFAULT):
+        verdict = _verify(CHECKS[check_id], saved, inputs)
     if verdict.label is None:
         verdict.label = labels.PASSED if verdict.ok else labels.label_of(verdict.message)
+    if lang != language.DEFAULT and lang in language.LANGUAGES:
+        with language.speaking(lang):
+            verdict.message = _verify(CHECKS[check_id], saved, inputs).message
     return verdict
 
 
 def _verify(check: Check, saved: bytes | None, inputs: dict) -> Verdict:
     check_id = check.id
     if saved is None:
-        return Verdict(False, f"{check_id}: this check did not run to the end (its cell was deleted, the kernel died "
-                              "or timed out before it, or an earlier error stopped it), so it scores 0.",
-                       label="did_not_run")
+        return Verdict(False, language.text("did_not_run", check_id=check_id), label="did_not_run")
     try:
         meta, got = wire.loads(saved, f"{check_id}.npz")
     except Exception as exc:  # noqa: BLE001 (a corrupt or hostile file is a failed check)
@@ -76,7 +85,7 @@ def _verify(check: Check, saved: bytes | None, inputs: dict) -> Verdict:
                        label="unreadable_outputs")
     status = str(meta.get("status", "ok"))
     if status == "not_implemented":
-        return Verdict(False, f"{check_id}: not implemented yet: {check.task} still raises NotImplementedError.",
+        return Verdict(False, language.text("not_implemented", check_id=check_id, task=check.task),
                        label="not_implemented")
     if status == "error":
         # the message quotes the student's exception: the label comes from the evidence, not from it
@@ -84,7 +93,8 @@ def _verify(check: Check, saved: bytes | None, inputs: dict) -> Verdict:
         origin = meta.get("raised_in") if isinstance(meta.get("raised_in"), dict) else {}
         named = check.judge_error(msg, inputs)
         label = named or ("package_code" if "not available in a graded run" in msg else "raised")
-        failed = Verdict(False, f"{check_id}: {check.task} raised {msg}" + where(origin) + diagnosis(named), label=label)
+        failed = Verdict(False, language.text("raised", check_id=check_id, task=check.task, msg=msg) + where(origin)
+                         + diagnosis(named), label=label)
         if check.judge_failed is None:
             return failed
         try:

@@ -8,7 +8,6 @@ with the real package and judges what the kernel returned.
 from __future__ import annotations
 
 import math
-import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -16,6 +15,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from encdec.grading import language
 from encdec.grading.calls import as_array
 from encdec.grading.compare import ATOL, error_match, mismatch_details, same
 from encdec.grading.misconceptions import MISCONCEPTIONS, base_name
@@ -114,8 +114,9 @@ def diagnosis(name: str | None) -> str:
     if name is None:
         return ""
     key = base_name(name)
-    head = "Observed" if key.startswith("observed_") else "Diagnosis"
-    return "\n" + textwrap.fill(f"{head}: {MISCONCEPTIONS[key]}", width=88, subsequent_indent="  ")
+    if key not in MISCONCEPTIONS:
+        raise KeyError(key)
+    return language.diagnosis_line(key)  # in the language the verdict is worded in
 
 
 def not_repeatable(check: Check, task: str, first: np.ndarray | None, again: np.ndarray | None) -> Verdict | None:
@@ -140,15 +141,15 @@ def compare(check: Check, what: str, got: np.ndarray | None, exp: np.ndarray, *,
             shape_hint: Callable[[tuple], str | None] | None = None) -> Verdict:
     """Compare one output with the reference; on a mismatch say what and why."""
     if got is None:
-        return Verdict(False, f"{check.id}: {what} was not saved by the check (outputs missing).")
+        return Verdict(False, language.text("not_saved", check_id=check.id, what=what))
     if same(got, exp, exact):
-        return Verdict(True, f"{check.title}: {what} matched the reference.")
+        return Verdict(True, language.text("matched", title=check.title, what=what))
     name = None
     if got.shape != exp.shape and shape_hint is not None:
         name = shape_hint(tuple(got.shape))
     if name is None and candidates is not None:
         name = _match(got, candidates(), exact)
-    head = f"{check.id}: {check.title}: {what} did not match the reference." + diagnosis(name)
+    head = language.text("did_not_match", check_id=check.id, title=check.title, what=what) + diagnosis(name)
     return Verdict(False, "\n".join([head, *mismatch_details(got, exp, exact)]))
 
 
@@ -156,7 +157,7 @@ def first_failure(*verdicts: Verdict) -> Verdict:
     """The first failure (the others usually repeat it), or the first verdict when all passed."""
     bad = [r for r in verdicts if not r.ok]
     if bad:
-        more = f"\n({len(bad) - 1} more output(s) of this check did not match either.)" if len(bad) > 1 else ""
+        more = language.text("more_failed", n=len(bad) - 1) if len(bad) > 1 else ""
         return Verdict(False, bad[0].message + more)
     return verdicts[0]
 

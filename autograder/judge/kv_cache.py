@@ -15,7 +15,7 @@ from encdec import model as Mdl
 from encdec.config import ModelConfig
 from encdec.data import BOS_ID, EOS_ID
 from encdec.grading.compare import cache_blame
-from encdec.generate import greedy_decode
+from encdec.generate import greedy_decode, pick_next
 
 from . import stages as St
 from . import variants as Var
@@ -295,9 +295,10 @@ def _observed(inputs, tok, steps) -> str:
                     f"gives for the same prefix (your tokens so far, run uncached); the {t} step(s) before it matched. "
                     f"What step {t + 1} fed the decoder was wrong: the token, its position (ans_pos[:, {t}:{t + 1}]) "
                     "or the cached keys and values.")
-    done = np.zeros(N, dtype=bool)
+    done = torch.zeros(N, dtype=torch.bool)
     for t in range(k):
-        greedy = np.where(done, EOS_ID, own[t].argmax(axis=-1))  # (N,)
+        greedy, now_done = pick_next(torch.from_numpy(own[t]), done)  # (N,): the package's choice
+        greedy = greedy.numpy()
         bad = tok[:, t + 1] != greedy
         if bad.any():
             row = int(np.argmax(bad))
@@ -307,7 +308,7 @@ def _observed(inputs, tok, steps) -> str:
             return (f"\nObserved: the logits of every step were right, but at step {t + 1} row {row} got token "
                     f"{int(tok[row, t + 1])} where the largest logit is token {int(greedy[row])}: greedy decoding "
                     "picks the argmax (pick_next).")
-        done |= greedy == EOS_ID
+        done = now_done
     return ""
 
 

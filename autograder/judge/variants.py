@@ -14,8 +14,8 @@ import torch
 from torch import Tensor, nn
 
 from encdec.attention import get_subsequent_mask, masked_softmax
-from encdec.data import BOS_ID, EOS_ID
-from encdec.generate import new_caches
+from encdec.data import BOS_ID
+from encdec.generate import new_caches, pick_next
 from encdec.grading.misconceptions import MISCONCEPTIONS, base_name  # noqa: F401 (re-exported)
 from encdec.model import sequence_loss
 
@@ -180,10 +180,10 @@ def decode_variants(model: nn.Module, ques_b: Tensor, max_new_tokens: int) -> di
                 h = model.decoder(model.emb_layer(tokens[:, -1:]) + ans_pos[:, T - 1 : T], memory, None)
             logits = model.proj_to_vocab(h[:, -1])  # (N, V)
             steps.append(logits)
-            nxt = logits.argmax(-1)
-            if mode != "ignores_done":  # pick_next: a finished row keeps producing EOS
-                nxt = torch.where(done, torch.full_like(nxt, EOS_ID), nxt)
-                done = done | (nxt == EOS_ID)
+            if mode == "ignores_done":  # the mistake: a finished row goes on decoding
+                nxt = logits.argmax(-1)
+            else:
+                nxt, done = pick_next(logits, done)
             tokens = torch.cat([tokens, nxt[:, None]], dim=1)
         return tokens, torch.stack(steps)
 

@@ -11,6 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from autograder.state import grading_state
+
 from . import write_report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +32,7 @@ def course_folders() -> dict[str, Path]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m autograder.report", description=__doc__.splitlines()[0])
     p.add_argument("assignments", nargs="+", help="assignment names, e.g. decoder_block target_slicing kv_cache")
-    p.add_argument("--out", type=Path, default=ROOT / "autograder" / "export" / "misconceptions",
+    p.add_argument("--out", type=Path, default=grading_state(ROOT).export / "misconceptions",
                    help="folder for misconceptions.csv and misconceptions.html (default: %(default)s)")
     p.add_argument("--source", type=Path, help="nbgrader's source folder (default: the course configuration's)")
     p.add_argument("--autograded", type=Path, help="nbgrader's autograded folder (default: the course configuration's)")

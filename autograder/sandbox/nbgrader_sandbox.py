@@ -35,7 +35,7 @@ def sandbox_grading(c, autograding: bool | None = None) -> None:
         from nbgrader.preprocessors import Execute
         from traitlets.utils.importstring import import_item
 
-        from autograder.sandbox.kernel import SandboxedExecute
+        from autograder.sandbox.execute import SandboxedExecute
         from autograder.sandbox.sandbox import check_available
 
         current = c.Autograde.get("autograde_preprocessors")

@@ -6,5 +6,8 @@ kind of exercise is called, ``stages`` records what the given submodules receive
 (data for the grader's stage-by-stage diagnosis), ``wire`` the file format, ``selfcheck`` the
 student's own run against stored reference outputs, ``compare`` and ``misconceptions`` the
 wording both sides share.
+``language`` the table of messages per language (``set_language("zh")``).
 Nothing in this package computes an expected answer.
 """
+
+from .language import set_language  # noqa: F401

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from . import wire
+from . import language, wire
 from .calls import PartialRun, call, raised_in
 from .compare import cache_blame, error_match, where
 from .selfcheck import delegation_message, diagnosis, judge, watch_targets
@@ -48,14 +48,15 @@ def run(check_id: str, impl: Any, workdir: str | os.PathLike = ".") -> None:
             "the notebook (it comes with the exercise); hidden checks run only when the notebook is graded.")
     meta, arrays = wire.load(stored)
     task = meta.get("task", check_id)
-    with watch_targets(meta.get("targets", [])) as called:
-        got = _call(check_id, task, meta, arrays, impl, save_to=None)
-    if called:
-        _fail(delegation_message(check_id, called))
-    ok, message = judge(check_id, meta, got, arrays)
-    if not ok:
-        _fail(message)
-    print(f"passed: {message}")
+    with language.speaking(meta.get("language")):  # a release's language (autograder/release.py)
+        with watch_targets(meta.get("targets", [])) as called:
+            got = _call(check_id, task, meta, arrays, impl, save_to=None)
+        if called:
+            _fail(delegation_message(check_id, called))
+        ok, message = judge(check_id, meta, got, arrays)
+        if not ok:
+            _fail(message)
+        print(language.text("passed", message=message))
 
 
 def _graded_run(check_id: str, impl: Any, wd: Path, path: Path) -> None:
@@ -74,8 +75,8 @@ def _call(check_id: str, task: str, meta: dict, arrays: dict, impl: Any, save_to
     except NotImplementedError:
         if save_to is not None:
             wire.save(save_to, {"status": "not_implemented"}, {})
-        _fail(f"{check_id}: not implemented yet: {task} still raises NotImplementedError. "
-              "Replace `raise NotImplementedError()` with your code and run the cell again.")
+        _fail(language.text("not_implemented", check_id=check_id, task=task)
+              + language.text("not_implemented_hint"))
     except Exception as exc:  # noqa: BLE001 (the student's code may raise anything)
         partial = exc if isinstance(exc, PartialRun) else None
         exc = partial.error if partial else exc
@@ -89,7 +90,7 @@ def _call(check_id: str, task: str, meta: dict, arrays: dict, impl: Any, save_to
             H = int(meta["config"]["num_heads"])
             blame = cache_blame(partial.observed.get("cache_shapes"), int(arrays["in/ques"].shape[0]), H,
                                 int(meta["config"]["emb_dim"]) // H, origin)
-        _fail(f"{check_id}: {task} raised {msg}" + where(origin) + (f"\n{blame}" if blame else "")
+        _fail(language.text("raised", check_id=check_id, task=task, msg=msg) + where(origin) + (f"\n{blame}" if blame else "")
               + diagnosis(error_match(meta.get("error_patterns", {}), msg)), cause=exc)
     raise AssertionError("unreachable")
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import language
+
 ATOL = RTOL = 1e-4
 
 
@@ -43,12 +45,12 @@ def first_mismatch(got: np.ndarray, exp: np.ndarray, exact: bool) -> str:
         bad |= np.isnan(got) != np.isnan(exp)
     idx = tuple(int(i) for i in np.argwhere(bad)[0])
     n = int(bad.sum())
-    return f"first mismatch at index {idx}: expected {fmt(exp[idx])}, got {fmt(got[idx])} ({n} of {bad.size} entries differ)"
+    return language.text("first_mismatch", idx=idx, exp=fmt(exp[idx]), got=fmt(got[idx]), n=n, size=bad.size)
 
 
 def mismatch_details(got: np.ndarray, exp: np.ndarray, exact: bool) -> list[str]:
     """The lines under "did not match": both shapes, and the first differing entry."""
-    details = [f"  expected: {describe(exp)}", f"  got:      {describe(got)}"]
+    details = [language.text("expected", desc=describe(exp)), language.text("got", desc=describe(got))]
     if got.shape == exp.shape:
         details.append("  " + first_mismatch(got, exp, exact))
     return details

@@ -11,12 +11,12 @@ from __future__ import annotations
 import importlib
 import inspect
 import sys
-import textwrap
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
+from . import language
 from .compare import is_exact, mismatch_details, same
 from .misconceptions import MISCONCEPTIONS, base_name
 from .wire import section
@@ -83,10 +83,7 @@ def watch_targets(targets: list[str]):
 
 def delegation_message(check_id: str, called: list[str]) -> str:
     names = ", ".join(called)
-    return textwrap.fill(
-        f"{check_id}: your solution called {names}, the package's own implementation of what this "
-        "exercise asks you to write. A graded run does not provide it (calling it there raises an "
-        "error and the check scores 0): write the code yourself.", width=88, subsequent_indent="  ")
+    return language.fill(language.text("delegation", check_id=check_id, names=names))
 
 
 def diagnosis(name: str | None) -> str:
@@ -96,8 +93,7 @@ def diagnosis(name: str | None) -> str:
     key = base_name(name)
     if key not in MISCONCEPTIONS:
         return ""
-    head = "Observed" if key.startswith("observed_") else "Diagnosis"
-    return "\n" + textwrap.fill(f"{head}: {MISCONCEPTIONS[key]}", width=88, subsequent_indent="  ")
+    return language.diagnosis_line(key)
 
 
 def judge(check_id: str, meta: dict, got: dict[str, np.ndarray], stored: dict[str, np.ndarray]) -> tuple[bool, str]:
@@ -108,21 +104,21 @@ def judge(check_id: str, meta: dict, got: dict[str, np.ndarray], stored: dict[st
     for key, exp in sorted(expected.items()):
         g = got.get(key)
         if g is None:
-            return False, f"{check_id}: {title}: {key} was not produced."
+            return False, language.text("not_produced", check_id=check_id, title=title, what=key)
         if key in shape_only:
             if g.shape == exp.shape and np.isfinite(g).all():
                 continue
-            return False, (f"{check_id}: {title}: {key} should have shape {tuple(exp.shape)} with finite values; "
-                           f"got shape {tuple(g.shape)}.")
+            return False, language.text("shape_only", check_id=check_id, title=title, what=key,
+                                        shape=tuple(exp.shape), got=tuple(g.shape))
         if same(g, exp, is_exact(exp)):
             continue
         name = _known_mistake(got, stored)
         larger = meta.get("when_larger", {}).get(key)
         if name is None and larger and g.shape == exp.shape and (g > exp).any():
             name = larger
-        lines = [f"{check_id}: {title}: {key} did not match the reference." + diagnosis(name)]
+        lines = [language.text("did_not_match", check_id=check_id, title=title, what=key) + diagnosis(name)]
         return False, "\n".join(lines + mismatch_details(g, exp, is_exact(exp)))
-    return True, f"{title}: matched the reference."
+    return True, language.text("matched_all", title=title)
 
 
 def _known_mistake(got: dict[str, np.ndarray], stored: dict[str, np.ndarray]) -> str | None:

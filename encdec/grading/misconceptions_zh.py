@@ -1,0 +1,144 @@
+"""The misconceptions of ``misconceptions.MISCONCEPTIONS`` in Chinese: the same keys, one sentence
+each, in the words of the lesson cards and the glossary (``book/glossary.yml``).
+
+Plain text only, like the English table; ``language`` picks the table a run speaks.
+"""
+
+from __future__ import annotations
+
+MISCONCEPTIONS_ZH = {
+    "mask_after_softmax": (
+        "在 softmax 之后才加掩码：未来位置的分数已经进入了 softmax 的分母，所以允许位置的权重偏小，"
+        "各行之和也不再等于 1。应在 softmax 之前给分数加掩码（把禁止的分数设成一个很大的负数）。"
+    ),
+    "no_mask": (
+        "没有掩码：带掩码的自注意力让回答的位置 i 读到了 i 之后的位置（标签泄漏）。"
+        "请把因果掩码传给解码器的自注意力。"
+    ),
+    "mask_inverted": (
+        "掩码取反了：True 表示*禁止*，所以上三角（j > i，读者 i 的未来）必须是 True；"
+        "现在允许的过去被挡住了，未来却露了出来。"
+    ),
+    "mask_diagonal": (
+        "对角线也被遮住了：读者 i 可以读它自己的位置 j = i；只有 j > i 才是未来"
+        "（torch.triu(..., diagonal=1)）。"
+    ),
+    "mask_not_expanded": (
+        "掩码缺少批次轴：要把 (K, K) 的三角扩展成 (N, K, K)，每个序列一份。"
+    ),
+    "cross_q_from_encoder": (
+        "交叉注意力的 Q 取自编码器（Q/K/V 弄反了）：Q 必须来自解码器的状态（到目前为止的回答，长度 Ka），"
+        "K 和 V 来自编码器记忆（长度 Kq）；Q 取自编码器时权重是 (N, Kq, Ka)，变成了问题的每个位置去查询回答。"
+    ),
+    "cross_kv_from_decoder": (
+        "交叉注意力的 K/V 取自解码器：K 和 V 都必须是编码器记忆 enc_inp，"
+        "即回答的每个位置都要查阅的那本“参考书”。"
+    ),
+    "cross_reads_dec_inp": (
+        "交叉注意力读的是解码器输入，而不是自注意力的输出：它的查询必须是 "
+        "out_2 = layer_norm_1(dec_inp + out_1)，即经过带掩码的自注意力之后的回答。"
+    ),
+    "cross_skipped": (
+        "跳过了交叉注意力：解码器从不读取问题，所以回答无法依赖于问题。"
+    ),
+    "residual_1_missing": (
+        "带掩码的自注意力外缺少残差连接：layer_norm_1 必须看到 dec_inp + out_1，保留恒等通路。"
+    ),
+    "residual_2_missing": (
+        "交叉注意力外缺少残差连接：layer_norm_2 必须看到 out_2 + out_3。"
+    ),
+    "residual_3_missing": (
+        "MLP 外缺少残差连接：layer_norm_3 必须看到 out_4 + out_5。"
+    ),
+    "prenorm": (
+        "在残差之前做了归一化（前归一化）：本课的块是后归一化，x = LayerNorm(x + sublayer(x))；"
+        "前归一化（x + sublayer(LayerNorm(x))）是现代的变体，不是本课的块。"
+    ),
+    "norm_inside_residual": (
+        "在残差之前做了归一化：子层的输出先被归一化、再与 x 相加；本课的块先加残差、再归一化："
+        "LayerNorm(x + sublayer(x))。"
+    ),
+    "norms_swapped": (
+        "层归一化用错了位置：layer_norm_1 跟在自注意力之后，layer_norm_2 跟在交叉注意力之后，"
+        "layer_norm_3 跟在 MLP 之后（每个都有自己的增益和偏置）。"
+    ),
+    "mlp_skipped": (
+        "跳过了 MLP：交叉注意力之后，每个位置都要经过 feed_forward，并有自己的残差连接和 layer_norm_3。"
+    ),
+    "no_shift": (
+        "没有目标右移：解码器输入必须去掉回答的最后一个词元（ans_b[:, :-1]），标签去掉第一个"
+        "（ans_b[:, 1:]），这样位置 t 预测词元 t+1。"
+    ),
+    "shift_reversed": (
+        "右移方向反了：解码器输入是 ans_b[:, :-1]（以 BOS 开头），标签是 ans_b[:, 1:]（以 EOS 结尾），"
+        "而不是反过来。"
+    ),
+    "labels_not_sliced": (
+        "标签没有切片：标签是 ans_b[:, 1:]，每个解码器位置一个 (N, Ka-1)；回答的第一个词元 BOS 从来不是标签。"
+    ),
+    "input_not_sliced": (
+        "解码器输入没有切片：回答的最后一个词元没有后继可预测，所以解码器输入是 ans_b[:, :-1]。"
+    ),
+    "labels_not_shifted": (
+        "标签没有右移：损失把位置 t 和它自己的输入词元作比较；位置 t 的标签是回答的词元 t+1（ans_b[:, 1:]）。"
+    ),
+    "loss_sum": "损失用了求和：应取全部 N*(Ka-1) 个位置的平均交叉熵。",
+    "pos_not_sliced": (
+        "位置编码没有切片：解码器输入保留 Ka-1 个词元，所以取前 Ka-1 个位置，ans_pos[:, :-1]。"
+    ),
+    "pos_shifted": (
+        "位置编码从错误的一端切片：词元 t 保持位置 t，所以解码器输入加的是 ans_pos[:, :-1]，"
+        "而不是 ans_pos[:, 1:]。"
+    ),
+    "no_question_positions": (
+        "没有加上问题的位置编码：q_emb_inp = emb_layer(ques_b) + ques_pos。"
+    ),
+    "mask_from_full_answer": (
+        "掩码是用未切片的回答构造的：应由解码器输入 ans_b[:, :-1] 构造，使它为 (N, Ka-1, Ka-1)。"
+    ),
+    "encoder_every_step": (
+        "每个解码步都重新运行了编码器：回答变长时，它的记忆 (N, Kq, M) 并不改变。"
+        "在循环之前运行一次，之后重复使用。"
+    ),
+    "no_cache": (
+        "没有使用 KV 缓存：解码器每一步都重新读入了整个前缀。有了缓存，先把整个前缀送入一次（预填充），"
+        "之后每步只送入最新的词元。"
+    ),
+    "prefix_refed_into_cache": (
+        "缓存里已经有整个前缀，却又把它送入了一次：缓存追加了重复的键。预填充之后只送入最新的词元。"
+    ),
+    "pos_not_advanced": (
+        "新词元的位置编码没有切片：第 t 步的词元需要位置 t（ans_pos[:, t:t+1]），而不是位置 0。"
+    ),
+    "pos_ahead": (
+        "位置编码超前了一位：第 t 步送入的词元位于回答的位置 t（ans_pos[:, t:t+1]）；"
+        "在第 0 步送入的 BOS 取位置 0。"
+    ),
+    "ignores_done": (
+        "已经生成 EOS 的行还在继续解码：结束的行必须一直输出 EOS。"
+        "每个词元都要用给定的 pick_next(logits, done) 选出（它在步与步之间记住哪些行已结束），"
+        "而不是直接取 argmax。"
+    ),
+    "cache_overwrites": (
+        "每一步的自注意力只看到了最新的词元：缓存只保留了最新的键和值（update 必须沿时间轴追加，"
+        "torch.cat([...], dim=2)，并返回到目前为止缓存的全部内容），或者没有把同一组缓存传给每一步。"
+    ),
+    "cache_wrong_axis": (
+        "键和值沿错误的轴追加了：(N, H, T, Dh) 沿 T 增长，dim=2。"
+    ),
+    "observed_not_causal": (
+        "未来泄漏到了过去，但输出与任何已知错误都不吻合：检查带掩码的自注意力读的是什么"
+        "（查询、键和值都是 dec_inp，并带因果掩码），以及注意力之外有没有混合回答各位置的操作。"
+    ),
+    "observed_random": (
+        "各模块处于 eval 模式，输出必须是确定的：却有随机的操作在运行"
+        "（例如 F.dropout(x, p) 没有传 training=self.training；self.dropout 会跟随模块的模式）。"
+    ),
+    "observed_lengths_differ": (
+        "回答的嵌入和位置编码以不同的长度相加（Ka 和 Ka-1）：解码器输入保留 Ka-1 个位置，所以两者都要切片，"
+        "emb_layer(ans_b)[:, :-1] 和 ans_pos[:, :-1]。"
+    ),
+    "ignores_question": (
+        "问题改变时输出没有变化：解码器没有通过交叉注意力读取编码器记忆。"
+    ),
+}

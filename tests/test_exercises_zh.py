@@ -1,0 +1,233 @@
+"""The exercises in Chinese (issue 14): ``exercises/zh/`` is generated from the English sources
+and ``solutions/<a>/zh.yml`` (``python -m autograder.release --lang zh``, ``make exercises-zh``),
+speaks Chinese in its instructions and feedback, and grades exactly as the English release."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from autograder import assignments as course
+from autograder import grade_fixtures, release
+from autograder.state import GradingState
+from encdec.grading import checks, language
+from encdec.grading.misconceptions import MISCONCEPTIONS
+from encdec.grading.misconceptions_zh import MISCONCEPTIONS_ZH
+
+pytestmark = pytest.mark.grading
+ROOT = Path(__file__).resolve().parents[1]
+ZH = ROOT / "exercises" / "zh"
+NAMES = course.names()
+CJK = re.compile(r"[\u4e00-\u9fff]")
+FIXTURES = ROOT / "autograder" / "fixtures"
+MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())
+# fixture -> what the Chinese feedback must say (whitespace ignored): a pass, a named mistake in
+# each assignment, a crash, partial credit
+GRADED = {
+    "db_pass_all": None,
+    "db_bug_mask_after_softmax": MISCONCEPTIONS_ZH["mask_after_softmax"],
+    "broken_raises": "没有运行到最后",
+    "ts_bug_shift_labels_not_sliced": "部分通过（由批改程序检查）",
+    "kv_bug_encoder_every_step": MISCONCEPTIONS_ZH["encoder_every_step"],
+}
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _nb(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _squash(text: str) -> str:
+    return "".join(text.split())
+
+
+@pytest.fixture(scope="module")
+def regenerated(tmp_path_factory):
+    out = tmp_path_factory.mktemp("zh-release")
+    release.release("zh", out)
+    return out
+
+
+def test_zh_release_regenerates_from_its_sources(regenerated):
+    for a in NAMES:
+        assert _files(regenerated / a) == _files(ZH / a), f"exercises/zh/{a} is stale: run `make exercises-zh`"
+
+
+@pytest.mark.parametrize("assignment", NAMES)
+def test_zh_release_has_the_english_code_and_chinese_markdown(assignment):
+    en, zh = _nb(ROOT / "exercises" / assignment / f"{assignment}.ipynb"), _nb(ZH / assignment / f"{assignment}.ipynb")
+    assert [c["id"] for c in en["cells"]] == [c["id"] for c in zh["cells"]]
+    for e, z in zip(en["cells"], zh["cells"]):
+        assert e["cell_type"] == z["cell_type"]
+        if e["cell_type"] == "markdown":
+            assert CJK.search("".join(z["source"])), f"markdown cell {z['id']} is not in Chinese"
+        else:  # code, solution stubs and test cells: the same source, grade ids, points, checksums
+            assert (e["source"], e["metadata"]) == (z["source"], z["metadata"])
+    assert zh["metadata"]["encdec"] == {**en["metadata"]["encdec"], "language": "zh"}
+    assert {k: v for k, v in zh["metadata"].items() if k != "encdec"} == \
+        {k: v for k, v in en["metadata"].items() if k != "encdec"}
+    # the release's visible checks: the English ones, speaking Chinese
+    from encdec.grading import wire
+
+    for ref in sorted((ROOT / "exercises" / assignment / "reference").glob("*.npz")):
+        meta_en, arrays_en = wire.load(ref)
+        meta_zh, arrays_zh = wire.load(ZH / assignment / "reference" / ref.name)
+        assert meta_zh == {**meta_en, "language": "zh"}
+        assert arrays_zh.keys() == arrays_en.keys()
+
+
+def test_a_markdown_cell_without_its_translation_stops_the_release(tmp_path):
+    a = NAMES[0]
+    shutil.copytree(ROOT / "solutions" / a, tmp_path / a, ignore=shutil.ignore_patterns("reference"))
+    table = (tmp_path / a / "zh.yml").read_text(encoding="utf-8")
+    first = next(iter(release.translations(a, "zh", tmp_path)))
+    (tmp_path / a / "zh.yml").write_text(table.replace(f'"{first}":', '"not-a-cell":'), encoding="utf-8")
+    with pytest.raises(ValueError, match=first):
+        release.translated_source(a, "zh", tmp_path)
+
+
+def test_every_message_and_misconception_has_a_chinese_text():
+    assert MISCONCEPTIONS_ZH.keys() == MISCONCEPTIONS.keys()
+    assert all(CJK.search(t) for t in MISCONCEPTIONS_ZH.values())
+    assert language.MESSAGES["zh"].keys() == language.MESSAGES["en"].keys()
+    for key, en in language.MESSAGES["en"].items():  # the same fields in both
+        assert set(re.findall(r"{(\w+)", en)) == set(re.findall(r"{(\w+)", language.MESSAGES["zh"][key])), key
+
+
+def test_every_check_title_is_in_chinese_or_code():
+    from autograder import judge
+
+    for check in judge.CHECKS.values():
+        with language.speaking("zh"):
+            title = language.term(check.title)
+        assert CJK.search(title) or re.fullmatch(r"[\w.]+", title), f"{check.id}: add its title to language.TERMS"
+
+
+def test_own_run_of_the_chinese_release_diagnoses_in_chinese(tmp_path):
+    """A student of the Chinese release runs a visible check on a known mistake (the mask after softmax)."""
+    shutil.copytree(ZH / "decoder_block" / "reference", tmp_path / "reference")
+
+    def masked_softmax(scores, mask):
+        return torch.softmax(scores, dim=-1).masked_fill(mask, 0.0)
+
+    with pytest.raises(AssertionError) as err:
+        checks.run("decoder_block.masked_softmax", masked_softmax, tmp_path)
+    text = str(err.value)
+    assert "诊断" in text and _squash(MISCONCEPTIONS_ZH["mask_after_softmax"]) in _squash(text)
+    assert "Diagnosis" not in text and language.current() == "en"  # nothing leaks into later runs
+
+    def stub(scores, mask):
+        raise NotImplementedError()
+
+    with pytest.raises(AssertionError, match="尚未实现"):
+        checks.run("decoder_block.masked_softmax", stub, tmp_path)
+
+
+def _saved(check_id: str, impl, workdir: Path) -> tuple[bytes | None, dict]:
+    """A graded run's kernel side (grading_support.graded without the verdict): inputs, outputs."""
+    from autograder import judge
+    from autograder.trusted import deliver, withdraw
+
+    inputs = judge.graded_inputs(check_id, 12345)
+    deliver(workdir, check_id, judge.wire_bytes(check_id, inputs))
+    try:
+        checks.run(check_id, impl, workdir)
+    except AssertionError:
+        pass
+    return withdraw(workdir, check_id), inputs
+
+
+@pytest.mark.parametrize("check_id,impl,said", ids=["named", "partial", "stub", "passed"], argvalues=[
+    ("decoder_block.masked_softmax", lambda s, m: torch.softmax(s, dim=-1).masked_fill(m, 0.0),
+     MISCONCEPTIONS_ZH["mask_after_softmax"]),
+    ("target_slicing.shift", lambda a: (a[:, :-1], a), MISCONCEPTIONS_ZH["labels_not_sliced"]),  # partial credit
+    ("target_slicing.shift", lambda a: (_ for _ in ()).throw(NotImplementedError()), "尚未实现"),
+    ("target_slicing.shift", lambda a: (a[:, :-1], a[:, 1:]), "与参考结果一致"),
+])
+def test_the_grader_decides_in_english_and_words_it_in_chinese(check_id, impl, said, tmp_path):
+    from autograder import judge
+    from autograder.trusted import _verdict_outputs
+
+    saved, inputs = _saved(check_id, impl, tmp_path)
+    en, zh = judge.verify(check_id, saved, inputs), judge.verify(check_id, saved, inputs, "zh")
+    assert (en.ok, en.parts, en.label, en.credit) == (zh.ok, zh.parts, zh.label, zh.credit)
+    assert _squash(said) in _squash(zh.message) and not CJK.search(en.message)
+    import nbformat
+
+    cell = nbformat.v4.new_code_cell(f'checks.run("{check_id}", f)')
+    cell.metadata["nbgrader"] = {"grade": True, "solution": False, "grade_id": "x", "points": 2}
+    with language.speaking("zh"):
+        shown = json.dumps(_verdict_outputs(cell, [zh]), ensure_ascii=False)
+    assert ("通过" in shown) if en.credit > 0 else ("AssertionError" in shown)
+    assert language.current() == "en"
+
+
+def _zh_submission(name: str) -> str:
+    """An English fixture submission as a student of the Chinese release hands it in: the same code
+    cells (the fixture's edits), the Chinese release's markdown and notebook metadata."""
+    a = MANIFEST[name]["assignment"]
+    nb = _nb(FIXTURES / name / f"{a}.ipynb")
+    zh = _nb(ZH / a / f"{a}.ipynb")
+    text = {c["id"]: c["source"] for c in zh["cells"] if c["cell_type"] == "markdown"}
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown" and cell.get("id") in text:
+            cell["source"] = text[cell["id"]]
+    nb["metadata"] = zh["metadata"]
+    return json.dumps(nb, indent=1, ensure_ascii=False)
+
+
+def test_chinese_submissions_grade_exactly_as_the_english_ones(tmp_path):
+    """Stock `nbgrader autograde` with the course's own assignments (English source, gradebook):
+    each fixture, handed in from the English and from the Chinese release, gets the same score, the
+    English feedback stays English and the Chinese one names the same mistake in Chinese."""
+    state = GradingState(tmp_path)
+    log = tmp_path / "nbgrader.log"
+    for name in GRADED:
+        a = MANIFEST[name]["assignment"]
+        for student, text, refs in ((name, (FIXTURES / name / f"{a}.ipynb").read_text(), ROOT / "exercises" / a),
+                                    (f"{name}_zh", _zh_submission(name), ZH / a)):
+            dest = state.submitted / student / a
+            dest.mkdir(parents=True)
+            (dest / f"{a}.ipynb").write_text(text, encoding="utf-8")
+            shutil.copytree(refs / "reference", dest / "reference")
+    args = grade_fixtures.course_args(tmp_path)
+    used = sorted({MANIFEST[n]["assignment"] for n in GRADED})
+    for a in used:
+        assert grade_fixtures.nbgrader("generate_assignment", a, "--force", *args, log=log) == 0, log.read_text()
+        grade_fixtures.nbgrader("autograde", a, "--Execute.timeout=10", *args, log=log)
+    from nbgrader.api import Gradebook
+
+    with Gradebook(state.db_url) as gb:
+        for name, said in GRADED.items():
+            a = MANIFEST[name]["assignment"]
+            en, zh = gb.find_submission(a, name), gb.find_submission(a, f"{name}_zh")
+            assert en.score == zh.score == MANIFEST[name]["expected_score"], (name, en.score, zh.score)
+            assert _grades(en) == _grades(zh), name
+            text_en = grade_fixtures._graded_text(state.autograded / name / a / f"{a}.ipynb")
+            text_zh = grade_fixtures._graded_text(state.autograded / f"{name}_zh" / a / f"{a}.ipynb")
+            assert not CJK.search(text_en), name
+            if said is not None:
+                assert _squash(said) in _squash(text_zh), (name, text_zh)
+            if MANIFEST[name]["expected_score"] == MANIFEST[name]["max_score"]:
+                assert "通过（由批改程序检查）" in text_zh
+            # the class report counts both alike
+            assert _labels(state.autograded / name / a / f"{a}.ipynb") == \
+                _labels(state.autograded / f"{name}_zh" / a / f"{a}.ipynb"), name
+
+
+def _grades(submission) -> list[tuple[str, float]]:
+    """Every graded item of a submission and its score (nbgrader's gradebook)."""
+    return sorted((g.name, g.score) for nb in submission.notebooks for g in nb.grades)
+
+
+def _labels(path: Path) -> list[list[str]]:
+    """The verdict labels of an autograded notebook's graded cells (autograder.trusted.VERDICT_KEY)."""
+    return [[v["label"] for v in c["metadata"].get("encdec_verdict", [])] for c in _nb(path)["cells"]]
