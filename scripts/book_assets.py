@@ -129,7 +129,7 @@ def build_assets(out: Path, node_modules: Path = ROOT / "node_modules") -> dict:
 def source_hash(root: Path = ROOT) -> str:
     """Hash of what executed chapters depend on beyond their own text: the package and checkpoints."""
     digest = hashlib.sha256()
-    files = [p for p in (root / "encdec").rglob("*") if p.suffix in {".py", ".js", ".css"} and "__pycache__" not in p.parts]
+    files = [p for p in (root / "encdec").rglob("*") if p.suffix in {".py", ".js", ".css", ".json"} and "__pycache__" not in p.parts]
     checkpoints = Path(os.environ.get("ENCDEC_CHECKPOINTS") or root / "build" / "checkpoints")  # as encdec.train
     files += list(checkpoints.glob("*/model.pt"))
     for path in sorted(files):

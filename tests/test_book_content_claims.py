@@ -51,7 +51,8 @@ def test_ch13_decoder_steps_and_token_counts_agree():
 
 def test_prefill_wording_does_not_call_the_answer_prefix_the_prompt():
     js = (PACKAGE / "widgets" / "prefill_decode.js").read_text(encoding="utf-8")
-    for source, text in (("ch13", read("ch13_generation")), ("prefill_decode.js", js)):
+    words = (PACKAGE / "widgets" / "strings" / "en.json").read_text(encoding="utf-8")  # the stepper's words
+    for source, text in (("ch13", read("ch13_generation")), ("prefill_decode.js", js), ("strings/en.json", words)):
         assert "whole prompt" not in text and "feed the prompt" not in text, source
         assert "Far less computation than prefill" not in text, source
     assert "K = V = torch.randn" not in read("ch13_generation"), "K and V are projections of the memory"

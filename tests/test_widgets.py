@@ -25,9 +25,11 @@ from encdec.widgets import (
     ShiftTeacherForcing,
     SoftmaxMaskCompare,
 )
-from encdec.widgets import numerics as nx
 from encdec.widgets import quick_check as qc
-from encdec.widgets.model_widgets import _question_ids
+from encdec.widgets._base import LESSON_ANSWER, LESSON_QUESTION, LESSON_QUESTION_TEXT, question_ids, softmax
+from encdec.widgets.cross_entropy import cross_entropy_example
+from encdec.widgets.mask_toggle import masked_softmax_rows, preset_mask
+from encdec.widgets.shift_teacher_forcing import teacher_forcing_table
 
 ROOT = Path(__file__).resolve().parent.parent
 ALL_WIDGETS = [MaskToggle, SoftmaxMaskCompare, CrossAttentionExplorer, ShiftTeacherForcing,
@@ -47,7 +49,7 @@ def test_masked_softmax_rows_match_the_package_and_sum_to_one():
         scores = torch.randn(K, K, generator=g, dtype=torch.float64) * 3
         mask = torch.rand(K, K, generator=g) < 0.5
         mask[0] = True  # a row with every source forbidden
-        ours = torch.tensor(nx.masked_softmax_rows(scores.tolist(), mask.tolist()), dtype=torch.float64)
+        ours = torch.tensor(masked_softmax_rows(scores.tolist(), mask.tolist()), dtype=torch.float64)
         torch.testing.assert_close(ours, masked_softmax(scores, mask), rtol=0, atol=1e-12)
         torch.testing.assert_close(ours.sum(-1), torch.ones(K, dtype=torch.float64))
         assert (ours[~mask[:, :] & ~mask.all(-1, keepdim=True)] > 0).all()
@@ -55,21 +57,21 @@ def test_masked_softmax_rows_match_the_package_and_sum_to_one():
 
 def test_presets():
     K = 5
-    causal = torch.tensor(nx.preset_mask("causal", K))
+    causal = torch.tensor(preset_mask("causal", K))
     assert torch.equal(causal, get_subsequent_mask(torch.zeros(1, K, dtype=torch.long))[0])
-    padding = nx.preset_mask("padding", K, num_padding=2)
+    padding = preset_mask("padding", K, num_padding=2)
     assert all(row == [False, False, False, True, True] for row in padding)
-    assert not any(any(r) for r in nx.preset_mask("none", K))
+    assert not any(any(r) for r in preset_mask("none", K))
     with pytest.raises(ValueError, match="unknown mask preset 'diagonal'"):
-        nx.preset_mask("diagonal", K)
+        preset_mask("diagonal", K)
     with pytest.raises(ValueError, match="num_padding"):
-        nx.preset_mask("padding", K, num_padding=5)
+        preset_mask("padding", K, num_padding=5)
 
 
 def test_mask_toggle_defaults_are_the_lesson_example():
     w = MaskToggle()
     assert w.tokens == ["BOS", "POSITIVE", "0", "4", "EOS"]
-    assert w.mask == nx.preset_mask("causal", 5)
+    assert w.mask == preset_mask("causal", 5)
     weights = w.weights()
     assert weights[0] == [1.0, 0.0, 0.0, 0.0, 0.0]  # BOS reads only itself under the causal mask
     assert all(math.isclose(sum(r), 1.0) for r in weights)
@@ -78,7 +80,7 @@ def test_mask_toggle_defaults_are_the_lesson_example():
 def test_mask_toggle_syncs_with_the_front_end():
     w = MaskToggle()
     state = w.get_state()
-    assert state["mask"] == nx.preset_mask("causal", 5) and state["preset"] == "causal"
+    assert state["mask"] == preset_mask("causal", 5) and state["preset"] == "causal"
     json.dumps(state["mask"])  # what the browser receives
     # What a click on cell (2, 3) sends from the browser: the whole mask and preset "custom".
     clicked = [list(r) for r in state["mask"]]
@@ -89,7 +91,7 @@ def test_mask_toggle_syncs_with_the_front_end():
     assert w.weights()[2] == pytest.approx(expected)
     # A preset chosen in Python resets the mask, which is what the browser then draws.
     w.preset = "none"
-    assert w.get_state()["mask"] == nx.preset_mask("none", 5)
+    assert w.get_state()["mask"] == preset_mask("none", 5)
     w.toggle(4, 0)
     assert w.mask[4][0] is True and w.preset == "custom"
 
@@ -119,7 +121,7 @@ def test_softmax_before_and_after_the_mask():
     for future in (-4.0, 0.0, 3.0, 8.0):
         w.future_score = future
         assert sum(w.mask_then_softmax()) == pytest.approx(1.0)
-        assert w.mask_then_softmax()[:3] == pytest.approx(nx.softmax(w.scores[:3]))  # the future cannot matter
+        assert w.mask_then_softmax()[:3] == pytest.approx(softmax(w.scores[:3]))  # the future cannot matter
         sums.append(sum(w.softmax_then_zero()))
     assert all(s < 1 for s in sums) and sums == sorted(sums, reverse=True)  # a bigger future steals more
     with pytest.raises(ValueError, match="one score per token"):
@@ -149,15 +151,15 @@ def test_cross_attention_explorer_validates_lengths():
 
 
 def test_teacher_forcing_table_agrees_with_shift_targets():
-    tokens = list(nx.LESSON_ANSWER)
+    tokens = list(LESSON_ANSWER)
     dec_in, labels = shift_targets(torch.tensor([encode_answer("BOS POSITIVE 04 EOS")]))
     table = ShiftTeacherForcing().table()
     assert [r["input"] for r in table] == [VOCAB[i] for i in dec_in[0]]
     assert [r["label"] for r in table] == [VOCAB[i] for i in labels[0]]
     assert not any(r["leak"] for r in table)
-    no_shift = nx.teacher_forcing_table(tokens, shift=False, causal_mask=True)
+    no_shift = teacher_forcing_table(tokens, shift=False, causal_mask=True)
     assert all(r["leak"] and r["input"] == r["label"] for r in no_shift)
-    no_mask = nx.teacher_forcing_table(tokens, shift=True, causal_mask=False)
+    no_mask = teacher_forcing_table(tokens, shift=True, causal_mask=False)
     assert [r["leak"] for r in no_mask] == [True, True, True, False]  # the last label (EOS) is never an input
 
 
@@ -180,12 +182,12 @@ def test_cross_entropy_example_matches_autograd():
 
 def test_prefill_decode_stepper_records_the_real_decoding(model):
     w = PrefillDecodeStepper.from_model(model)
-    ids = greedy_decode(model, _question_ids(nx.LESSON_QUESTION_TEXT), 4)[0].tolist()
+    ids = greedy_decode(model, question_ids(LESSON_QUESTION_TEXT), 4)[0].tolist()
     produced = [VOCAB[i] for i in ids[1:]]
     if "EOS" in produced:
         produced = produced[: produced.index("EOS") + 1]
     assert w.steps == produced
-    assert w.question == list(nx.LESSON_QUESTION)
+    assert w.question == list(LESSON_QUESTION)
     L = len(model.decoder.layers)
     assert w.self_cache_lens == [[s + 1] * L for s in range(len(w.steps))]  # one more row per step
     assert w.cross_cache_lens == [[9] * L for _ in w.steps]  # the memory rows, fixed
@@ -200,7 +202,7 @@ def test_prefill_decode_stepper_with_a_multi_token_prefix(model):
     """The prefill feeds the whole known answer prefix: P cache rows after step 1, then one more per step."""
     w = PrefillDecodeStepper.from_model(model, prefix="BOS POSITIVE 0")
     prefix = torch.tensor([[VOCAB.index(t) for t in ("BOS", "POSITIVE", "0")]])
-    ids = greedy_decode(model, _question_ids(nx.LESSON_QUESTION_TEXT), 2, prefix=prefix)[0].tolist()
+    ids = greedy_decode(model, question_ids(LESSON_QUESTION_TEXT), 2, prefix=prefix)[0].tolist()
     produced = [VOCAB[i] for i in ids[3:]]
     if "EOS" in produced:
         produced = produced[: produced.index("EOS") + 1]
@@ -228,7 +230,7 @@ def test_attention_map_viewer_shapes(model):
     assert w.current() == w.maps["decoder_self"][1][2]
     with pytest.raises(traitlets.TraitError, match="kind must be one of"):
         w.kind = "self"
-    assert len(w.answer) == 5 and w.question == list(nx.LESSON_QUESTION)
+    assert len(w.answer) == 5 and w.question == list(LESSON_QUESTION)
 
 
 @pytest.mark.parametrize("cls", ALL_WIDGETS)
@@ -238,6 +240,19 @@ def test_every_widget_builds_without_arguments(cls):
     assert "export default" in state["_esm"] and "function h(" in state["_esm"]  # common.js + widget
     assert ".encdec-widget" in state["_css"]
     json.dumps({k: v for k, v in state.items() if not isinstance(v, bytes)})
+
+
+def test_each_widget_is_one_python_file_and_one_js_file_of_the_same_name():
+    """mask_toggle.py holds MaskToggle and its numerics; mask_toggle.js draws it; nothing else per widget."""
+    folder = ROOT / "encdec" / "widgets"
+    stems = []
+    for cls in ALL_WIDGETS:
+        stem = cls.__module__.rsplit(".", 1)[1]
+        assert cls().get_state()["_esm"].endswith((folder / f"{stem}.js").read_text(encoding="utf-8")), cls
+        stems.append(stem)
+    assert len(set(stems)) == len(stems), "two widgets share a file"
+    assert sorted(p.stem for p in folder.glob("*.js")) == sorted([*stems, "common"])
+    assert sorted(p.stem for p in folder.glob("*.py")) == sorted([*stems, "__init__", "_base"])
 
 
 def _load_book_assets():
@@ -293,17 +308,17 @@ def test_javascript_numerics_match_python(tmp_path):
     scores = (torch.randn(6, 6, generator=g) * 2).tolist()
     mask = (torch.rand(6, 6, generator=g) < 0.4).tolist()
     mask[1] = [True] * 6
-    tokens = list(nx.LESSON_ANSWER)
+    tokens = list(LESSON_ANSWER)
     js = _run_widget_js(
         tmp_path, "shift_teacher_forcing.js", ["maskedSoftmaxRow", "teacherForcingTable"],
         f"{{ rows: {json.dumps(scores)}.map((r, i) => maskedSoftmaxRow(r, {json.dumps(mask)}[i])),"
         f" tables: [[true, true], [false, true], [true, false], [false, false]].map(([s, m]) =>"
         f" teacherForcingTable({json.dumps(tokens)}, s, m)) }}",
     )
-    for got, want in zip(js["rows"], nx.masked_softmax_rows(scores, mask), strict=True):
+    for got, want in zip(js["rows"], masked_softmax_rows(scores, mask), strict=True):
         assert got == pytest.approx(want, abs=1e-12)
     for (shift, causal), table in zip([(True, True), (False, True), (True, False), (False, False)], js["tables"]):
-        py = nx.teacher_forcing_table(tokens, shift, causal)
+        py = teacher_forcing_table(tokens, shift, causal)
         assert [(r["label"], r["readable"], r["leak"]) for r in table] == \
             [(r["label_index"], r["readable"], r["leak"]) for r in py]
     ps = [0.05, 0.2, 0.4, 0.9]
@@ -312,13 +327,13 @@ def test_javascript_numerics_match_python(tmp_path):
         f"{json.dumps(ps)}.map((p) => ceExample({json.dumps(list(VOCAB))}, '4', '3', p, 0.2, 0.55))",
     )
     for p, got in zip(ps, ce):
-        ex = nx.cross_entropy_example(p)
+        ex = cross_entropy_example(p)
         assert got["loss"] == pytest.approx(ex["loss"])
         assert got["probs"] == pytest.approx([ex["probs"][t] for t in VOCAB])
         assert got["grad"] == pytest.approx([ex["grad"][t] for t in VOCAB])
     presets = _run_widget_js(tmp_path, "mask_toggle.js", ["presetMask"],
                              "['causal', 'padding', 'none'].map((p) => presetMask(p, 5, 2))")
-    assert presets == [nx.preset_mask(p, 5, 2) for p in ("causal", "padding", "none")]
+    assert presets == [preset_mask(p, 5, 2) for p in ("causal", "padding", "none")]
 
 
 # --- QuickCheck: the page marks the reader's answers (Python and the browser by the same rule) ---

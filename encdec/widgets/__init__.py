@@ -1,17 +1,32 @@
 """The book's interactive figures: anywidget widgets whose JavaScript computes what they show.
 
 They work live in JupyterLab (Python traits and the browser stay in sync: clicking a mask cell
-updates ``MaskToggle.mask``) and on the static book with no kernel. The plain-Python numerics
-live in ``numerics``; chapter 11 uses ``MaskToggle``, ``SoftmaxMaskCompare``,
-``CrossAttentionExplorer``; chapter 12 ``ShiftTeacherForcing``, ``CrossEntropySlider``,
-``AttentionMapViewer``; chapter 13 ``PrefillDecodeStepper``. Every chapter opens with a
+updates ``MaskToggle.mask``) and on the static book with no kernel. Each widget is one Python
+file and one JS file of the same name (``mask_toggle.py`` + ``mask_toggle.js``); the Python file
+holds the class and the Python twin of the numbers its JS computes. What they share (the base
+class, the string tables, the lesson's example, ``softmax``) is in ``_base`` (twin of
+``common.js``). Chapter 11 uses ``MaskToggle``, ``SoftmaxMaskCompare``,
+``CrossAttentionExplorer``, ``AttentionMapViewer``; chapter 12 ``ShiftTeacherForcing``,
+``CrossEntropySlider``; chapter 13 ``PrefillDecodeStepper``. Every chapter opens with a
 ``QuickCheck`` (questions made with ``choice`` and ``number``) that the page marks itself.
+``decode_trace`` and ``attention_maps_of`` record what a model does for the two figures that
+show one.
+
+Every word a widget shows comes from ``strings/en.json`` or ``strings/zh.json`` (one table per
+language, read by ``_base``): on the book a widget follows the page's ``<html lang>``; in
+Jupyter choose with ``MaskToggle(lang="zh")`` or, for every widget made afterwards,
+``set_language("zh")``.
 """
 
-from .attention_widgets import CrossAttentionExplorer, MaskToggle, SoftmaxMaskCompare
-from .model_widgets import AttentionMapViewer, PrefillDecodeStepper, attention_maps, decode_trace
+from ._base import get_language, set_language
+from .attention_maps import AttentionMapViewer, attention_maps_of
+from .cross_attention import CrossAttentionExplorer
+from .cross_entropy import CrossEntropySlider
+from .mask_toggle import MaskToggle
+from .prefill_decode import PrefillDecodeStepper, decode_trace
 from .quick_check import QuickCheck, choice, number
-from .training_widgets import CrossEntropySlider, ShiftTeacherForcing
+from .shift_teacher_forcing import ShiftTeacherForcing
+from .softmax_compare import SoftmaxMaskCompare
 
 __all__ = [
     "MaskToggle",
@@ -24,6 +39,8 @@ __all__ = [
     "QuickCheck",
     "choice",
     "number",
-    "attention_maps",
+    "attention_maps_of",
     "decode_trace",
+    "set_language",
+    "get_language",
 ]

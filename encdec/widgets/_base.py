@@ -1,10 +1,39 @@
-"""The base of every book widget: an anywidget whose ESM is ``common.js`` + the widget's own file."""
+"""What every book widget shares: the base class, the string tables, the lesson's example, softmax.
+
+A widget is one Python file here and one JS file of the same name; its ESM is ``common.js`` + that
+file. This module is the Python side of ``common.js``: ``softmax`` and ``masked_softmax_row`` are
+the twins of its ``softmax`` and ``maskedSoftmaxRow`` (plain Python), ``LESSON_*`` is the example
+the figures show by default (chapter 11), and ``question_ids`` encodes a question for the two
+figures that run a model.
+
+Every word a widget shows comes from one table of strings per language, ``strings/<lang>.json``
+(a section per widget plus ``common``; templates name their numbers, ``"layer {n}"``). The
+widget receives its sections through the synced trait ``_strings`` and picks the language in
+the browser: ``lang="auto"`` (the default) follows the page's ``<html lang>`` (``zh...`` gives
+Chinese, anything else English); ``lang="en"`` or ``"zh"`` fixes it, e.g. in Jupyter.
+"""
 
 from __future__ import annotations
 
+import functools
+import json
+import math
+import re
+from collections.abc import Sequence
 from importlib import resources
 
 import anywidget
+import traitlets as t
+
+LANGUAGES = ("en", "zh")
+LANG_CHOICES = ("auto", *LANGUAGES)
+PLACEHOLDER = re.compile(r"\{(\w+)\}")  # the same rule as fill() in common.js
+_default = {"lang": "auto"}
+
+#: The lesson's example (chapter 11): question and answer tokens, as ``decode`` prints them.
+LESSON_QUESTION = ("BOS", "NEGATIVE", "3", "0", "subtract", "NEGATIVE", "3", "4", "EOS")
+LESSON_ANSWER = ("BOS", "POSITIVE", "0", "4", "EOS")
+LESSON_QUESTION_TEXT = "BOS NEGATIVE 30 subtract NEGATIVE 34 EOS"
 
 
 def asset_text(name: str) -> str:
@@ -21,7 +50,107 @@ def esm(name: str) -> str:
     return asset_text("common.js") + "\n" + asset_text(name)
 
 
+def softmax(row: Sequence[float]) -> list[float]:
+    """Numerically stable softmax of one row."""
+    top = max(row)
+    exps = [math.exp(x - top) for x in row]
+    total = sum(exps)
+    return [e / total for e in exps]
+
+
+def masked_softmax_row(scores: Sequence[float], forbidden: Sequence[bool]) -> list[float]:
+    """Mask, then softmax: forbidden sources leave the denominator and get weight 0.
+
+    Like ``encdec.attention.masked_softmax`` (which fills with the most negative float), a row
+    with every source forbidden spreads evenly over all of them.
+    """
+    if len(scores) != len(forbidden):
+        raise ValueError(f"{len(scores)} scores but {len(forbidden)} mask entries")
+    allowed = [i for i, f in enumerate(forbidden) if not f]
+    if not allowed:
+        return [1.0 / len(scores)] * len(scores)
+    sub = softmax([scores[i] for i in allowed])
+    out = [0.0] * len(scores)
+    for i, w in zip(allowed, sub):
+        out[i] = w
+    return out
+
+
+def question_ids(question_text: str):
+    """The question as the model reads it, a (1, Kq) tensor (torch is imported only here)."""
+    import torch
+
+    from ..data import encode_question
+
+    return torch.tensor([encode_question(question_text)], dtype=torch.long)  # (1, Kq)
+
+
+@functools.cache
+def string_table(lang: str) -> dict[str, dict[str, str]]:
+    """The table of one language: {section: {key: template}}, read once."""
+    if lang not in LANGUAGES:
+        raise ValueError(f"no strings for language {lang!r}: expected one of {LANGUAGES}")
+    return json.loads(asset_text(f"strings/{lang}.json"))
+
+
+def _check_lang(lang: str) -> str:
+    if lang not in LANG_CHOICES:
+        raise ValueError(f"lang must be one of {LANG_CHOICES}, got {lang!r}")
+    return lang
+
+
+def set_language(lang: str) -> None:
+    """The language of widgets made from now on: "auto" (follow the page), "en" or "zh"."""
+    _default["lang"] = _check_lang(lang)
+
+
+def get_language() -> str:
+    return _default["lang"]
+
+
+def fill(template: str, **values) -> str:
+    """A template with its ``{name}`` placeholders replaced (as ``fill`` in common.js)."""
+    return PLACEHOLDER.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), template)
+
+
+def text(key: str, lang: str = "en", **values) -> str:
+    """The text of ``"section.key"`` in ``lang`` ("auto" reads as English: Python has no page)."""
+    section, name = key.split(".", 1)
+    return fill(string_table("en" if lang == "auto" else lang)[section][name], **values)
+
+
 class BookWidget(anywidget.AnyWidget):
-    """Shared CSS for every figure; subclasses set ``_esm``."""
+    """Shared CSS and strings for every figure; subclasses set ``_esm`` and ``_section``."""
 
     _css = asset_text("widgets.css")
+    _section = ""  # the widget's section of the string tables
+    lang = t.Unicode().tag(sync=True)
+    _strings = t.Dict().tag(sync=True)  # {lang: {section: {key: template}}}, the languages lang may show
+
+    @t.default("lang")
+    def _default_lang(self):
+        return _default["lang"]
+
+    @t.validate("lang")
+    def _valid_lang(self, proposal):
+        try:
+            return _check_lang(proposal["value"])
+        except ValueError as err:
+            raise t.TraitError(str(err)) from None
+
+    @t.default("_strings")
+    def _default_strings(self):
+        return self._tables(self.lang)
+
+    @t.observe("lang")
+    def _lang_changed(self, change):
+        self._strings = self._tables(change["new"])
+
+    def _tables(self, lang: str) -> dict:
+        langs = LANGUAGES if lang == "auto" else (lang,)
+        sections = ("common", self._section) if self._section else ("common",)
+        return {code: {s: string_table(code)[s] for s in sections} for code in langs}
+
+    def text(self, key: str, **values) -> str:
+        """A string of this widget's table in its language (English for "auto")."""
+        return text(key, self.lang, **values)

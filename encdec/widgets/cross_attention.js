@@ -4,7 +4,7 @@ function render({ model, el }) {
   const root = widgetRoot(el, "CrossAttentionExplorer");
   const maxLen = model.get("max_len");
   const makeRange = (name) => {
-    const input = h("input", { type: "range", min: 1, max: maxLen, step: 1, "data-testid": `${name}-input`, "aria-label": name });
+    const input = h("input", { type: "range", min: 1, max: maxLen, step: 1, "data-testid": `${name}-input` });
     input.addEventListener("input", () => push(model, { [name]: Number(input.value), selected: [0, 0] }));
     return input;
   };
@@ -14,23 +14,24 @@ function render({ model, el }) {
   const kqValue = h("b", { "data-testid": "Kq-value" });
   const swap = h("input", { type: "checkbox", "data-testid": "swap-q" });
   swap.addEventListener("change", () => push(model, { swap_q: swap.checked, selected: [0, 0] }));
+  const kaLabel = h("span", {}), kqLabel = h("span", {}), swapLabel = h("span", {});
   const body = h("div", {});
   const info = h("div", { class: "encdec-info", "data-testid": "hover-info", "aria-live": "polite" });
   root.append(
     h("div", { class: "encdec-toolbar" },
-      h("label", {}, "Ka (answer length) ", kaInput, " ", kaValue),
-      h("label", {}, "Kq (question length) ", kqInput, " ", kqValue)),
-    h("div", { class: "encdec-toolbar" }, h("label", {}, swap, " take Q from the encoder instead (swap the Q source)")),
+      h("label", {}, kaLabel, " ", kaInput, " ", kaValue),
+      h("label", {}, kqLabel, " ", kqInput, " ", kqValue)),
+    h("div", { class: "encdec-toolbar" }, h("label", {}, swap, " ", swapLabel)),
     body, info);
 
   function describe(i, j) {
     const Ka = model.get("Ka"), Kq = model.get("Kq");
     const lesson = Ka === model.get("answer_tokens").length && Kq === model.get("question_tokens").length;
-    const ans = (k) => (lesson ? ` (${model.get("answer_tokens")[k]})` : "");
-    const que = (k) => (lesson ? ` (${model.get("question_tokens")[k]})` : "");
+    const ans = (k) => (lesson ? t(model, "cross_attention.token", { token: model.get("answer_tokens")[k] }) : "");
+    const que = (k) => (lesson ? t(model, "cross_attention.token", { token: model.get("question_tokens")[k] }) : "");
     return model.get("swap_q")
-      ? `A[:, ${i}, ${j}]: question position ${i}${que(i)} reads answer position ${j}${ans(j)}`
-      : `A[:, ${i}, ${j}]: answer position ${i}${ans(i)} reads question position ${j}${que(j)}`;
+      ? t(model, "cross_attention.hover_swapped", { i, j, question: que(i), answer: ans(j) })
+      : t(model, "cross_attention.hover", { i, j, answer: ans(i), question: que(j) });
   }
 
   function draw() {
@@ -38,16 +39,23 @@ function render({ model, el }) {
     const [sel_i, sel_j] = model.get("selected");
     kaInput.value = Ka; kqInput.value = Kq; swap.checked = swapped;
     kaValue.textContent = Ka; kqValue.textContent = Kq;
+    kaLabel.textContent = t(model, "cross_attention.ka_label");
+    kqLabel.textContent = t(model, "cross_attention.kq_label");
+    swapLabel.textContent = t(model, "cross_attention.swap_label");
+    kaInput.setAttribute("aria-label", t(model, "cross_attention.ka_aria"));
+    kqInput.setAttribute("aria-label", t(model, "cross_attention.kq_aria"));
     const qLen = swapped ? Kq : Ka, kvLen = swapped ? Ka : Kq;
-    const qFrom = swapped ? "encoder (question)" : "decoder (answer so far)";
-    const kvFrom = swapped ? "decoder (answer so far)" : "encoder memory (question)";
+    const qFrom = t(model, swapped ? "cross_attention.from_encoder" : "cross_attention.from_decoder");
+    const kvFrom = t(model, swapped ? "cross_attention.from_decoder" : "cross_attention.from_memory");
+    // The first column names the tensors as the lesson's code does; the data-testid is its first word.
     const shapes = [
-      ["Q", ["N", qLen, "M"], `queries, from the ${qFrom}`],
-      ["K", ["N", kvLen, "M"], `keys, from the ${kvFrom}`],
-      ["V", ["N", kvLen, "M"], `values, from the ${kvFrom}`],
-      ["scores = Q Kᵀ / √d", ["N", qLen, kvLen], "one score per (reader, source) pair"],
-      ["A = softmax(scores)", ["N", qLen, kvLen], "each row sums to 1 over the sources"],
-      ["output = A V", ["N", qLen, "M"], swapped ? "one row per QUESTION position" : "one row per answer position"],
+      ["Q", ["N", qLen, "M"], t(model, "cross_attention.meaning_q", { from: qFrom })],
+      ["K", ["N", kvLen, "M"], t(model, "cross_attention.meaning_k", { from: kvFrom })],
+      ["V", ["N", kvLen, "M"], t(model, "cross_attention.meaning_v", { from: kvFrom })],
+      ["scores = Q Kᵀ / √d", ["N", qLen, kvLen], t(model, "cross_attention.meaning_scores")],
+      ["A = softmax(scores)", ["N", qLen, kvLen], t(model, "cross_attention.meaning_a")],
+      ["output = A V", ["N", qLen, "M"],
+        t(model, swapped ? "cross_attention.meaning_output_swapped" : "cross_attention.meaning_output")],
     ];
     const lesson = Ka === model.get("answer_tokens").length && Kq === model.get("question_tokens").length;
     const label = (side, k) => [`${side}${k}`, lesson
@@ -55,7 +63,7 @@ function render({ model, el }) {
     const rowTok = (k) => label(swapped ? "q" : "a", k);
     const colTok = (k) => label(swapped ? "a" : "q", k);
     const grid = h("table", { class: "encdec-grid encdec-small" },
-      h("thead", {}, h("tr", {}, h("th", { class: "encdec-corner" }, swapped ? "question ↓ · answer →" : "answer ↓ · question →"),
+      h("thead", {}, h("tr", {}, h("th", { class: "encdec-corner" }, t(model, swapped ? "cross_attention.corner_swapped" : "cross_attention.corner")),
         Array.from({ length: kvLen }, (_, j) => h("th", {}, ...colTok(j))))),
       h("tbody", {}, Array.from({ length: qLen }, (_, i) => h("tr", {}, h("th", { class: "encdec-rowhead" }, ...rowTok(i)),
         Array.from({ length: kvLen }, (_, j) => h("td", {
@@ -68,17 +76,16 @@ function render({ model, el }) {
     body.replaceChildren(
       h("div", { class: "encdec-columns" },
         h("table", { class: "encdec-grid encdec-shapes" },
-          h("thead", {}, h("tr", {}, h("th", {}, "tensor"), h("th", {}, "shape"), h("th", {}, "meaning"))),
+          h("thead", {}, h("tr", {}, h("th", {}, t(model, "cross_attention.th_tensor")),
+            h("th", {}, t(model, "cross_attention.th_shape")), h("th", {}, t(model, "cross_attention.th_meaning")))),
           h("tbody", {}, shapes.map(([name, shape, meaning]) => h("tr", { "data-testid": `shape-${name.split(" ")[0]}` },
             h("th", { class: "encdec-rowhead" }, name), h("td", { class: "encdec-mono" }, shapeText(shape)), h("td", { class: "encdec-left" }, meaning))))),
-        h("div", {}, h("div", { class: "encdec-label" }, `A ${shapeText(["N", qLen, kvLen])}: hover a cell`), grid)),
-      h("p", { class: "encdec-caption", "data-testid": "swap-note" }, swapped
-        ? `Swapped: each of the ${Kq} question positions now reads the answer, and the output has ${Kq} rows — ` +
-          `it no longer lines up with the ${Ka} answer positions the decoder must predict, so it cannot be the decoder's next state.`
-        : `Q decides the number of rows: ${Ka} answer positions each read all ${Kq} question positions. ` +
-          "The output keeps the decoder's length, so it adds question information to each answer position."));
+        h("div", {}, h("div", { class: "encdec-label" },
+          t(model, "cross_attention.grid_label", { shape: shapeText(["N", qLen, kvLen]) })), grid)),
+      h("p", { class: "encdec-caption", "data-testid": "swap-note" },
+        t(model, swapped ? "cross_attention.note_swapped" : "cross_attention.note", { Ka, Kq })));
     const [i, j] = model.get("selected");
-    info.textContent = i < qLen && j < kvLen ? describe(i, j) : "Hover a cell of A.";
+    info.textContent = i < qLen && j < kvLen ? describe(i, j) : t(model, "cross_attention.hover_hint");
   }
 
   draw();

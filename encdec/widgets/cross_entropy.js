@@ -13,18 +13,20 @@ function ceExample(vocab, correct, rival, pCorrect, pRef, rivalRef) {
 
 function render({ model, el }) {
   const root = widgetRoot(el, "CrossEntropySlider");
-  const slider = h("input", { type: "range", min: 0.01, max: 0.99, step: 0.01, "data-testid": "p-slider", "aria-label": "P(correct)" });
+  const slider = h("input", { type: "range", min: 0.01, max: 0.99, step: 0.01, "data-testid": "p-slider" });
   slider.addEventListener("input", () => push(model, { p_correct: Number(slider.value) }));
   const pValue = h("b", { "data-testid": "p-value" });
+  const sliderLabel = h("span", {});
   const body = h("div", {});
-  root.append(h("div", { class: "encdec-toolbar" },
-    h("label", {}, `P(correct token "${model.get("correct")}") `, slider, " ", pValue)), body);
+  root.append(h("div", { class: "encdec-toolbar" }, h("label", {}, sliderLabel, " ", slider, " ", pValue)), body);
 
   function draw() {
     const vocab = model.get("vocab"), correct = model.get("correct"), rival = model.get("rival");
     const p = model.get("p_correct");
     if (Number(slider.value) !== p) slider.value = p;
     pValue.textContent = fmt(p, 2);
+    sliderLabel.textContent = t(model, "cross_entropy.slider_label", { token: correct });
+    slider.setAttribute("aria-label", t(model, "cross_entropy.slider_aria"));
     const ex = ceExample(vocab, correct, rival, p, model.get("p_reference"), model.get("rival_reference"));
 
     const W = 620, H = 230, top = 20, mid = 110, scaleY = 85, colW = W / vocab.length;
@@ -36,7 +38,7 @@ function render({ model, el }) {
       return e;
     };
     const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", class: "encdec-svg", role: "img",
-      "aria-label": "gradient p minus one-hot per vocabulary token" });
+      "aria-label": t(model, "cross_entropy.svg_aria") });
     svg.append(s("line", { x1: 0, x2: W, y1: mid, y2: mid, class: "axis" }));
     svg.append(s("text", { x: 4, y: top - 6, class: "tick" }, "+1"), s("text", { x: 4, y: mid + scaleY + 12, class: "tick" }, "−1"));
     vocab.forEach((tok, k) => {
@@ -44,7 +46,7 @@ function render({ model, el }) {
       const x = k * colW + colW * 0.2, w = colW * 0.6;
       const y = g >= 0 ? mid - g * scaleY : mid, hgt = Math.max(Math.abs(g) * scaleY, 0.5);
       const rect = s("rect", { x, y, width: w, height: hgt, class: g < 0 ? "neg" : "pos", "data-token": tok });
-      rect.append(s("title", {}, `${tok}: p = ${fmt(ex.probs[k])}, gradient p − one_hot = ${fmt(g)}`));
+      rect.append(s("title", {}, t(model, "cross_entropy.bar_title", { token: tok, p: fmt(ex.probs[k]), grad: fmt(g) })));
       svg.append(rect);
       svg.append(s("text", { x: k * colW + colW / 2, y: H - 8, class: "label" + (tok === correct ? " correct" : ""), "text-anchor": "middle" },
         tok.length > 4 ? tok.slice(0, 3) + "." : tok));
@@ -56,15 +58,14 @@ function render({ model, el }) {
 
     body.replaceChildren(
       h("div", { class: "encdec-columns" },
-        h("div", { class: "encdec-big" }, "loss = −log ", fmt(p, 2), " = ", h("b", { "data-testid": "loss" }, fmt(ex.loss))),
-        h("div", { class: "encdec-note" },
-          `P("${rival}") = `, h("span", { "data-testid": `prob-${rival}` }, fmt(ex.probs[vocab.indexOf(rival)])),
-          `, the other ${vocab.length - 2} tokens share `, fmt(1 - p - ex.probs[vocab.indexOf(rival)]))),
+        h("div", { class: "encdec-big" },
+          t(model, "cross_entropy.loss", { p: fmt(p, 2), loss: h("b", { "data-testid": "loss" }, fmt(ex.loss)) })),
+        h("div", { class: "encdec-note" }, t(model, "cross_entropy.rival_note", {
+          rival, p_rival: h("span", { "data-testid": `prob-${rival}` }, fmt(ex.probs[vocab.indexOf(rival)])),
+          n: vocab.length - 2, rest: fmt(1 - p - ex.probs[vocab.indexOf(rival)]) }))),
       svg,
       h("p", { class: "encdec-caption" },
-        `Bars: the gradient of the loss with respect to each logit, p − one_hot. The correct token "${correct}" gets `,
-        h("b", {}, fmt(ex.grad[vocab.indexOf(correct)])), " (gradient descent raises its logit); every wrong token gets +p ",
-        "(lowered in proportion to how much probability it took). The bars sum to 0."));
+        t(model, "cross_entropy.caption", { token: correct, grad: h("b", {}, fmt(ex.grad[vocab.indexOf(correct)])) })));
   }
 
   draw();

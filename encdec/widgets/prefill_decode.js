@@ -7,9 +7,9 @@ function render({ model, el }) {
     const next = Math.max(0, Math.min(model.get("steps").length, model.get("step") + delta));
     push(model, { step: next });
   };
-  const back = h("button", { class: "encdec-btn", "data-testid": "back", onclick: go(-1) }, "◀ Back");
-  const next = h("button", { class: "encdec-btn primary", "data-testid": "next", onclick: go(1) }, "Next ▶");
-  const reset = h("button", { class: "encdec-btn", "data-testid": "reset", onclick: () => push(model, { step: 0 }) }, "Reset");
+  const back = h("button", { class: "encdec-btn", "data-testid": "back", onclick: go(-1) });
+  const next = h("button", { class: "encdec-btn primary", "data-testid": "next", onclick: go(1) });
+  const reset = h("button", { class: "encdec-btn", "data-testid": "reset", onclick: () => push(model, { step: 0 }) });
   const label = h("span", { class: "encdec-label", "data-testid": "step-label" });
   const body = h("div", {});
   root.append(h("div", { class: "encdec-toolbar" }, back, next, reset, label), body);
@@ -19,10 +19,15 @@ function render({ model, el }) {
     const s = model.get("step"), L = model.get("num_layers"), M = model.get("emb_dim");
     const prefix = model.get("prefix"), P = prefix.length;
     const Kq = question.length;
-    const positions = (n) => `${n} position${n === 1 ? "" : "s"}`;
+    const rows = (n) => tn(model, "prefill_decode.rows", n);
+    back.textContent = t(model, "prefill_decode.back");
+    next.textContent = t(model, "prefill_decode.next");
+    reset.textContent = t(model, "prefill_decode.reset");
     back.disabled = s === 0; next.disabled = s === steps.length;
-    label.textContent = s === 0 ? `step 0 of ${steps.length}: nothing computed yet`
-      : s === 1 ? `step 1 of ${steps.length}: prefill (${positions(P)})` : `step ${s} of ${steps.length}: decode (1 position)`;
+    label.textContent = s === 0 ? t(model, "prefill_decode.step_0", { total: steps.length })
+      : s === 1 ? t(model, "prefill_decode.step_prefill",
+        { total: steps.length, positions: tn(model, "prefill_decode.positions", P) })
+      : t(model, "prefill_decode.step_decode", { s, total: steps.length });
     const answer = [...prefix, ...steps];  // the prefix is fed at step 1, answer[P + s - 2] at step s > 1
     const known = s === 0 ? 0 : P + s - 1;  // answer tokens inside the decoder at step s
     const fed = s <= 1 ? null : answer[known - 1];
@@ -30,47 +35,43 @@ function render({ model, el }) {
     const chip = (tok, cls, extra = {}) => h("span", { class: "encdec-chip " + (cls || ""), ...extra }, tok);
 
     const memory = h("div", { class: "encdec-panel" + (s >= 1 ? " ready" : ""), "data-testid": "memory" },
-      h("div", { class: "encdec-label" }, `Encoder memory [Kq, M] = [${Kq}, ${M}]`),
+      h("div", { class: "encdec-label" }, t(model, "prefill_decode.memory_title", { Kq, M })),
       h("div", { class: "encdec-row" }, question.map((tok) => chip(tok, s >= 1 ? "mem" : "ghost"))),
-      h("div", { class: "encdec-note", "data-testid": "memory-status" }, s === 0 ? "not computed yet"
-        : s === 1 ? "computed now, once: the question goes to the encoder, which reads all of it in parallel"
-        : `computed at the prefill (step 1), unchanged at step ${s}: the decoder only reads it`));
+      h("div", { class: "encdec-note", "data-testid": "memory-status" }, s === 0 ? t(model, "prefill_decode.memory_0")
+        : s === 1 ? t(model, "prefill_decode.memory_prefill") : t(model, "prefill_decode.memory_decode", { s })));
 
     const caches = Array.from({ length: L }, (_, l) => {
       const selfRows = s === 0 ? 0 : model.get("self_cache_lens")[s - 1][l];
       const crossRows = s === 0 ? 0 : model.get("cross_cache_lens")[s - 1][l];
       return h("tr", { "data-layer": l },
-        h("th", { class: "encdec-rowhead" }, `layer ${l + 1}`),
+        h("th", { class: "encdec-rowhead" }, t(model, "prefill_decode.layer", { n: l + 1 })),
         h("td", { class: "encdec-left", "data-testid": `self-cache-${l}`, "data-rows": selfRows },
           answer.slice(0, selfRows).map((tok, k) => chip(tok, s > 0 && (s === 1 || k === selfRows - 1) ? "new" : "kv")),
-          h("span", { class: "encdec-note" }, ` ${selfRows} row${selfRows === 1 ? "" : "s"}`)),
+          h("span", { class: "encdec-note" }, " ", rows(selfRows))),
         h("td", { "data-testid": `cross-cache-${l}`, "data-rows": crossRows },
-          h("span", { class: "encdec-note" }, crossRows ? `${crossRows} rows, fixed since step 1` : "empty")));
+          h("span", { class: "encdec-note" },
+            crossRows ? t(model, "prefill_decode.cross_rows", { n: crossRows }) : t(model, "prefill_decode.empty"))));
     });
 
     body.replaceChildren(
       memory,
       h("div", { class: "encdec-panel" },
-        h("div", { class: "encdec-label" }, "Decoder"),
-        h("div", { class: "encdec-row" }, "answer so far: ",
+        h("div", { class: "encdec-label" }, t(model, "prefill_decode.decoder")),
+        h("div", { class: "encdec-row" }, t(model, "prefill_decode.answer_so_far"), " ",
           answer.slice(0, known).map((tok, k) => chip(tok, s === 1 || k === known - 1 ? "new" : "kv")),
           produced ? [" → ", chip(produced, "out", { "data-testid": "produced" })] : null),
-        h("div", { class: "encdec-note", "data-testid": "fed" }, s === 0 ? "Press Next to run the prefill."
-          : s === 1 ? `Prefill: the decoder takes the answer prefix known before generation, ${prefix.join(" ")} ` +
-            `(${positions(P)}${P > 1 ? ", in one pass under the causal mask" : ""}), and leaves ${P} row${P === 1 ? "" : "s"} ` +
-            `in every layer's self-attention cache; predict "${produced}"` +
-            (probs.length ? ` (p = ${fmt(probs[0])})` : "") + "." +
-            (P === 1 ? " One position: the decoder does as much here as in a decode step (only the encoder and the cross-attention K, V projection are extra)." : "")
-          : `Decode step: feed only the newest token "${fed}" (1 position; its query reads the ${known - 1} cached ` +
-            `rows and itself, so no mask is needed); predict "${produced}"` +
-            (probs.length ? ` (p = ${fmt(probs[s - 1])})` : "") + ".")),
+        h("div", { class: "encdec-note", "data-testid": "fed" }, s === 0 ? t(model, "prefill_decode.fed_0")
+          : s === 1 ? t(model, "prefill_decode.fed_prefill", { prefix: prefix.join(" "),
+            positions: tn(model, "prefill_decode.positions", P), one_pass: P > 1 ? t(model, "prefill_decode.one_pass") : "",
+            rows: rows(P), token: produced, prob: probs.length ? t(model, "prefill_decode.prob", { p: fmt(probs[0]) }) : "" }) +
+            (P === 1 ? t(model, "prefill_decode.one_position_note") : "")
+          : t(model, "prefill_decode.fed_decode", { fed, cached: known - 1, token: produced,
+            prob: probs.length ? t(model, "prefill_decode.prob", { p: fmt(probs[s - 1]) }) : "" }))),
       h("table", { class: "encdec-grid encdec-cache" },
-        h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", {}, `self-attention K, V cache (${P} row${P === 1 ? "" : "s"} after the prefill, one more per decode step)`),
-          h("th", {}, "cross-attention K, V cache"))),
+        h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", {}, t(model, "prefill_decode.th_self_cache", { rows: rows(P) })),
+          h("th", {}, t(model, "prefill_decode.th_cross_cache")))),
         h("tbody", {}, caches)),
-      h("p", { class: "encdec-caption" }, `Source: ${model.get("source")}. The question is not in the decoder's prefill: `,
-        "it went to the encoder, and cross-attention reads its memory through keys and values projected once. ",
-        "Each layer keeps its own cache; a step computes Q, K, V for its new positions only and attends over every cached row."));
+      h("p", { class: "encdec-caption" }, t(model, "prefill_decode.caption", { source: sourceText(model) })));
   }
 
   draw();

@@ -20,6 +20,14 @@ function numberText(x) {
   return Number.isInteger(x) ? String(x) : String(Number(x.toPrecision(6)));
 }
 
+// The line under a question (as encdec.widgets.quick_check.QuickCheck.status says it in Python).
+function statusText(model, state, response) {
+  if (state === "right") return t(model, "quick_check.status_right");
+  if (state === "wrong") return t(model, "quick_check.status_wrong");
+  if (state === "revealed") return t(model, "quick_check.status_revealed");
+  return response !== null && response !== undefined && response !== "" ? t(model, "quick_check.status_not_a_number") : "";
+}
+
 function render({ model, el }) {
   const root = widgetRoot(el, "QuickCheck");
   const typed = {};  // number questions: the text in each box, kept across redraws
@@ -44,17 +52,17 @@ function render({ model, el }) {
       }));
     } else {
       const input = h("input", { type: "text", inputmode: "decimal", class: "encdec-qc-number", "data-testid": `number-${i}`,
-        "aria-label": "your answer", value: typed[i] ?? (response ?? "") });
+        "aria-label": t(model, "quick_check.your_answer"), value: typed[i] ?? (response ?? "") });
       const check = () => { typed[i] = input.value; setAt("responses", i, input.value.trim()); };
       input.addEventListener("input", () => { typed[i] = input.value; });
       input.addEventListener("keydown", (e) => { if (e.key === "Enter") check(); });
       body = h("div", { class: "encdec-qc-options" }, input,
-        h("button", { class: "encdec-btn", "data-testid": `check-${i}`, onclick: check }, "Check"),
-        revealed ? h("span", { class: "encdec-qc-answer" }, "answer: ", h("b", {}, numberText(q.answer)),
+        h("button", { class: "encdec-btn", "data-testid": `check-${i}`, onclick: check }, t(model, "quick_check.check")),
+        revealed ? h("span", { class: "encdec-qc-answer" },
+          t(model, "quick_check.answer", { answer: h("b", {}, numberText(q.answer)) }),
           q.tolerance > 0 ? ` (± ${numberText(q.tolerance)})` : "") : null);
     }
-    const status = state === "right" ? "✓ Right." : state === "wrong" ? "✗ Not quite: try again, or show the answer."
-      : state === "revealed" ? "The answer is marked." : response !== null && response !== "" ? "Type a number, then Check." : "";
+    const status = statusText(model, state, response);
     const open = state === "right" || state === "revealed";
     return h("div", { class: `encdec-qc-question ${state}`, "data-question": i, "data-state": state },
       h("div", { class: "encdec-qc-prompt" }, h("span", { class: "encdec-idx" }, `${i + 1}. `), richText(q.prompt)),
@@ -62,7 +70,7 @@ function render({ model, el }) {
       h("div", { class: "encdec-qc-foot" },
         h("span", { class: "encdec-qc-status", "data-testid": `status-${i}`, "aria-live": "polite" }, status),
         state === "wrong" ? h("button", { class: "encdec-btn", "data-testid": `reveal-${i}`,
-          onclick: () => setAt("revealed", i, true) }, "Show answer") : null),
+          onclick: () => setAt("revealed", i, true) }, t(model, "quick_check.show_answer")) : null),
       open && q.explain ? h("div", { class: "encdec-qc-explain", "data-testid": `explain-${i}` }, richText(q.explain)) : null);
   }
 
@@ -70,8 +78,10 @@ function render({ model, el }) {
     const questions = model.get("questions"), responses = model.get("responses"), revealed = model.get("revealed");
     const right = questions.filter((q, i) => isRight(q, responses[i]) === true).length;
     root.replaceChildren(
-      h("div", { class: "encdec-toolbar" }, h("span", { class: "encdec-label" }, model.get("title")),
-        h("span", { class: "encdec-note", "data-testid": "score" }, `${right} of ${questions.length} right`)),
+      h("div", { class: "encdec-toolbar" },
+        h("span", { class: "encdec-label" }, model.get("title") || t(model, "quick_check.title")),
+        h("span", { class: "encdec-note", "data-testid": "score" },
+          t(model, "quick_check.score", { right, total: questions.length }))),
       ...questions.map((q, i) => question(q, i, responses[i] ?? null, Boolean(revealed[i]))));
   }
 

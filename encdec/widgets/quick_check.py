@@ -6,7 +6,9 @@ the static book opened from ``file://``; in JupyterLab the reader's answers reac
 (``responses``). The rule that marks an answer is ``is_right`` here and ``isRight`` in
 ``quick_check.js``; the tests hold the two to the same verdicts.
 
-These are self-checks, not graded work: the answers travel with the page.
+These are self-checks, not graded work: the answers travel with the page. The questions are the
+page's own words (the Chinese edition passes Chinese ones); the widget's words (Check, Show answer,
+the status lines) come from the string tables, ``strings/<lang>.json``, in Python too (``status``).
 """
 
 from __future__ import annotations
@@ -79,12 +81,13 @@ class QuickCheck(BookWidget):
     """
 
     _esm = esm("quick_check.js")
-    title = t.Unicode("Quick check").tag(sync=True)
+    _section = "quick_check"
+    title = t.Unicode("").tag(sync=True)  # empty: the string table's title, in the page's language
     questions = t.List(t.Dict()).tag(sync=True)
     responses = t.List().tag(sync=True)
     revealed = t.List(t.Bool()).tag(sync=True)
 
-    def __init__(self, questions=(), title: str = "Quick check", **kwargs):
+    def __init__(self, questions=(), title: str = "", **kwargs):
         questions = [validate_question(dict(q)) for q in questions]
         kwargs.setdefault("responses", [None] * len(questions))
         kwargs.setdefault("revealed", [False] * len(questions))
@@ -112,3 +115,22 @@ class QuickCheck(BookWidget):
     def score(self) -> tuple[int, int]:
         """(right answers, questions)."""
         return sum(r is True for r in self.results()), len(self.questions)
+
+    def state(self, index: int) -> str:
+        """What the page marks question ``index``: right, wrong, revealed or unanswered."""
+        if self.revealed[index]:
+            return "revealed"
+        verdict = is_right(self.questions[index], self.responses[index])
+        return "unanswered" if verdict is None else "right" if verdict else "wrong"
+
+    def status(self, index: int) -> str:
+        """The line the page shows under question ``index`` (as ``statusText`` in quick_check.js),
+        in the widget's language (English for "auto")."""
+        state, response = self.state(index), self.responses[index]
+        if state == "right":
+            return self.text("quick_check.status_right")
+        if state == "wrong":
+            return self.text("quick_check.status_wrong")
+        if state == "revealed":
+            return self.text("quick_check.status_revealed")
+        return self.text("quick_check.status_not_a_number") if response not in (None, "") else ""

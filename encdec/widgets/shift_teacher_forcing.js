@@ -12,13 +12,14 @@ function teacherForcingTable(tokens, shift, causal) {
 
 function render({ model, el }) {
   const root = widgetRoot(el, "ShiftTeacherForcing");
-  const toggle = (name, text) => {
+  const toggle = (name) => {
     const box = h("input", { type: "checkbox", "data-testid": `toggle-${name}` });
     box.addEventListener("change", () => push(model, { [name]: box.checked }));
-    return [box, h("label", { class: "encdec-switch" }, box, " ", text)];
+    const text = h("span", {});
+    return [box, h("label", { class: "encdec-switch" }, box, " ", text), text];
   };
-  const [shiftBox, shiftLabel] = toggle("shift", "shift (input = answer[:-1], label = answer[1:])");
-  const [maskBox, maskLabel] = toggle("causal_mask", "causal mask in decoder self-attention");
+  const [shiftBox, shiftLabel, shiftText] = toggle("shift");
+  const [maskBox, maskLabel, maskText] = toggle("causal_mask");
   const body = h("div", {});
   root.append(h("div", { class: "encdec-toolbar" }, shiftLabel, maskLabel), body);
 
@@ -26,25 +27,27 @@ function render({ model, el }) {
     const tokens = model.get("tokens");
     const shift = model.get("shift"), causal = model.get("causal_mask");
     shiftBox.checked = shift; maskBox.checked = causal;
+    shiftText.textContent = t(model, "shift_teacher_forcing.shift_label");
+    maskText.textContent = t(model, "shift_teacher_forcing.mask_label");
     const rows = teacherForcingTable(tokens, shift, causal);
     const leaks = rows.filter((r) => r.leak);
     const chip = (k, r) => h("span", { class: "encdec-chip" + (k === r.label ? " leak" : ""), "data-index": k },
       h("span", { class: "encdec-idx" }, k), " ", tokens[k]);
     body.replaceChildren(
       h("table", { class: "encdec-grid" },
-        h("thead", {}, h("tr", {}, h("th", {}, "position t"), h("th", {}, "decoder input"), h("th", {}, "label (to predict)"),
-          h("th", {}, "answer tokens position t can read"))),
+        h("thead", {}, h("tr", {}, h("th", {}, t(model, "shift_teacher_forcing.th_position")),
+          h("th", {}, t(model, "shift_teacher_forcing.th_input")), h("th", {}, t(model, "shift_teacher_forcing.th_label")),
+          h("th", {}, t(model, "shift_teacher_forcing.th_readable")))),
         h("tbody", {}, rows.map((r) => h("tr", { class: r.leak ? "leak" : "", "data-leak": r.leak ? "yes" : "no", "data-position": r.position },
           h("td", { class: "encdec-num" }, r.position),
           h("td", {}, h("span", { class: "encdec-idx" }, r.input), " ", tokens[r.input]),
           h("td", {}, h("span", { class: "encdec-idx" }, r.label), " ", tokens[r.label]),
-          h("td", {}, r.readable.map((k) => chip(k, r)), r.leak ? h("b", { class: "encdec-leak-text" }, " ← reads its own label") : null))))),
+          h("td", {}, r.readable.map((k) => chip(k, r)), r.leak ? h("b", { class: "encdec-leak-text" }, " ", t(model, "shift_teacher_forcing.reads_own_label")) : null))))),
       h("p", { class: "encdec-status " + (leaks.length ? "bad" : "good"), "data-testid": "leak-status" },
         leaks.length
-          ? `Leak at ${leaks.length} of ${rows.length} positions (${leaks.map((r) => r.position).join(", ")}): ` +
-            (shift ? "without the causal mask, a position reads later ground-truth tokens, including the one it must predict."
-                   : "without the shift, position t's input is its own label, so copying wins.")
-          : "No leak: every position predicts the next token from the tokens before it only."));
+          ? t(model, shift ? "shift_teacher_forcing.leak_no_mask" : "shift_teacher_forcing.leak_no_shift",
+            { n: leaks.length, total: rows.length, positions: leaks.map((r) => r.position).join(", ") })
+          : t(model, "shift_teacher_forcing.no_leak")));
   }
 
   draw();

@@ -4,14 +4,16 @@ function render({ model, el }) {
   const root = widgetRoot(el, "SoftmaxMaskCompare");
   // Controls are built once (a slider replaced mid-drag would stop following the mouse).
   const slider = h("input", { type: "range", min: -4, max: 10, step: 0.1,
-    "data-testid": "future-slider", "aria-label": "score of the future sources" });
+    "data-testid": "future-slider" });
   slider.addEventListener("input", () => push(model, { future_score: Number(slider.value) }));
   const sliderValue = h("b", { "data-testid": "future-value" });
   const readers = h("span", {});
+  const readerLabel = h("span", { class: "encdec-label" });
+  const sliderLabel = h("span", {});
   const body = h("div", {});
   root.append(
-    h("div", { class: "encdec-toolbar" }, h("span", { class: "encdec-label" }, "Reader:"), readers),
-    h("div", { class: "encdec-toolbar" }, h("label", {}, "Score of every future source: ", slider, " ", sliderValue)),
+    h("div", { class: "encdec-toolbar" }, readerLabel, readers),
+    h("div", { class: "encdec-toolbar" }, h("label", {}, sliderLabel, " ", slider, " ", sliderValue)),
     body);
 
   function draw() {
@@ -22,6 +24,9 @@ function render({ model, el }) {
     const right = maskedSoftmaxRow(row, row.map((_, j) => j > reader));
     const wrong = softmax(row).map((w, j) => (j > reader ? 0 : w));
 
+    readerLabel.textContent = t(model, "softmax_compare.reader_label");
+    sliderLabel.textContent = t(model, "softmax_compare.slider_label");
+    slider.setAttribute("aria-label", t(model, "softmax_compare.slider_aria"));
     if (Number(slider.value) !== future) slider.value = future;
     sliderValue.textContent = fmt(future, 1);
     readers.replaceChildren(...tokens.map((tok, i) => h("button", {
@@ -39,20 +44,18 @@ function render({ model, el }) {
 
     body.replaceChildren(
       h("table", { class: "encdec-grid encdec-compare" },
-        h("thead", {}, h("tr", {}, h("th", {}, "source"),
+        h("thead", {}, h("tr", {}, h("th", {}, t(model, "softmax_compare.source")),
           tokens.map((tok, j) => h("th", { class: j > reader ? "future" : "" }, h("span", { class: "encdec-idx" }, j), " ", tok,
-            j > reader ? h("div", { class: "encdec-tag" }, "future") : null)),
-          h("th", {}, "sum"))),
+            j > reader ? h("div", { class: "encdec-tag" }, t(model, "softmax_compare.future")) : null)),
+          h("th", {}, t(model, "softmax_compare.sum")))),
         h("tbody", {},
-          h("tr", {}, h("th", { class: "encdec-rowhead" }, "score"),
+          h("tr", {}, h("th", { class: "encdec-rowhead" }, t(model, "softmax_compare.score")),
             row.map((s, j) => h("td", { class: "encdec-num" + (j > reader ? " future" : ""), "data-testid": `score-${j}` }, fmt(s, 2))),
             h("td", {})),
-          line("mask, then softmax", right, "mask", "good"),
-          line("softmax, then zero", wrong, "zero", "bad"))),
+          line(t(model, "softmax_compare.row_mask"), right, "mask", "good"),
+          line(t(model, "softmax_compare.row_zero"), wrong, "zero", "bad"))),
       h("p", { class: "encdec-caption" },
-        `Reader ${reader} (${tokens[reader]}) may read sources 0–${reader}. Masking first takes the future out of `,
-        "the denominator, so the allowed weights still sum to 1. Zeroing after softmax leaves a row that sums to ",
-        h("b", {}, fmt(sum(wrong))), ": the future still shrank the weights it should not touch, the more so the larger its score."));
+        t(model, "softmax_compare.caption", { i: reader, token: tokens[reader], sum: h("b", {}, fmt(sum(wrong))) })));
   }
 
   draw();

@@ -1,22 +1,61 @@
-"""Figures for chapter 11: the causal mask grid, mask-before-softmax, and cross-attention shapes."""
+"""The causal mask grid of chapter 11 (``mask_toggle.js``): click a cell to allow or forbid it.
+
+``preset_mask`` and ``masked_softmax_rows`` are the Python twins of ``presetMask`` in
+``mask_toggle.js`` and of ``maskedSoftmaxRow`` (``common.js``) applied to every row.
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 import traitlets as t
 
-from ._base import BookWidget, esm
-from .numerics import (
-    LESSON_ANSWER,
-    LESSON_QUESTION,
-    MASK_PRESETS,
-    cross_attention_shapes,
-    default_scores,
-    future_row,
-    mask_then_softmax,
-    masked_softmax_rows,
-    preset_mask,
-    softmax_then_zero,
+from ._base import LESSON_ANSWER, BookWidget, esm, masked_softmax_row
+
+#: A fixed 5x5 score matrix (reader rows, source columns) for the mask figure.
+DEFAULT_SCORES_5 = (
+    (2.0, 0.5, -1.0, 0.3, 1.2),
+    (1.0, 2.2, 0.4, -0.5, 0.8),
+    (0.2, 1.5, 1.8, 0.9, -0.3),
+    (-0.4, 0.6, 1.1, 2.5, 0.7),
+    (0.9, -0.2, 0.5, 1.3, 2.1),
 )
+
+MASK_PRESETS = ("causal", "padding", "none")
+
+
+def default_scores(K: int) -> list[list[float]]:
+    """The fixed score matrix for K positions: the table above for K=5, a smooth pattern otherwise."""
+    if K == 5:
+        return [list(row) for row in DEFAULT_SCORES_5]
+    return [[round(2.0 * math.cos(0.9 * i - 1.3 * j) + (0.5 if i == j else 0.0), 2) for j in range(K)] for i in range(K)]
+
+
+def preset_mask(preset: str, K: int, num_padding: int = 1) -> list[list[bool]]:
+    """A K x K mask (True = forbidden; row = reader, column = source) for a named preset.
+
+    ``causal``: reader i may not read a later source j > i. ``padding``: nobody reads the last
+    ``num_padding`` positions (padding tokens). ``none``: everything allowed.
+    """
+    if K < 1:
+        raise ValueError(f"K must be at least 1, got {K}")
+    if preset == "causal":
+        return [[j > i for j in range(K)] for i in range(K)]
+    if preset == "padding":
+        if not 0 <= num_padding < K:
+            raise ValueError(f"num_padding must be in [0, {K - 1}] for {K} positions, got {num_padding}")
+        return [[j >= K - num_padding for j in range(K)] for _ in range(K)]
+    if preset == "none":
+        return [[False] * K for _ in range(K)]
+    raise ValueError(f"unknown mask preset {preset!r}: expected one of {', '.join(MASK_PRESETS)}")
+
+
+def masked_softmax_rows(scores: Sequence[Sequence[float]], mask: Sequence[Sequence[bool]]) -> list[list[float]]:
+    """``masked_softmax_row`` for every reader row of a square score matrix."""
+    if len(scores) != len(mask):
+        raise ValueError(f"scores have {len(scores)} rows but the mask has {len(mask)}")
+    return [masked_softmax_row(s, m) for s, m in zip(scores, mask)]
 
 
 def _square(name: str, rows, K: int, cast) -> list[list]:
@@ -35,6 +74,7 @@ class MaskToggle(BookWidget):
     """
 
     _esm = esm("mask_toggle.js")
+    _section = "mask_toggle"
     tokens = t.List(t.Unicode()).tag(sync=True)
     scores = t.List(t.List(t.Float())).tag(sync=True)
     mask = t.List(t.List(t.Bool())).tag(sync=True)
@@ -84,68 +124,3 @@ class MaskToggle(BookWidget):
     def weights(self) -> list[list[float]]:
         """Attention weights of every reader row: mask, then softmax."""
         return masked_softmax_rows(self.scores, self.mask)
-
-
-class SoftmaxMaskCompare(BookWidget):
-    """One reader's row of scores: mask-then-softmax (sums to 1) beside softmax-then-zero (< 1).
-
-    Sources after ``reader`` are the future; the slider sets their score, ``future_score``.
-    """
-
-    _esm = esm("softmax_compare.js")
-    tokens = t.List(t.Unicode()).tag(sync=True)
-    scores = t.List(t.Float()).tag(sync=True)
-    reader = t.Int(2).tag(sync=True)
-    future_score = t.Float(3.0).tag(sync=True)
-
-    def __init__(self, scores=(1.2, 0.4, 2.0, 3.0, 3.0), reader=2, future_score=3.0, tokens=LESSON_ANSWER, **kwargs):
-        tokens = [str(x) for x in tokens]
-        scores = [float(x) for x in scores]
-        if len(scores) != len(tokens):
-            raise ValueError(f"{len(scores)} scores for {len(tokens)} tokens: give one score per token")
-        super().__init__(tokens=tokens, scores=scores, reader=reader, future_score=future_score, **kwargs)
-
-    @t.validate("reader")
-    def _check_reader(self, proposal):
-        if not 0 <= proposal["value"] < len(self.scores or self.tokens):
-            raise t.TraitError(f"reader must be in [0, {len(self.tokens) - 1}], got {proposal['value']}")
-        return proposal["value"]
-
-    def row(self) -> list[float]:
-        return future_row(self.scores, self.reader, self.future_score)
-
-    def mask_then_softmax(self) -> list[float]:
-        return mask_then_softmax(self.row(), self.reader)
-
-    def softmax_then_zero(self) -> list[float]:
-        return softmax_then_zero(self.row(), self.reader)
-
-
-class CrossAttentionExplorer(BookWidget):
-    """Shapes of one cross-attention for answer length Ka and question length Kq, and the grid of A.
-
-    Hovering cell (i, j) reads "answer position i reads question position j"; clicking stores it in
-    ``selected``. ``swap_q`` takes Q from the encoder instead, giving A of shape (N, Kq, Ka).
-    """
-
-    _esm = esm("cross_attention.js")
-    Ka = t.Int(5).tag(sync=True)
-    Kq = t.Int(9).tag(sync=True)
-    swap_q = t.Bool(False).tag(sync=True)
-    selected = t.List(t.Int(), default_value=[3, 7]).tag(sync=True)  # the lesson's A[:, 3, 7]
-    answer_tokens = t.List(t.Unicode(), default_value=list(LESSON_ANSWER)).tag(sync=True)
-    question_tokens = t.List(t.Unicode(), default_value=list(LESSON_QUESTION)).tag(sync=True)
-    max_len = t.Int(12).tag(sync=True)
-
-    def __init__(self, Ka=5, Kq=9, **kwargs):
-        super().__init__(Ka=Ka, Kq=Kq, **kwargs)
-
-    @t.validate("Ka", "Kq")
-    def _check_len(self, proposal):
-        v = proposal["value"]
-        if not 1 <= v <= self.max_len:
-            raise t.TraitError(f"{proposal['trait'].name} must be in [1, {self.max_len}], got {v}")
-        return v
-
-    def shapes(self) -> dict[str, tuple]:
-        return cross_attention_shapes(self.Ka, self.Kq, self.swap_q)
