@@ -1,4 +1,5 @@
-"""Class-scale grading speed: stock sequential `nbgrader autograde` vs `autograder.driver`.
+"""Class-scale grading speed: stock sequential `nbgrader autograde` vs `autograder.driver` vs the
+RQ queue (`autograder.taskqueue`) with 1 and 2 workers.
 
     .venv/bin/python bench/bench_grading.py [--students 20] [--workers 2]
 
@@ -13,11 +14,15 @@ then, in the same run:
 2. stock nbgrader, sequential, as an instructor runs it from the course root (the course config
    puts every kernel in the sandbox): `nbgrader autograde <assignment>` for each assignment, once
    with a fresh bwrap per kernel (ENCDEC_SANDBOX_PREFORK=0) and once with the default zygote;
-3. the driver: `python -m autograder.driver <all assignments> --workers N` (sandbox on).
+3. the driver: `python -m autograder.driver <all assignments> --workers N` (sandbox on);
+4. the queue: a Redis on 127.0.0.1 (tests/redis_server.py), `python -m autograder.taskqueue enqueue`,
+   1 then 2 `python -m autograder.taskqueue worker --burst` processes, and `collect --wait` as the
+   single writer; timed from enqueue to the last result applied.
 
-It prints the wall times, the throughput ratios (target >= 2.5x on 2 cores), the cost per
-notebook (driver: wall x workers / notebooks, the worker time one notebook takes) against the
-plain floor (target <= 1.5x), and checks that every run graded every notebook to the same score.
+It prints the wall times, the throughput (notebooks per minute), the worker-seconds per notebook
+(wall x workers / notebooks: the worker time one notebook takes, what sizes a cluster), the
+throughput ratios (target >= 2.5x on 2 cores), the driver's cost per notebook against the plain
+floor (target <= 1.5x), and checks that every run graded every notebook to the same score.
 """
 from __future__ import annotations
 
@@ -79,8 +84,11 @@ def batch(n_students: int) -> dict[tuple[str, str], Path]:
 
 
 def submit(course: Path, picks) -> None:
+    from autograder.taskqueue.course import coursedir_for, load_config, submission_dir
+
+    cd = coursedir_for(load_config(course))
     for (student, a), src in picks.items():
-        d = course / "autograder" / "submitted" / student / a
+        d = submission_dir(cd, a, student)
         d.mkdir(parents=True)
         shutil.copy(src or course / "exercises" / a / f"{a}.ipynb", d / f"{a}.ipynb")
 
@@ -125,13 +133,47 @@ def floor(kind: str, cwd: Path, repeat: int = 3) -> float:
 def scores(course: Path) -> dict[tuple[str, str], float]:
     from nbgrader.api import Gradebook
 
+    from autograder.taskqueue.course import coursedir_for, load_config
+
+    cd = coursedir_for(load_config(course))
     out = {}
-    with Gradebook(f"sqlite:///{course / 'autograder' / 'gradebook.db'}", "encdec") as gb:
+    with Gradebook(cd.db_url, cd.course_id) as gb:
         for a in ASSIGNMENTS:
             for sub in gb.find_assignment(a).submissions:
                 for nb in sub.notebooks:
                     out[(sub.student.id, nb.name)] = float(nb.score)
     return out
+
+
+def queue_run(course: Path, url: str, workers: int, *worker_args: str) -> tuple[float, float]:
+    """Seconds from enqueue to the last result applied, with `workers` RQ workers (burst mode), and
+    the seconds the workers were busy with jobs."""
+    from redis import Redis
+
+    Redis.from_url(url).flushdb()  # a fresh queue for each run
+    q = [PY, "-m", "autograder.taskqueue", "--redis", url]
+    t = time.perf_counter()
+    subprocess.run([*q, "enqueue", *ASSIGNMENTS], cwd=course, capture_output=True, check=True)
+    procs = [subprocess.Popen([*q, "worker", "--burst", *worker_args, "--name", f"b{workers}-{i}"],
+                              cwd=course,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in range(workers)]
+    subprocess.run([*q, "collect", *ASSIGNMENTS, "--wait"], cwd=course, capture_output=True)
+    elapsed = time.perf_counter() - t
+    for p in procs:
+        p.wait()
+    return elapsed, busy_seconds(url)
+
+
+def busy_seconds(url: str) -> float:
+    """The workers' busy time: the sum of every finished job's run time, as RQ recorded it."""
+    from redis import Redis
+    from rq import Queue
+    from rq.job import Job
+    from rq.registry import FinishedJobRegistry
+
+    conn = Redis.from_url(url)
+    ids = FinishedJobRegistry(queue=Queue("grading", connection=conn)).get_job_ids()
+    return sum((j.ended_at - j.started_at).total_seconds() for j in Job.fetch_many(ids, connection=conn) if j)
 
 
 def main() -> int:
@@ -143,8 +185,9 @@ def main() -> int:
     try:
         picks = batch(args.students)
         n = len(picks)
-        stock, stock_bwrap, ours = (make_course(tmp / n) for n in ("stock", "stock_bwrap", "driver"))
-        for course in (stock, stock_bwrap, ours):
+        stock, stock_bwrap, ours, queue1, queue2, queue2s = (make_course(tmp / n) for n in (
+            "stock", "stock_bwrap", "driver", "queue1", "queue2", "queue2s"))
+        for course in (stock, stock_bwrap, ours, queue1, queue2, queue2s):
             submit(course, picks)
         print(f"batch: {args.students} students, {n} notebooks "
               f"({sum(1 for s in picks.values() if s and '_bug_' not in s.parent.name)} correct, "
@@ -173,22 +216,35 @@ def main() -> int:
                              cwd=ours, capture_output=True, text=True)
         t_ours = time.perf_counter() - t
 
-        s_stock, s_bwrap, s_ours = scores(stock), scores(stock_bwrap), scores(ours)
-        keys = set(s_stock) | set(s_bwrap) | set(s_ours)
-        differ = sorted(k for k in keys if not s_stock.get(k) == s_bwrap.get(k) == s_ours.get(k))
+        sys.path.insert(0, str(ROOT / "tests"))
+        from redis_server import redis_server
+
+        with redis_server() as url:
+            t_queue1 = queue_run(queue1, url, 1)
+            t_queue2 = queue_run(queue2, url, 2)
+            t_queue2s = queue_run(queue2s, url, 2, "--simple")
+
+        runs = [scores(c) for c in (stock, stock_bwrap, ours, queue1, queue2, queue2s)]
+        keys = set().union(*runs)
+        differ = sorted(k for k in keys if len({r.get(k) for r in runs}) != 1)
         per_ours = t_ours * args.workers / n
         for name, t_run in [("stock nbgrader autograde, fresh bwrap per kernel", t_stock_bwrap),
                             ("stock nbgrader autograde, zygote (default)    ", t_stock)]:
             print(f"{name}: {t_run:7.1f} s  ({n / t_run * 60:5.1f} notebooks/min, {t_run / n:.2f} s per notebook)")
         print(f"autograder.driver, {args.workers} workers, zygote                 : {t_ours:7.1f} s  "
               f"({n / t_ours * 60:5.1f} notebooks/min, {per_ours:.2f} worker-s per notebook)")
+        for k, kind, (t_q, busy) in ((1, "forking", t_queue1), (2, "forking", t_queue2), (2, "simple ", t_queue2s)):
+            print(f"autograder.taskqueue (RQ), {k} {kind} worker{'s' if k > 1 else ' '}, collect writes: {t_q:7.1f} s  "
+                  f"({n / t_q * 60:5.1f} notebooks/min, {t_q * k / n:.2f} worker-s per notebook, "
+                  f"{busy / n:.2f} s busy in jobs)")
+        print(f"stock nbgrader (zygote), 1 process: {t_stock / n:.2f} worker-s per notebook")
         print(f"throughput ratio: driver / stock with fresh bwrap {t_stock_bwrap / t_ours:.2f}x, "
               f"driver / stock with zygote {t_stock / t_ours:.2f}x (target >= 2.5x)")
         print(f"cost per notebook / plain floor: driver {per_ours / floor_plain:.2f}x, stock with zygote "
               f"{t_stock / n / floor_plain:.2f}x, stock with fresh bwrap {t_stock_bwrap / n / floor_plain:.2f}x "
               f"(target <= 1.5x)")
-        print(f"same scores in all three runs: {'yes' if not differ else 'NO: ' + str(differ[:5])} "
-              f"({len(s_ours)} notebooks graded)")
+        print(f"same scores in all six runs: {'yes' if not differ else 'NO: ' + str(differ[:5])} "
+              f"({len(runs[2])} notebooks graded)")
         if run.returncode not in (0, 1):
             print(run.stdout[-2000:], run.stderr[-2000:])
         return 0 if not differ else 1

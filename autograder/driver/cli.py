@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import warnings
 from dataclasses import asdict
 from pathlib import Path
 
@@ -23,6 +24,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--student", action="append", help="grade only this student (repeatable)")
     parser.add_argument("--json", type=Path, help="also write the results to this JSON file")
     args = parser.parse_args(argv)
+    # nbgrader's own gradebook code trips SQLAlchemy's autoflush warning on every new submission
+    warnings.filterwarnings("ignore", message=".*not in session.*")
     if args.workers < 1:
         parser.error("--workers must be at least 1")
     results = run(args.assignment, args.workers, args.timeout, args.force, args.student)

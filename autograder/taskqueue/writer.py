@@ -1,0 +1,212 @@
+"""The single writer of the course gradebook: applies published results, through nbgrader's
+public API only, idempotently.
+
+For a result of (assignment, student, fingerprint) it creates the student and the submission
+(with the submission's timestamp) with `Gradebook`, puts the autograded notebooks in the course's
+autograded folder (copied beside it, then renamed over it), and replays on each notebook the
+gradebook-writing tail of the course's own `Autograde.autograde_preprocessors`, from nbgrader's
+`SaveAutoGrades` on (the integrity flags, the late penalty): the same stock code that `nbgrader
+autograde` runs, on the same notebook, so the scores are the ones it would write. None of those
+steps runs student code. A notebook not handed in, or one that cannot be read, scores 0 (as
+stock nbgrader scores a missing one).
+
+Scores are set, never added, and every applied key is recorded (`Applied`, written atomically
+after the gradebook commit): applying a result twice, or a task delivered twice, changes nothing.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .course import TMP_PREFIX, autograded_dir, coursedir_for, results_dir, state_dir
+from .unit import AUTOGRADED, RESULT
+
+FIRST_WRITER_STEP = "nbgrader.preprocessors.SaveAutoGrades"
+STALE_TMP_S = 24 * 3600  # a `.tmp-*` work folder this old belongs to a killed worker
+
+
+@dataclass
+class Result:
+    """One notebook of one student, as the batch reports it."""
+
+    student: str
+    notebook: str
+    status: str  # graded | failed | missing | killed
+    score: float = 0.0
+    max_score: float = 0.0
+    seconds: float = 0.0
+    reason: str = ""
+    fingerprint: str = ""
+    assignment: str = ""
+
+
+class Applied:
+    """What the writer has applied: {student: {notebook: {"fingerprint", "score"}}} per assignment,
+    in `<state>/<assignment>.json`, replaced atomically after each student."""
+
+    def __init__(self, cd, assignment: str) -> None:
+        self.path = state_dir(cd) / f"{assignment}.json"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.data: dict = json.loads(self.path.read_text()) if self.path.is_file() else {}
+
+    def fingerprint(self, student: str) -> str | None:
+        fps = {e.get("fingerprint") for e in self.data.get(student, {}).values()}
+        return fps.pop() if len(fps) == 1 else None
+
+    def record(self, student: str, results: list[Result]) -> None:
+        self.data[student] = {r.notebook: {"fingerprint": r.fingerprint, "score": r.score}
+                              for r in results if r.status == "graded"}
+        tmp = self.path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(self.data, indent=1, sort_keys=True))
+        os.replace(tmp, self.path)
+
+
+def writer_steps(config) -> list:
+    """The course's autograde preprocessors from SaveAutoGrades on, instantiated with its config."""
+    from traitlets.utils.importstring import import_item
+
+    names = list(config.Autograde.get("autograde_preprocessors", [FIRST_WRITER_STEP]))
+    names = [n if isinstance(n, str) else f"{n.__module__}.{n.__name__}" for n in names]
+    tail = names[names.index(FIRST_WRITER_STEP):] if FIRST_WRITER_STEP in names else [FIRST_WRITER_STEP]
+    return [import_item(n)(config=config) for n in tail]
+
+
+def apply(config, assignment: str, student: str, fp: str, applied: Applied | None = None) -> list[Result]:
+    """Write the published result (assignment, student, fp) into the course gradebook."""
+    import nbformat
+    from nbgrader.api import Gradebook
+
+    cd = coursedir_for(config)
+    applied = applied or Applied(cd, assignment)
+    final = results_dir(cd, assignment, student) / fp
+    result = json.loads((final / RESULT).read_text())
+    if applied.fingerprint(student) == fp and _on_disk(cd, assignment, student, result):
+        return _recorded(cd, assignment, student, fp, result, "already graded")
+    with Gradebook(cd.db_url, cd.course_id) as gb:
+        gb.update_or_create_student(student)
+        stamp = result.get("timestamp")
+        if stamp:
+            gb.update_or_create_submission(assignment, student, timestamp=dt.datetime.fromisoformat(stamp))
+        else:
+            gb.update_or_create_submission(assignment, student)
+    if (final / AUTOGRADED).is_dir():
+        _replace_folder(final / AUTOGRADED, autograded_dir(cd, assignment, student))
+    steps = writer_steps(config)
+    out = []
+    for nb, info in result["notebooks"].items():
+        r = Result(student, nb, info["status"], seconds=info.get("seconds", 0.0), reason=info.get("reason", ""),
+                   fingerprint=fp, assignment=assignment)
+        if info["status"] == "graded":
+            path = autograded_dir(cd, assignment, student) / f"{nb}.ipynb"
+            notebook = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+            resources = {"nbgrader": {"db_url": cd.db_url, "course_id": cd.course_id, "assignment": assignment,
+                                      "notebook": nb, "student": student}}
+            for step in steps:
+                notebook, resources = step.preprocess(notebook, resources)
+        elif info["status"] == "missing" or info.get("unreadable"):
+            _zero(cd, assignment, student, nb)  # not handed in, or not a notebook: 0
+        out.append(r)
+    with Gradebook(cd.db_url, cd.course_id) as gb:
+        for r in out:
+            scored = gb.find_submission_notebook(r.notebook, assignment, student)
+            r.score, r.max_score = float(scored.score), float(scored.max_score)
+    applied.record(student, out)
+    _tidy(final.parent, keep=fp)
+    if any(r.status == "failed" and not result["notebooks"][r.notebook].get("unreadable") for r in out):
+        shutil.rmtree(final, ignore_errors=True)  # a grading failure may pass next time: regrade then
+    return out
+
+
+def already(cd, assignment: str, student: str, applied: Applied) -> list[Result]:
+    """The recorded notebooks of a student whose submission is unchanged since it was applied."""
+    from nbgrader.api import Gradebook
+
+    out = []
+    with Gradebook(cd.db_url, cd.course_id) as gb:
+        for nb, entry in sorted(applied.data.get(student, {}).items()):
+            scored = gb.find_submission_notebook(nb, assignment, student)
+            out.append(Result(student, nb, "graded", float(scored.score), float(scored.max_score),
+                              reason="already graded", fingerprint=entry["fingerprint"], assignment=assignment))
+    return out
+
+
+def graded_on_disk(cd, assignment: str, student: str, applied: Applied) -> bool:
+    folder = autograded_dir(cd, assignment, student)
+    return all((folder / f"{nb}.ipynb").is_file() for nb in applied.data.get(student, {}))
+
+
+def _zero(cd, assignment: str, student: str, nb: str) -> None:
+    from nbgrader.api import Gradebook
+
+    with Gradebook(cd.db_url, cd.course_id) as gb:
+        for grade in gb.find_submission_notebook(nb, assignment, student).grades:
+            if grade.manual_score is None:
+                grade.auto_score = 0
+                grade.needs_manual_grade = False
+        gb.db.commit()
+
+
+def _on_disk(cd, assignment: str, student: str, result: dict) -> bool:
+    folder = autograded_dir(cd, assignment, student)
+    return all((folder / f"{nb}.ipynb").is_file() for nb, info in result["notebooks"].items()
+               if info["status"] == "graded")
+
+
+def _recorded(cd, assignment: str, student: str, fp: str, result: dict, reason: str) -> list[Result]:
+    from nbgrader.api import Gradebook
+
+    out = []
+    with Gradebook(cd.db_url, cd.course_id) as gb:
+        for nb, info in result["notebooks"].items():
+            scored = gb.find_submission_notebook(nb, assignment, student)
+            out.append(Result(student, nb, info["status"], float(scored.score), float(scored.max_score),
+                              reason=reason if info["status"] == "graded" else info.get("reason", ""),
+                              fingerprint=fp, assignment=assignment))
+    return out
+
+
+def _replace_folder(src: Path, dest: Path) -> None:
+    """Put a copy of `src` at `dest`: copied beside it, then renamed over the old one."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    new = dest.with_name(f"{TMP_PREFIX}{dest.name}-{os.getpid()}")
+    old = dest.with_name(f"{TMP_PREFIX}{dest.name}-{os.getpid()}-old")
+    shutil.rmtree(new, ignore_errors=True)
+    shutil.copytree(src, new)
+    if dest.exists():
+        os.rename(dest, old)
+    os.rename(new, dest)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _tidy(folder: Path, keep: str) -> None:
+    """Remove the results of older submissions and the work folders killed workers left."""
+    now = time.time()
+    for path in folder.iterdir():
+        if path.name == keep:
+            continue
+        if path.name.startswith(TMP_PREFIX):
+            if now - path.stat().st_mtime > STALE_TMP_S:
+                shutil.rmtree(path, ignore_errors=True)
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def summary(results: list[Result]) -> str:
+    """A plain-text table: one row per notebook, then the counts."""
+    rows = [("assignment", "student", "notebook", "status", "score", "seconds", "reason")]
+    for r in results:
+        rows.append((r.assignment, r.student, r.notebook, r.status, f"{r.score:g}/{r.max_score:g}",
+                     f"{r.seconds:.1f}" if r.seconds else "", r.reason))
+    widths = [max(len(row[k]) for row in rows) for k in range(6)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row[:6], widths)) + "  " + row[6] for row in rows]
+    counts: dict[str, int] = {}
+    for r in results:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    lines.append("")
+    lines.append(", ".join(f"{k}: {v}" for k, v in sorted(counts.items())) or "nothing to grade")
+    return "\n".join(lines)

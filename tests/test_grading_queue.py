@@ -1,0 +1,163 @@
+"""Grading on a real job queue (RQ, with a Redis on 127.0.0.1: tests/redis_server.py) into a real
+PostgreSQL gradebook (tests/pg_server.py): two workers as separate processes grade fixture
+submissions (honest, wrong, crashing, not JSON) to the fixture table's scores; a task delivered
+twice does not count twice; a worker killed mid-task (SIGKILL) leaves no partial result, and the
+task is graded once a new worker picks it up (RQ's abandoned-job clean-up and retry)."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from grading_course import MANIFEST, PY, coursedir, scores, scratch_course, submit
+from pg_server import create_database, postgres_server
+from redis_server import redis_server
+from test_sandbox_hostile import course_base
+
+pytestmark = [pytest.mark.grading, pytest.mark.slow]
+A = "decoder_block"
+FIXTURES = ["db_pass_all", "db_bug_mlp_skipped", "broken_raises", "broken_invalid_json"]
+
+
+@pytest.fixture
+def course_dir():
+    folder = Path(tempfile.mkdtemp(prefix="queue-", dir=course_base()))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def services():
+    with postgres_server() as port, redis_server() as url:
+        yield port, url
+
+
+def queue(course: Path, url: str, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([PY, "-m", "autograder.taskqueue", "--redis", url, *args], cwd=course, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def worker(course: Path, url: str, name: str) -> subprocess.Popen:
+    """A worker in its own process group (so a test can kill it with everything it started)."""
+    log = open(course / f"{name}.log", "w")
+    return subprocess.Popen([PY, "-m", "autograder.taskqueue", "--redis", url, "worker", "--name", name,
+                             "--heartbeat", "2", "--grace", "8"], cwd=course, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def stop(*procs: subprocess.Popen) -> None:
+    for p in procs:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process under `pid` (RQ's work-horse runs in a session of its own)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def gradebook_rows(course: Path) -> dict[str, int]:
+    """How many submissions, notebooks and grades the gradebook holds (nothing counted twice)."""
+    from nbgrader.api import Gradebook
+
+    cd = coursedir(course)
+    with Gradebook(cd.db_url, cd.course_id) as gb:
+        subs = gb.find_assignment(A).submissions
+        nbs = [nb for s in subs for nb in s.notebooks]
+        return {"submissions": len(subs), "notebooks": len(nbs), "grades": sum(len(nb.grades) for nb in nbs)}
+
+
+def test_two_workers_grade_into_postgresql_and_a_redelivery_counts_once(services, course_dir):
+    from redis import Redis
+    from rq import Queue
+    from rq.job import Job
+
+    from autograder.taskqueue.course import fingerprint, submission_dir
+    from autograder.taskqueue.jobs import QUEUE, job_id
+
+    port, url = services
+    course = scratch_course(course_dir, [A], create_database(port, "queue"))
+    for name in FIXTURES:
+        submit(course, name)
+    assert queue(course, url, "enqueue", A).returncode == 0
+    workers = [worker(course, url, f"w{i}") for i in (1, 2)]
+    try:
+        done = queue(course, url, "collect", A, "--wait")
+        assert done.returncode == 1 and "graded: 3" in done.stdout and "failed: 1" in done.stdout, done.stdout
+        got = scores(course, A)
+        assert got == {n: float(MANIFEST[n]["expected_score"]) for n in FIXTURES}, (got, done.stdout)
+        before = gradebook_rows(course)
+
+        # RQ delivers a finished job again (an operator's requeue, a retry after a lost ack).
+        conn = Redis.from_url(url)
+        cd = coursedir(course)
+        jid = job_id(cd.course_id, str(course.resolve()), A, "db_pass_all",
+                     fingerprint(submission_dir(cd, A, "db_pass_all")))
+        Queue(QUEUE, connection=conn).enqueue_job(Job.fetch(jid, connection=conn))
+        deadline = time.monotonic() + 120
+        while Job.fetch(jid, connection=conn).get_status().value != "finished" and time.monotonic() < deadline:
+            time.sleep(0.5)
+        again = queue(course, url, "collect", A, "--wait")
+        assert "already graded" in again.stdout, again.stdout
+        assert scores(course, A) == got and gradebook_rows(course) == before
+    finally:
+        stop(*workers)
+
+
+def test_a_worker_killed_mid_task_leaves_nothing_and_a_new_worker_grades_it(services, course_dir):
+    from autograder.taskqueue.course import TMP_PREFIX, results_dir
+
+    port, url = services
+    course = scratch_course(course_dir, [A], create_database(port, "killed"))
+    submit(course, "db_pass_all", "late_student")
+    assert queue(course, url, "enqueue", A).returncode == 0
+    store = results_dir(coursedir(course), A, "late_student")
+    first = worker(course, url, "doomed")
+    deadline = time.monotonic() + 120
+    while not (store.is_dir() and any(p.name.startswith(TMP_PREFIX) for p in store.iterdir())):
+        assert time.monotonic() < deadline, (course / "doomed.log").read_text()[-3000:]
+        time.sleep(0.1)
+    time.sleep(1.0)  # inside nbgrader's Autograde
+    for pid in [first.pid, *descendants(first.pid)]:  # the worker, its work-horse, the sandbox under it
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    first.wait()
+    time.sleep(2.0)
+    assert [p.name for p in store.iterdir() if not p.name.startswith(TMP_PREFIX)] == []  # nothing published
+    assert "Job OK" not in (course / "doomed.log").read_text()
+    assert queue(course, url, "collect", A).returncode == 1  # nothing to apply yet
+    assert scores(course, A) == {}  # nothing written
+
+    second = worker(course, url, "rescuer")
+    try:
+        done = queue(course, url, "collect", A, "--wait", timeout=400)
+        assert "graded: 1" in done.stdout, done.stdout
+        assert scores(course, A) == {"late_student": float(MANIFEST["db_pass_all"]["expected_score"])}
+    finally:
+        stop(second)
