@@ -2,6 +2,8 @@
 # as errors into _build/html. Chapters execute at build (execute_notebooks: cache); the cache is
 # cleared when the package or a checkpoint changes (scripts/book_assets.py --check-cache).
 BOOK_OUT := _build
+# the executed pages' figures: a CJK font after DejaVu Sans for the Chinese edition's labels
+export MATPLOTLIBRC := $(abspath book/matplotlibrc)
 NPM_STAMP := node_modules/.npm-ci-done
 
 # npm ci: the exact front-end versions of package-lock.json (re-run when the lock changes).
@@ -15,7 +17,7 @@ $(NPM_STAMP): package.json package-lock.json
 # installs the student wheel from the published site (book/launch_copies.py; its address comes
 # from _config.yml's repository setting). Committed; every build refreshes them (--update keeps
 # their cell ids); tests/test_book_content_launch.py fails when one lags behind.
-NOTEBOOK_PAGES = $(shell grep -l '^jupytext:' book/*.md)
+NOTEBOOK_PAGES = $(shell grep -l '^jupytext:' book/*.md book/zh/*.md)
 define LAUNCH_COPIES
 $(BIN)/jupytext --quiet --update --to ipynb $(NOTEBOOK_PAGES)
 $(PY) book/launch_copies.py $(NOTEBOOK_PAGES:.md=.ipynb)
@@ -23,6 +25,7 @@ endef
 
 define BUILD_BOOK
 $(PY) scripts/book_assets.py --check-cache $(BOOK_OUT)
+$(PY) book/zh_sync.py --check
 $(LAUNCH_COPIES)
 $(BIN)/jupyter-book build . --path-output . --warningiserror --keep-going
 endef

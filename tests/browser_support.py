@@ -3,6 +3,8 @@ Debian's chromium with Playwright, and block (and record) every request to anoth
 
 from __future__ import annotations
 
+import pytest
+
 import contextlib
 import functools
 import math
@@ -251,3 +253,33 @@ class Opened:
                 "n => document.querySelectorAll('.encdec-widget').length >= n", arg=expected, timeout=timeout_ms
             )
         return expected
+
+
+# --- the fixtures every browser test module uses (import them by name) -------------------------
+
+@pytest.fixture(scope="module")
+def chromium():
+    with browser() as b:  # one Playwright per module: a second one inside it is refused
+        yield b
+
+
+@pytest.fixture(scope="module")
+def site(chromium):
+    html = require_built_book()
+    with serve(html) as base:
+        yield base, chromium
+
+
+@pytest.fixture
+def open_page(site):
+    base, chromium = site
+    opened = []
+
+    def _open(path: str, url: str | None = None) -> Opened:
+        page = Opened(chromium, url or f"{base}{path}.html")
+        opened.append(page)
+        return page
+
+    yield _open
+    for page in opened:
+        page.context.close()

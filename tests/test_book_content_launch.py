@@ -18,7 +18,7 @@ import yaml
 
 from book_pages import ROOT, BOOK, NOTEBOOK_PAGES, ALL_PAGES, code_cells, read
 
-COPIES = sorted(NOTEBOOK_PAGES + ["widgets_gallery"])
+COPIES = sorted(NOTEBOOK_PAGES + ["widgets_gallery", "glossary"])
 
 
 def published_wheel(repository_url: str) -> str:
@@ -33,13 +33,14 @@ def test_no_outputs_or_machine_paths_committed():
     and one cell longer (the install cell, first)."""
     import jupytext
 
-    assert sorted(p.stem for p in BOOK.glob("*.ipynb")) == COPIES
-    for copy in BOOK.glob("*.ipynb"):
+    for edition in (BOOK, BOOK / "zh"):  # the Chinese edition has the same notebook pages
+        assert sorted(p.stem for p in edition.glob("*.ipynb")) == COPIES, edition.name
+    for copy in [*BOOK.glob("*.ipynb"), *(BOOK / "zh").glob("*.ipynb")]:
         nb, md = jupytext.read(copy), jupytext.read(copy.with_suffix(".md"))
         assert not any(c.get("outputs") for c in nb.cells), f"{copy.name} has outputs"
         assert [(c.cell_type, c.source) for c in nb.cells[1:]] == [(c.cell_type, c.source) for c in md.cells], \
             f"{copy.name} lags behind its .md: run `make book-notebooks`"
-    for page in ALL_PAGES:
+    for page in ALL_PAGES + [f"zh/{p}" for p in ALL_PAGES]:
         text = read(page)
         for literal in ("/work/", "/tmp/", "/root/", "/home/"):
             assert literal not in text, f"{page} names a machine path {literal!r}"
@@ -51,7 +52,7 @@ def test_launch_buttons_come_from_one_repository_setting():
     assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", config["repository"]["url"])
     launch = config["launch_buttons"]
     assert {"colab_url", "binderhub_url", "jupyterhub_url"} <= set(launch) and launch.get("thebe") is False
-    assert "book/*.ipynb" in config["exclude_patterns"], "Sphinx would see two sources per chapter"
+    assert {"book/*.ipynb", "book/zh/*.ipynb"} <= set(config["exclude_patterns"]), "Sphinx would see two sources per chapter"
     assert config["html"]["use_download_button"] is True
 
 

@@ -1,0 +1,180 @@
+"""The Chinese edition (issue 14): every page in both languages, the same code, one glossary.
+
+Source checks read the MyST files and build nothing; the last tests read the built site
+(`make book` first) for the language links and each page's language.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+
+import pytest
+import yaml
+
+from book_pages import BOOK, ROOT
+
+sys.path.insert(0, str(BOOK))  # book/zh_sync.py is a script of the book, not a package module
+import zh_sync  # noqa: E402
+
+ZH = BOOK / "zh"
+GLOSSARY = yaml.safe_load((BOOK / "glossary.yml").read_text(encoding="utf-8"))["terms"]
+
+
+def toc() -> list[str]:
+    data = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    return [data["root"]] + [c["file"] for part in data["parts"] for c in part["chapters"]]
+
+
+def english_pages() -> list[str]:
+    return [p[len("book/"):] for p in toc() if not p.startswith("book/zh/")]
+
+
+def test_every_page_has_its_chinese_page_in_the_book():
+    pages = toc()
+    for page in english_pages():
+        assert (ZH / f"{page}.md").is_file(), f"book/zh/{page}.md is missing: every page has a Chinese edition"
+        assert f"book/zh/{page}" in pages, f"book/zh/{page} is not in _toc.yml"
+    assert sorted(p.stem for p in ZH.glob("*.md")) == sorted(english_pages()), "a Chinese page without an English one"
+
+
+@pytest.mark.parametrize("page", sorted(p.stem for p in ZH.glob("*.md")))
+def test_chinese_code_cells_are_the_english_ones(page):
+    """The same executed cells in both editions: the Chinese page's code is its English page's,
+    with only the display strings of book/zh/strings/<page>.yml in Chinese (book/zh_sync.py)."""
+    zh_text = (ZH / f"{page}.md").read_text(encoding="utf-8")
+    en_text = (BOOK / f"{page}.md").read_text(encoding="utf-8")
+    zh_cells, en_cells = zh_sync.code_cells(zh_text), zh_sync.code_cells(en_text)
+    assert len(zh_cells) == len(en_cells), f"{page}: {len(zh_cells)} code cells, the English page has {len(en_cells)}"
+    table = zh_sync.display_strings(page)
+    for i, (zh, en) in enumerate(zip(zh_cells, en_cells)):
+        for en_string, zh_string in sorted(table.items(), key=lambda kv: -len(kv[0])):
+            en = en.replace(en_string, zh_string)
+        assert zh == en, f"book/zh/{page}.md, code cell {i + 1} differs from the English page's: run python book/zh_sync.py"
+    front = zh_sync.FRONT.match(en_text)
+    assert (front is None) or zh_text.startswith(front.group(0)), f"{page}: the notebook header differs"
+
+
+def placeholders(text: str) -> list[str]:
+    """The code inside a string's {...} fields: quoted labels in them and alignment widths may be
+    translated (Chinese characters are two columns wide) and the order may follow Chinese word order;
+    names and expressions may not change."""
+    fields = re.findall(r"\{[^{}]*\}", text)
+    return [re.sub(r":[<>^]?\d*(\.\d+)?[a-z%]?\}$", "}", re.sub(r"'[^']*'|\"[^\"]*\"", "''", f)) for f in fields]
+
+
+def test_display_strings_are_translations_of_strings_in_the_code():
+    for path in sorted((ZH / "strings").glob("*.yml")):
+        table = zh_sync.display_strings(path.stem)
+        code = "\n".join(zh_sync.code_cells((BOOK / f"{path.stem}.md").read_text(encoding="utf-8")))
+        for en, zh in table.items():
+            assert en in code, f"{path.name}: {en!r} is not in the English page's code"
+            assert zh != en, f"{path.name}: {en!r} is not translated"
+            assert sorted(placeholders(en)) == sorted(placeholders(zh)), f"{path.name}: the placeholders of {en!r} changed"
+
+
+def test_glossary_has_one_translation_per_term():
+    zh = [t["zh"] for t in GLOSSARY]
+    en = [t["en"].lower() for t in GLOSSARY]
+    assert len(set(zh)) == len(zh) and len(set(en)) == len(en)
+
+
+CODE_INFO = re.compile(r"^(\{(code-cell|code-block|code|literalinclude|math)\}.*|[\w+-]*)$")
+
+
+def prose(text: str) -> str:
+    """What a reader reads as text: without the front matter, code, inline code, math and link targets
+    (each replaced by a space, so no term is made across them). Fences are matched as MyST does: a
+    directive's block holds prose, a code block or code directive does not."""
+    lines, out, i = zh_sync.FRONT.sub("", text).splitlines(), [], 0
+    while i < len(lines):
+        m = re.match(r"^(`{3,}|~{3,})(.*)$", lines[i])
+        if not m:
+            out.append(lines[i])
+            i += 1
+            continue
+        fence, info = m.group(1), m.group(2).strip()
+        j = i + 1
+        while j < len(lines) and lines[j].rstrip() != fence:
+            j += 1
+        body = lines[i + 1:j]
+        if not CODE_INFO.match(info):  # a directive: its title and body are prose (options are not)
+            out.append(re.sub(r"^\{[\w-]+\}", "", info))
+            out.append(prose("\n".join(ln for ln in body if not ln.startswith(":"))))
+        i = j + 1
+    text = "\n".join(out)
+    text = re.sub(r"\$\$.*?\$\$|\$[^$\n]+\$", " ", text, flags=re.S)  # math
+    text = re.sub(r"`[^`\n]*`", " ", text)  # inline code, roles' targets
+    text = re.sub(r"\]\([^)]*\)", "]", text)  # link targets
+    return text
+
+
+def term_uses(text: str) -> list[tuple[dict, int]]:
+    """(term, end offset) of each glossary term in reading order, longest match first at each place."""
+    terms = sorted(GLOSSARY, key=lambda t: -len(t["zh"]))
+    uses, i = [], 0
+    while i < len(text):
+        term = next((t for t in terms if text.startswith(t["zh"], i)), None)
+        if term is None:
+            i += 1
+            continue
+        uses.append((term, i + len(term["zh"])))
+        i += len(term["zh"])
+    return uses
+
+
+def test_term_matching_prefers_the_longest_term():
+    uses = term_uses("编码器记忆来自编码器，解码器读它")
+    assert [t["en"] for t, _ in uses] == ["encoder memory", "encoder", "decoder"]
+
+
+@pytest.mark.parametrize("page", sorted(p.stem for p in ZH.glob("*.md")))
+def test_first_use_of_each_term_gives_the_english(page):
+    text = prose((ZH / f"{page}.md").read_text(encoding="utf-8"))
+    seen = set()
+    for term, end in term_uses(text):
+        if term["zh"] in seen:
+            continue
+        seen.add(term["zh"])
+        after = text[end:end + len(term["en"]) + 40]
+        assert re.match(r"\s?[（(]\s*" + re.escape(term["en"]) + r"\s*[）),，;；]", after, re.I), (
+            f"book/zh/{page}.md: the first use of {term['zh']} is not followed by （{term['en']}）: "
+            f"...{text[max(0, end - 30):end + 30]}...")
+
+
+def test_chinese_pages_are_written_in_chinese():
+    for path in ZH.glob("*.md"):
+        text = prose(path.read_text(encoding="utf-8"))
+        han = len(re.findall(r"[\u4e00-\u9fff]", text))
+        latin_words = len(re.findall(r"\b[A-Za-z]{4,}\b", text))
+        assert han > 2 * latin_words, f"{path.name}: {han} Chinese characters, {latin_words} English words in its prose"
+
+
+# --- the built site ---------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def site():
+    from browser_support import require_built_book
+
+    return require_built_book()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", toc())
+def test_each_page_has_its_language_and_a_link_to_the_other_edition(site, page):
+    html = (site / f"{page}.html").read_text(encoding="utf-8")
+    zh = page.startswith("book/zh/")
+    assert re.search(r'<html[^>]* lang="%s"' % ("zh-CN" if zh else "en"), html), page
+    m = re.search(r'<p class="language-switch"[^>]*><a href="([^"]+)"', html)
+    assert m, f"{page}: no language link"
+    target = (site / page).parent / m.group(1)
+    other = page.replace("book/zh/", "book/") if zh else page.replace("book/", "book/zh/", 1)
+    assert target.resolve() == (site / f"{other}.html").resolve() and target.is_file(), (page, m.group(1))
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", ["book/glossary", "book/zh/glossary"])
+def test_the_glossary_page_shows_every_term(site, page):
+    html = (site / f"{page}.html").read_text(encoding="utf-8")
+    shown = re.findall(r'<tr><td>([^<]+)</td><td lang="zh-CN">([^<]+)</td></tr>', html)
+    assert [(zh, en) for en, zh in shown] == [(t["zh"], t["en"]) for t in GLOSSARY]

@@ -1,0 +1,173 @@
+"""The gallery's figures in headless Chromium, offline, in both editions: each figure is clicked,
+dragged or hovered and must show the numbers the package computes, in the words of the page's
+language (encdec/widgets/strings). Needs `make book` first."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+
+from browser_support import GALLERY, chromium, fmt, open_page, site, softmax, wait_for_widget  # noqa: F401
+from encdec.widgets._base import text
+
+pytestmark = pytest.mark.browser
+# Both editions' galleries: the same figures, the words of the page's language.
+GALLERIES = {GALLERY: "en", GALLERY.replace("book/", "book/zh/"): "zh"}
+
+
+def as_pattern(key: str, lang: str, **known) -> str:
+    """A widget string as a regular expression: the known values filled in, any other placeholder
+    matching whatever the figure put there."""
+    return re.sub(r"\\\{\w+\\\}", ".+", re.escape(text(key, lang, **known)))
+
+
+@pytest.mark.parametrize("gallery", GALLERIES)
+def test_mask_toggle_click_gives_the_new_softmax(open_page, gallery):
+    from encdec.widgets.mask_toggle import DEFAULT_SCORES_5
+
+    p = open_page(gallery)
+    lang = GALLERIES[gallery]
+    w = wait_for_widget(p.page, "MaskToggle")
+    cell = w.locator("td[data-row='2'][data-col='3']")
+    assert "forbidden" in cell.get_attribute("class")
+    cell.click()  # allow reader 2 ("0") to read source 3 ("4")
+    expected = softmax(DEFAULT_SCORES_5[2][:4]) + [0.0]
+    shown = [w.locator(f"td[data-row='2'][data-col='{j}'] .w").inner_text() for j in range(4)]
+    assert shown == [fmt(x) for x in expected[:4]]
+    assert w.locator("td[data-row='2'][data-col='4'] .w").inner_text() == "✕"
+    assert [w.locator(f"[data-testid='rowsum-{i}']").inner_text() for i in range(5)] == ["1.000"] * 5
+    assert w.locator("[data-testid='preset']").inner_text() == text("mask_toggle.status_custom", lang)
+    w.locator("button[data-preset='none']").click()
+    assert w.locator("td[data-row='0'][data-col='4'] .w").inner_text() == fmt(softmax(DEFAULT_SCORES_5[0])[4])
+    w.locator("button[data-preset='padding']").click()  # the last position is padding: nobody reads it
+    assert w.locator("td[data-row='1'][data-col='4'] .w").inner_text() == "✕"
+    assert w.locator("td[data-row='1'][data-col='3'] .w").inner_text() == fmt(softmax(DEFAULT_SCORES_5[1][:4])[3])
+    assert p.log.problems() == {}
+
+
+@pytest.mark.parametrize("gallery", GALLERIES)
+def test_softmax_compare_slider(open_page, gallery):
+    p = open_page(gallery)
+    lang = GALLERIES[gallery]
+    w = wait_for_widget(p.page, "SoftmaxMaskCompare")
+    scores = [float(w.locator(f"[data-testid='score-{j}']").inner_text()) for j in range(5)]
+    for future in ("3", "6.5"):
+        w.locator("[data-testid='future-slider']").fill(future)
+        row = scores[:3] + [float(future)] * 2
+        assert w.locator("[data-testid='sum-mask']").inner_text() == "1.000"
+        wrong = sum(softmax(row)[:3])
+        assert wrong < 1
+        assert w.locator("[data-testid='sum-zero']").inner_text() == fmt(wrong)
+        assert w.locator("[data-testid='w-mask-0']").locator(".w").inner_text() == fmt(softmax(scores[:3])[0])
+    assert p.log.problems() == {}
+
+
+@pytest.mark.parametrize("gallery", GALLERIES)
+def test_cross_entropy_slider(open_page, gallery):
+    p = open_page(gallery)
+    lang = GALLERIES[gallery]
+    w = wait_for_widget(p.page, "CrossEntropySlider")
+    assert w.locator("[data-testid='loss']").inner_text() == "1.609"
+    w.locator("[data-testid='p-slider']").fill("0.4")
+    assert w.locator("[data-testid='loss']").inner_text() == fmt(-math.log(0.4)) == "0.916"
+    assert w.locator("[data-testid='grad-4']").text_content() == "-0.600"
+    assert w.locator("[data-testid='grad-3']").text_content() == fmt(0.55 * 0.6 / 0.8)
+    assert p.log.problems() == {}
+
+
+@pytest.mark.parametrize("gallery", GALLERIES)
+def test_cross_attention_explorer_hover_and_swap(open_page, gallery):
+    p = open_page(gallery)
+    lang = GALLERIES[gallery]
+    w = wait_for_widget(p.page, "CrossAttentionExplorer")
+    assert w.locator("[data-testid='shape-A'] td").first.inner_text() == "[N, 5, 9]"
+    w.locator("td[data-row='3'][data-col='7']").hover()
+    token = lambda t: text("cross_attention.token", lang, token=t)  # noqa: E731
+    assert w.locator("[data-testid='hover-info']").inner_text() == \
+        text("cross_attention.hover", lang, i=3, j=7, answer=token("4"), question=token("4"))
+    w.locator("td[data-row='0'][data-col='1']").hover()
+    assert w.locator("[data-testid='hover-info']").inner_text() == \
+        text("cross_attention.hover", lang, i=0, j=1, answer=token("BOS"), question=token("NEGATIVE"))
+    w.locator("[data-testid='swap-q']").check()
+    assert w.locator("[data-testid='shape-A'] td").first.inner_text() == "[N, 9, 5]"
+    assert w.locator("[data-testid='shape-output'] td").first.inner_text() == "[N, 9, M]"
+    assert w.locator("td.encdec-acell").count() == 45
+    w.locator("[data-testid='Ka-input']").fill("3")
+    assert w.locator("[data-testid='shape-Q'] td").first.inner_text() == "[N, 9, M]"
+    assert w.locator("td.encdec-acell").count() == 27
+    assert p.log.problems() == {}
+
+
+@pytest.mark.parametrize("gallery", GALLERIES)
+def test_shift_and_teacher_forcing_leaks(open_page, gallery):
+    p = open_page(gallery)
+    lang = GALLERIES[gallery]
+    w = wait_for_widget(p.page, "ShiftTeacherForcing")
+    status = w.locator("[data-testid='leak-status']")
+    assert status.inner_text().startswith(text("shift_teacher_forcing.no_leak", lang))
+    w.locator("[data-testid='toggle-shift']").uncheck()
+    assert re.fullmatch(as_pattern("shift_teacher_forcing.leak_no_shift", lang, n=5, total=5), status.inner_text())
+    assert w.locator("tr[data-leak='yes']").count() == 5
+    w.locator("[data-testid='toggle-shift']").check()
+    w.locator("[data-testid='toggle-causal_mask']").uncheck()
+    assert re.fullmatch(as_pattern("shift_teacher_forcing.leak_no_mask", lang, n=3, total=4), status.inner_text())
+    assert "0, 1, 2" in status.inner_text()
+    assert p.log.problems() == {}
+
+
+@pytest.mark.parametrize("gallery", GALLERIES)
+def test_prefill_decode_stepper_grows_the_cache(open_page, gallery):
+    p = open_page(gallery)
+    lang = GALLERIES[gallery]
+    w = wait_for_widget(p.page, "PrefillDecodeStepper")
+    L = w.locator("[data-testid^='self-cache-']").count()  # decoder layers of the gallery's model
+    assert L >= 1
+
+    def rows():
+        return [int(w.locator(f"[data-testid='self-cache-{l}']").get_attribute("data-rows")) for l in range(L)]
+
+    assert rows() == [0] * L
+    w.locator("[data-testid='next']").click()
+    assert rows() == [1] * L and re.fullmatch(as_pattern("prefill_decode.step_prefill", lang),
+                                              w.locator("[data-testid='step-label']").inner_text())
+    assert w.locator("[data-testid='cross-cache-0']").get_attribute("data-rows") == "9"
+    w.locator("[data-testid='next']").click()
+    w.locator("[data-testid='next']").click()
+    assert rows() == [3] * L
+    assert text("prefill_decode.memory_decode", lang, s=3) in w.locator("[data-testid='memory-status']").inner_text()
+    assert w.locator(f"[data-testid='cross-cache-{L - 1}']").get_attribute("data-rows") == "9"
+    w.locator("[data-testid='back']").click()
+    assert rows() == [2] * L
+    w.locator("[data-testid='reset']").click()
+    assert rows() == [0] * L
+    assert p.log.problems() == {}
+
+
+@pytest.mark.parametrize("gallery", GALLERIES)
+def test_attention_map_viewer_switches_head(open_page, gallery):
+    from encdec.train import load_run
+    from encdec.widgets import attention_maps_of
+
+    expected = attention_maps_of(load_run("modern")[0])["maps"]  # the gallery's model and question
+    p = open_page(gallery)
+    lang = GALLERIES[gallery]
+    w = wait_for_widget(p.page, "AttentionMapViewer")
+
+    def shown():
+        return [[c.inner_text() for c in row.locator("td").all()] for row in w.locator("tbody tr").all()]
+
+    def as_text(m):
+        return [[fmt(x, 2) for x in row] for row in m]
+
+    assert shown() == as_text(expected["cross"][0][0])
+    w.locator("button[data-head='1']").click()
+    assert shown() == as_text(expected["cross"][0][1])
+    w.locator("button[data-kind='encoder_self']").click()
+    last = len(expected["encoder_self"]) - 1
+    w.locator(f"button[data-layer='{last}']").click()
+    assert shown() == as_text(expected["encoder_self"][last][1])
+    assert w.locator("[data-testid='map-title']").inner_text().startswith(text("attention_maps.title", lang, kind=text(
+        "attention_maps.kind_encoder_self", lang), layer=last + 1, head=2, what=text("attention_maps.what_encoder_self", lang)))
+    assert p.log.problems() == {}
