@@ -37,3 +37,9 @@ grade-fixtures: $(VENV)/.installed
 # unnamed observation, one anonymised example each (static HTML and CSV; see autograder/README.md).
 grading-report: $(VENV)/.installed
 	$(PY) -m autograder.report $(ASSIGNMENTS)
+
+# Every fixture through two RQ workers and through the driver, into PostgreSQL (`make test` runs a
+# few of them; tests/test_grading_queue.py).
+.PHONY: queue-check
+queue-check: $(VENV)/.installed system
+	ENCDEC_QUEUE_ALL=1 $(PY) -m pytest -q tests/test_grading_queue.py -k fixture_table

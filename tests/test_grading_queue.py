@@ -161,3 +161,36 @@ def test_a_worker_killed_mid_task_leaves_nothing_and_a_new_worker_grades_it(serv
         assert scores(course, A) == {"late_student": float(MANIFEST["db_pass_all"]["expected_score"])}
     finally:
         stop(second)
+
+
+# The fixture table through the queue and through the driver, on PostgreSQL: in `make test` one
+# fixture per assignment and verdict kind; every fixture with ENCDEC_QUEUE_ALL=1 (`make queue-check`).
+TABLE = (sorted(MANIFEST) if os.environ.get("ENCDEC_QUEUE_ALL") == "1"
+         else ["db_pass_all", "ts_bug_no_shift", "kv_bug_no_cache", "cheat_kv_forged_structure", "broken_os_exit"])
+
+
+def _expected(names: list[str], assignment: str) -> dict[str, float]:
+    return {n: float(MANIFEST[n]["expected_score"]) for n in names if MANIFEST[n]["assignment"] == assignment}
+
+
+@pytest.mark.parametrize("engine", ["queue", "driver"])
+def test_the_fixture_table_on_postgresql(services, course_dir, engine):
+    port, url = services
+    assignments = sorted({MANIFEST[n]["assignment"] for n in TABLE})
+    course = scratch_course(course_dir, assignments, create_database(port, f"table_{engine}"))
+    for name in TABLE:
+        submit(course, name)
+    if engine == "driver":
+        run = subprocess.run([PY, "-m", "autograder.driver", *assignments, "--workers", "2"], cwd=course,
+                             capture_output=True, text=True, timeout=3600)
+        logs = run.stdout[-3000:] + run.stderr[-3000:]
+    else:
+        for a in assignments:
+            assert queue(course, url, "enqueue", a).returncode == 0
+        workers = [worker(course, url, f"t{i}") for i in (1, 2)]
+        try:
+            logs = "".join(queue(course, url, "collect", a, "--wait", timeout=3600).stdout for a in assignments)
+        finally:
+            stop(*workers)
+    for a in assignments:
+        assert scores(course, a) == _expected(TABLE, a), (a, logs)
