@@ -37,7 +37,6 @@ import os
 import re
 import secrets
 import stat
-import textwrap
 from pathlib import Path
 
 from nbformat.notebooknode import NotebookNode
@@ -263,13 +262,15 @@ class TrustedVerdict(NbGraderPreprocessor):
                 verdicts = []
                 for check_id in ids:
                     if check_id not in judge.CHECKS:
-                        verdict = judge.Verdict(False, f"{check_id}: unknown check", label="unknown_check")
+                        with language.speaking(lang):
+                            unknown = language.text("unknown_check", check_id=check_id)
+                        verdict = judge.Verdict(False, unknown, label="unknown_check")
                     else:
                         verdict = judge.verify(check_id, saved.get(check_id), graded_inputs(self, resources, check_id), lang)
                         if verdict.credit > 0 and judge.CHECKS[check_id].measured_in_kernel:
                             flags = scan_notebook(nb) if flags is None else flags
                             if flags:
-                                verdict = untrusted(check_id, flags)
+                                verdict = untrusted(check_id, flags, lang)
                     verdicts.append((check_id, verdict))
             with language.speaking(lang):
                 cell.outputs = _verdict_outputs(cell, [v for _, v in verdicts])
@@ -308,15 +309,15 @@ def submission_language(nb: NotebookNode) -> str:
     return lang if isinstance(lang, str) and lang in language.LANGUAGES else language.DEFAULT
 
 
-def untrusted(check_id: str, flags) -> "judge.Verdict":
-    """A verdict measured in the student's process, from a submission that touched the instruments."""
+def untrusted(check_id: str, flags, lang: str = language.DEFAULT) -> "judge.Verdict":
+    """A verdict measured in the student's process, from a submission that touched the instruments
+    (worded in ``lang``)."""
     from autograder import judge
 
-    reasons = "; ".join(sorted({f.reason for f in flags}))
-    return judge.Verdict(False, textwrap.fill(
-        f"{check_id}: this item is measured inside your notebook's process, and your code touched the "
-        f"instruments that measure it ({reasons}), so it scores 0 until an instructor reviews the submission.",
-        width=88, subsequent_indent="  "), label="instruments_touched")
+    with language.speaking(lang):
+        reasons = "; ".join(sorted({language.term(f.reason) for f in flags}))
+        message = language.fill(language.text("instruments", check_id=check_id, reasons=reasons))
+    return judge.Verdict(False, message, label="instruments_touched")
 
 
 class HideHiddenTests(NbGraderPreprocessor):

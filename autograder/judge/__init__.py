@@ -81,7 +81,7 @@ def _verify(check: Check, saved: bytes | None, inputs: dict) -> Verdict:
     try:
         meta, got = wire.loads(saved, f"{check_id}.npz")
     except Exception as exc:  # noqa: BLE001 (a corrupt or hostile file is a failed check)
-        return Verdict(False, f"{check_id}: its saved outputs could not be read safely ({type(exc).__name__}: {exc}).",
+        return Verdict(False, language.text("unreadable", check_id=check_id, error=f"{type(exc).__name__}: {exc}"),
                        label="unreadable_outputs")
     status = str(meta.get("status", "ok"))
     if status == "not_implemented":
@@ -104,5 +104,5 @@ def _verify(check: Check, saved: bytes | None, inputs: dict) -> Verdict:
     try:
         return check.judge(got, check.reference(inputs), inputs)
     except Exception as exc:  # noqa: BLE001 (malformed outputs: wrong dtypes, odd shapes)
-        return Verdict(False, f"{check_id}: the saved outputs could not be judged ({type(exc).__name__}: {exc}).",
+        return Verdict(False, language.text("unjudgeable", check_id=check_id, error=f"{type(exc).__name__}: {exc}"),
                        label="unreadable_outputs")

@@ -124,8 +124,20 @@ def not_repeatable(check: Check, task: str, first: np.ndarray | None, again: np.
     other comparison is noise, so nothing is named."""
     if first is None or again is None or first.shape != again.shape or same(first, again):
         return None
-    return Verdict(False, f"{check.id}: {check.title}: two runs of {task} on the same inputs gave different outputs."
+    return Verdict(False, language.text("not_repeatable", check_id=check.id, title=check.title, task=task)
                    + diagnosis("observed_random"))
+
+
+def is_not_repeatable(verdict: Verdict) -> bool:
+    """Whether ``verdict`` is `not_repeatable`'s (in any language)."""
+    return language.diagnosis_line("observed_random") in verdict.message
+
+
+def names_a_mask_mistake(message: str) -> bool:
+    """Whether ``message`` diagnoses a missing or inverted mask (then a causality probe adds no
+    observation of its own)."""
+    return language.head("diagnosis") in message and any(
+        language.diagnosis_line(key) in message for key in ("no_mask", "mask_inverted"))
 
 
 def _match(got: np.ndarray, candidates: dict[str, Any], exact: bool = False) -> str | None:

@@ -8,12 +8,13 @@ import torch
 
 from encdec import attention as A
 from encdec import model as Mdl
+from encdec.grading import language
 
 from . import labels
 from . import stages as St
 from . import variants as Var
-from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, not_repeatable, numpy_dict, \
-    randomize_, state_arrays
+from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, is_not_repeatable, \
+    names_a_mask_mistake, not_repeatable, numpy_dict, randomize_, state_arrays
 
 CHECKS: list[Check] = []
 
@@ -76,7 +77,7 @@ def _judge_softmax(check):
         if not r.ok and w is not None and w.shape == ref["weights"].shape:
             sums = w.sum(-1)
             if not np.allclose(sums, 1.0, atol=1e-4):
-                r.message += f"\n  rows must sum to 1; row sums range from {sums.min():.4f} to {sums.max():.4f}"
+                r.message += language.text("row_sums", low=f"{sums.min():.4f}", high=f"{sums.max():.4f}")
         return r
     return judge
 
@@ -175,7 +176,7 @@ def _judge_block(check, probe: str):
         verdict = compare_block(got, ref, inputs)
         if verdict.ok:
             return verdict
-        if "two runs of" in verdict.message:
+        if is_not_repeatable(verdict):
             verdict.message += St.random_run_note(got, "out", "out_again")
             return verdict
         stage = St.locate(St.block_stage, got, "out", *_plain_arrays(inputs))
@@ -189,11 +190,11 @@ def _judge_block(check, probe: str):
             out = got.get("out")
             exp = (d["N"], d["Ka"], d["M"])
             if out is not None and out.shape == exp and np.isfinite(out).all():
-                return Verdict(True, f"{check.title}: output shape {exp} (N, Ka, M) and finite values.")
+                return Verdict(True, language.text("block_shape_ok", title=check.title, exp=exp))
             shape = None if out is None else tuple(out.shape)
             name = _block_shape_hint(inputs)(shape) if shape else None
-            return Verdict(False, f"{check.id}: DecoderBlock output should have shape (N, Ka, M) = {exp} "
-                                  f"with finite values; got {shape}." + diagnosis(name))
+            return Verdict(False, language.text("block_shape_bad", check_id=check.id, exp=exp, got=shape)
+                           + diagnosis(name))
         random = not_repeatable(check, "DecoderBlock.forward", got.get("out"), got.get("out_again"))
         if random is not None:
             return random
@@ -207,17 +208,17 @@ def _judge_block(check, probe: str):
             o = got.get("out")
             if o is not None and oc is not None and o.shape == oc.shape == ref["out"].shape and not np.allclose(o[:, :j], oc[:, :j], atol=ATOL):
                 # named only when a mask variant reproduces the output; otherwise what was seen
-                named = "Diagnosis:" in r.message and any(k in r.message for k in ("no mask", "mask inverted"))
-                return Verdict(False, f"{check.id}: answer positions 0..{j - 1} changed when only positions {j}.. of "
-                                      f"dec_inp changed." + ("" if named else diagnosis("observed_not_causal"))
-                                      + ("\n" + r.message if not r.ok else ""))
+                named = names_a_mask_mistake(r.message)
+                return Verdict(False, language.text("block_not_causal", check_id=check.id, last=j - 1, j=j)
+                               + ("" if named else diagnosis("observed_not_causal"))
+                               + ("\n" + r.message if not r.ok else ""))
             r2 = compare(check, "the output after changing later answer positions", oc, ref["out_changed"],
                          candidates=lambda: Var.block_variants(inputs["block"], inputs["dec_changed"], inputs["enc"], inputs["mask"]),
                          shape_hint=_block_shape_hint(inputs))
             return first_failure(r, r2)
         o = got.get("out")
         if o is not None and oc is not None and o.shape == oc.shape and np.allclose(o, oc, atol=ATOL):
-            return Verdict(False, f"{check.id}: the output did not change when enc_inp changed." + diagnosis("ignores_question"))
+            return Verdict(False, language.text("block_ignores_memory", check_id=check.id) + diagnosis("ignores_question"))
         r2 = compare(check, "the output for a different question memory", oc, ref["out_changed"],
                      candidates=lambda: Var.block_variants(inputs["block"], inputs["dec"], inputs["enc_changed"], inputs["mask"]),
                      shape_hint=_block_shape_hint(inputs))

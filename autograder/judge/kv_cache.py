@@ -14,6 +14,7 @@ from encdec import attention as A
 from encdec import model as Mdl
 from encdec.config import ModelConfig
 from encdec.data import BOS_ID, EOS_ID
+from encdec.grading import language
 from encdec.grading.compare import cache_blame
 from encdec.generate import greedy_decode, pick_next
 
@@ -256,10 +257,10 @@ def _judge_tokens(check):
             # token, so a wrong position or a lost cache can hide behind the argmax).
             k = 0 if steps is None or steps.ndim != 3 else min(len(steps), len(ref["step_logits"]))
             if k == 0:
-                return Verdict(False, f"{check.id}: no logits of model.proj_to_vocab were recorded; decode with the model's own parts.")
+                return Verdict(False, language.text("no_step_logits", check_id=check.id))
             r = compare(check, "the logits of each decoding step (last position)", steps[:k], ref["step_logits"][:k],
                         candidates=lambda: {n: steps[:k] for n, t in confirmed().items() if same(tok, t, True)})
-        if not r.ok and "Diagnosis:" not in r.message:
+        if not r.ok and language.head("diagnosis") not in r.message:
             r.message += _observed(inputs, tok, steps)
         if not r.ok and _replayable(inputs, tok):
             m = inputs["model"]
@@ -291,10 +292,7 @@ def _observed(inputs, tok, steps) -> str:
     for t in range(k):
         bad = ~np.isclose(steps[t], own[t], atol=ATOL, rtol=ATOL).all(axis=-1)  # (N,)
         if bad.any():
-            return (f"\nObserved: the logits of decoding step {t + 1} (row {int(np.argmax(bad))}) differ from what the model "
-                    f"gives for the same prefix (your tokens so far, run uncached); the {t} step(s) before it matched. "
-                    f"What step {t + 1} fed the decoder was wrong: the token, its position (ans_pos[:, {t}:{t + 1}]) "
-                    "or the cached keys and values.")
+            return language.text("observed_step_logits", step=t + 1, row=int(np.argmax(bad)), t=t)
     done = torch.zeros(N, dtype=torch.bool)
     for t in range(k):
         greedy, now_done = pick_next(torch.from_numpy(own[t]), done)  # (N,): the package's choice
@@ -303,11 +301,10 @@ def _observed(inputs, tok, steps) -> str:
         if bad.any():
             row = int(np.argmax(bad))
             if done[row]:
-                return (f"\nObserved: the logits of every step were right, but row {row} had already produced EOS "
-                        f"and then got token {int(tok[row, t + 1])} at step {t + 1}." + diagnosis("ignores_done"))
-            return (f"\nObserved: the logits of every step were right, but at step {t + 1} row {row} got token "
-                    f"{int(tok[row, t + 1])} where the largest logit is token {int(greedy[row])}: greedy decoding "
-                    "picks the argmax (pick_next).")
+                return (language.text("observed_after_eos", row=row, token=int(tok[row, t + 1]), step=t + 1)
+                        + diagnosis("ignores_done"))
+            return language.text("observed_not_argmax", step=t + 1, row=row, token=int(tok[row, t + 1]),
+                                 best=int(greedy[row]))
         done = now_done
     return ""
 
@@ -332,14 +329,12 @@ def _failed_decode(check, what: str):
             return failed
         steps = len(got.get("decoder_lengths", ()))
         if steps < 2:
-            return Verdict(False, failed.message + f"\nOnly {steps} decoding step(s) ran before the failure: too few to "
-                                                    "judge the structure of greedy_decode_cached.", label=failed.label)
+            return Verdict(False, failed.message + language.text("too_few_steps", steps=steps), label=failed.label)
         r = _judge_structure(check, what, need_tokens=False)(got, None, inputs)
         if r.ok:
-            return Verdict(True, f"{check.title}: ok on the {steps} decoding steps that ran before KVCache.update failed "
-                                 "(the failure costs the items that test KVCache.update and the tokens).")
+            return Verdict(True, language.text("ok_before_failure", title=check.title, steps=steps))
         # the blame quotes the student's function name: the label comes from the structure verdict alone
-        return Verdict(False, r.message + "\n(" + blame + ")", parts=r.parts, label=label_of(r.message))
+        return Verdict(False, r.message + language.text("in_parens", text=blame), parts=r.parts, label=label_of(r.message))
     return judge_failed
 
 
@@ -350,27 +345,27 @@ def _judge_structure(check, what: str, need_tokens: bool = True):
         tok = got.get("tokens")
         shaped = not need_tokens or (tok is not None and tok.shape == ref["tokens"].shape)
         if not shaped:
-            results.append(Verdict(False, f"{check.id}: greedy_decode_cached should return ids of shape (N, 1 + max_new_tokens) = "
-                                          f"{ref['tokens'].shape}; got {None if tok is None else tok.shape}."))
+            results.append(Verdict(False, language.text("decode_shape", check_id=check.id, exp=ref["tokens"].shape,
+                                                        got=None if tok is None else tok.shape)))
         if what in ("encoder", "both"):
             calls = int(got.get("encoder_calls", np.array(-1)))
             parts.append(("the encoder runs once", calls == 1))
             if calls != 1:
                 name = "encoder_every_step" if calls > 1 else None
-                results.append(Verdict(False, f"{check.id}: the encoder ran {calls} times for one call that decoded {n} tokens; "
-                                              "expected exactly once." + diagnosis(name)))
+                results.append(Verdict(False, language.text("encoder_calls", check_id=check.id, calls=calls, n=n)
+                                       + diagnosis(name)))
         if what in ("cache", "both"):
             lens = [int(x) for x in got.get("decoder_lengths", np.array([], dtype=np.int64)).reshape(-1)]
             ok = len(lens) >= 1 and lens[0] == 1 and all(x == 1 for x in lens[1:])
             parts.append(("one new token per decoder step", ok))
             if not ok:
                 growing = len(lens) > 1 and lens[1] > 1
-                results.append(Verdict(False, f"{check.id}: the decoder was fed {lens} tokens per step; expected the BOS prefix once, "
-                                              "then 1 token per step ([1, 1, 1, ...])." + diagnosis("no_cache" if growing else None)))
+                results.append(Verdict(False, language.text("decoder_lengths", check_id=check.id, lens=lens)
+                                       + diagnosis("no_cache" if growing else None)))
         if results:
             # an item that checks both earns each part on its own, once the decoding returned its tokens
             return dataclasses.replace(first_failure(*results), parts=tuple(parts) if what == "both" and shaped else ())
-        return Verdict(True, f"{check.title}: ok.")
+        return Verdict(True, language.text("ok", title=check.title))
     return judge
 
 

@@ -17,17 +17,19 @@ then ``decoder(emb_layer(ans_b)[:, :-1] + ans_pos[:, :-1], enc_out, causal mask 
 then ``proj_to_vocab``. Each stage's expected inputs are built from the *student's own* earlier outputs, so the first
 stage that differs is where the student's wiring leaves the lesson's: the given submodules are
 deterministic in eval mode, so every stage before it computed what the reference computes. What
-is reported is an observation (which tensor went where, with shapes), never a guessed name.
+is reported is an observation (which tensor went where, with shapes), never a guessed name,
+worded in the current language (``encdec.grading.language``: the stages are found the same way
+in every language, only the words differ).
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-import textwrap
 
 import numpy as np
 
+from encdec.grading import language
 from encdec.grading.compare import same
 
 # (module, out name, {argument: expected tensor name}); a mask argument names the expected mask
@@ -46,11 +48,11 @@ MODEL_PLAN = (
                             "mask": "mask"}),
     ("proj_to_vocab", "logits", {"input": "dec_out"}),
 )
-_ROLE = {"attention_self": "masked self-attention", "layer_norm_1": "the norm after self-attention",
-         "attention_cross": "cross-attention", "layer_norm_2": "the norm after cross-attention",
-         "feed_forward": "the MLP", "layer_norm_3": "the norm after the MLP",
-         "encoder": "the encoder stack", "decoder": "the decoder stack", "proj_to_vocab": "the projection to the vocabulary"}
-HEAD = "the first stage that differs from the lesson's"
+
+
+def _role(module: str) -> str:
+    """A given part's name and its role in the lesson, e.g. 'layer_norm_2 (the norm after cross-attention)'."""
+    return language.text("role", module=module, role=language.text(f"role_{module}"))
 
 
 def calls(got: dict[str, np.ndarray], case: str) -> list[tuple[str, dict[str, np.ndarray]]]:
@@ -87,18 +89,30 @@ def _identify(x: np.ndarray, named: dict[str, np.ndarray]) -> str | None:
     return None
 
 
-def _mask_words(m: np.ndarray | None, mask: np.ndarray, whose: str) -> str:
+def _mask_kind(m: np.ndarray | None, mask: np.ndarray) -> str:
+    """What a mask argument was: 'none', 'same' (the expected mask), 'inverted' or 'other'."""
     if m is None:
-        return "no mask"
+        return "none"
     try:
         m = np.broadcast_to(m, mask.shape)  # a (Ka, Ka) or (1, Ka, Ka) mask serves every batch item alike
     except ValueError:
         pass
     if same(m, mask, exact=True):
-        return whose
+        return "same"
     if m.shape == mask.shape and m.dtype == bool and np.array_equal(m, ~mask):
-        return f"{whose} inverted"
-    return f"a mask of shape {_shape(m)} that is not {whose} {_shape(mask)}"
+        return "inverted"
+    return "other"
+
+
+def _mask_words(m: np.ndarray | None, mask: np.ndarray, whose: str) -> str:
+    kind = _mask_kind(m, mask)
+    if kind == "none":
+        return language.text("no_mask")
+    if kind == "same":
+        return whose
+    if kind == "inverted":
+        return language.text("mask_inverted", whose=whose)
+    return language.text("mask_other", shape=_shape(m), whose=whose, expected=_shape(mask))
 
 
 def block_stage(got: dict[str, np.ndarray], case: str, dec: np.ndarray, enc: np.ndarray,
@@ -106,7 +120,8 @@ def block_stage(got: dict[str, np.ndarray], case: str, dec: np.ndarray, enc: np.
     """The first stage of the student's block that differs from the lesson's, in words, or None
     when every recorded stage and the returned output follow the lesson (or nothing was recorded).
     ``crashed``: the student's code raised, so a stage after the failure not running says nothing."""
-    return _walk(got, case, BLOCK_PLAN, {"dec_inp": dec, "enc_inp": enc}, mask, "the block's mask", "block", crashed)
+    return _walk(got, case, BLOCK_PLAN, {"dec_inp": dec, "enc_inp": enc}, mask, language.text("block_mask"),
+                 language.text("block"), crashed)
 
 
 def model_stage(got: dict[str, np.ndarray], case: str, emb: np.ndarray, ques: np.ndarray, ques_pos: np.ndarray,
@@ -117,7 +132,8 @@ def model_stage(got: dict[str, np.ndarray], case: str, emb: np.ndarray, ques: np
              "emb_layer(ans_b)[:, 1:]": emb[ans[:, 1:]], "ans_pos[:, 1:]": ans_pos[:, 1:]}
     N, K1 = ans.shape[0], ans.shape[1] - 1
     causal = np.broadcast_to(np.triu(np.ones((K1, K1), dtype=bool), 1), (N, K1, K1))
-    return _walk(got, case, MODEL_PLAN, named, causal, "the causal mask of ans_b[:, :-1]", "model", crashed)
+    return _walk(got, case, MODEL_PLAN, named, causal, language.text("causal_mask_of", tokens="ans_b[:, :-1]"),
+                 language.text("model"), crashed)
 
 
 def _walk(got, case, plan, named, mask, whose: str, what: str, crashed: bool) -> str | None:
@@ -127,38 +143,41 @@ def _walk(got, case, plan, named, mask, whose: str, what: str, crashed: bool) ->
     named = dict(named)
     for module, out_name, expected in plan:
         mine = [args for name, args in record if name == module]
-        role = f"{module} ({_ROLE[module]})"
+        role = _role(module)
         if not mine:
-            return None if crashed else f"{role}: it was never called (as the module self.{module})."
+            return None if crashed else language.text("never_called", role=role, module=module)
         args = mine[0]
         for arg, want in expected.items():
             if arg == "mask":
-                seen = _mask_words(args.get("mask"), mask, whose)
-                exp = "no mask" if want is None else whose
-                if seen != exp:
-                    elsewhere = [n for n, a in record if n != module and _mask_words(a.get("mask"), mask, whose) == whose]
-                    moved = f" (it went to {elsewhere[0]})" if want is not None and elsewhere else ""
-                    return f"{role}: it received {seen}{moved}; the lesson's {what} gives it {exp}."
+                kind = _mask_kind(args.get("mask"), mask)
+                if kind != ("none" if want is None else "same"):
+                    elsewhere = [n for n, a in record if n != module and _mask_kind(a.get("mask"), mask) == "same"]
+                    moved = language.text("mask_went_to", module=elsewhere[0]) if want is not None and elsewhere else ""
+                    return language.text("received_mask", role=role, seen=_mask_words(args.get("mask"), mask, whose),
+                                         moved=moved, what=what,
+                                         want=language.text("no_mask") if want is None else whose)
                 continue
             x = args.get(arg)
             if x is None:
-                return f"{role}: its {arg} was not a tensor."
+                return language.text("not_a_tensor", role=role, arg=arg)
             target = _value(want, named)
             if not same(x, target):
                 seen = _identify(x, {**named, **_others(record, plan, named)})
-                seen = f"{seen} {_shape(x)}" if seen else \
-                    f"a tensor of shape {_shape(x)} that is none of {', '.join(named)} or a sum of two of them"
-                return f"{role}: its {arg} was {seen}; the lesson's {what} gives it {want} {_shape(target)}."
+                seen = language.text("named_tensor", name=seen, shape=_shape(x)) if seen else \
+                    language.text("none_of", shape=_shape(x), names=", ".join(named))
+                return language.text("argument_was", role=role, arg=arg, seen=seen, what=what, want=want,
+                                     shape=_shape(target))
         if "output" not in args:
             return None  # it raised: the failure message says where
         named[out_name] = args["output"]
         if len(mine) > 1:
-            return f"{role}: it ran {len(mine)} times; the lesson's {what} calls it once."
+            return language.text("ran_times", role=role, n=len(mine), what=what)
     returned, last = got.get(case), plan[-1][1]
     if returned is not None and not same(returned, named[last]):
         seen = _identify(returned, {**named, **_others(record, plan, named)})
-        seen = f"{seen} {_shape(returned)}" if seen else f"a tensor of shape {_shape(returned)}"
-        return f"the returned output: it was {seen}; the lesson's {what} returns {last}."
+        seen = language.text("named_tensor", name=seen, shape=_shape(returned)) if seen else \
+            language.text("tensor_of_shape", shape=_shape(returned))
+        return language.text("returned_was", seen=seen, what=what, last=last)
     return None
 
 
@@ -168,7 +187,7 @@ def _others(record, plan, named) -> dict[str, np.ndarray]:
     found: dict[str, np.ndarray] = {}
     for name, args in record:
         if name not in reached and "output" in args:
-            found.setdefault(f"{name}'s output", args["output"])
+            found.setdefault(language.text("output_of", module=name), args["output"])
     return found
 
 
@@ -189,16 +208,16 @@ def _value(expr: str, named: dict[str, np.ndarray]) -> np.ndarray:
 def first_random_stage(got: dict[str, np.ndarray], first: str, again: str) -> str | None:
     """The first given submodule whose inputs differ between two runs on the same inputs, or None."""
     a, b = calls(got, first), calls(got, again)
-    before = "the start of forward"
+    before = language.text("start_of_forward")
     for (name, args), (name2, args2) in zip(a, b):
         if name != name2:
-            return f"the two runs called the given parts in a different order ({name}, then {name2})."
+            return language.text("random_order", first=name, second=name2)
         for arg, x in args.items():
             y = args2.get(arg)
             if arg != "output" and (y is None or not same(x, y, exact=x.dtype == bool)):
-                return (f"{name}'s {arg} differed between the two runs: something random ran between "
-                        f"{before} and {name} ({_ROLE[name]}).")
-        before = f"{name}'s output"
+                return language.text("random_argument", module=name, arg=arg, before=before,
+                                     role=language.text(f"role_{name}"))
+        before = language.text("output_of", module=name)
     return None
 
 
@@ -206,22 +225,18 @@ def random_run_note(got: dict[str, np.ndarray], first: str, again: str) -> str:
     """Two runs on the same inputs differed: the line naming where something random ran
     (`first_random_stage`), or "" when the record does not say."""
     stage = locate(first_random_stage, got, first, again)
-    return f"\n{wrap('Stage by stage: ' + stage)}" if stage else ""
+    return "\n" + language.fill(language.text("stage_random", stage=stage)) if stage else ""
 
 
 def stage_note(message: str, stage: str | None, what: str = "block") -> str:
     """The stage evidence as a line of the feedback: an observation of its own when the message
-    names nothing yet, else a supporting line under the diagnosis or observation it has."""
+    names nothing yet, else a supporting line under the diagnosis or observation it has.
+    ``what``: ``block``, ``model`` or ``decoding`` (worded in the current language)."""
     if not stage:
         return ""
-    if "\nDiagnosis:" in message or "\nObserved:" in message:
-        return "\n" + wrap(f"Stage by stage, {HEAD} {what} is {stage}")
-    return "\n" + wrap(f"Observed: {HEAD} {what} is {stage}")
-
-
-def wrap(text: str) -> str:
-    """Wrapped to 88 columns like every diagnosis (the feedback HTML does not wrap)."""
-    return textwrap.fill(text, width=88, subsequent_indent="  ")
+    key = "stage_supporting" if language.names_something(message) else "stage_observed"
+    # wrapped to 88 columns like every diagnosis (the feedback HTML does not wrap)
+    return "\n" + language.fill(language.text(key, what=language.text(what), stage=stage))
 
 
 def decode_stage(got: dict[str, np.ndarray], tok: np.ndarray, emb: np.ndarray, pos: np.ndarray) -> str | None:
@@ -235,25 +250,21 @@ def decode_stage(got: dict[str, np.ndarray], tok: np.ndarray, emb: np.ndarray, p
         if x is None or x.ndim != 3 or x.shape[0] != tok.shape[0]:
             return None
         if x.shape[1] != 1:
-            return (f"step {t + 1}: the decoder was fed {x.shape[1]} positions {_shape(x)}; with the cache the "
-                    "lesson feeds only the newest token (one position).")
+            return language.text("fed_positions", step=t + 1, n=x.shape[1], shape=_shape(x))
         newest = emb[tok[:, t]][:, None]  # (N, 1, M): token t
         if not same(x, newest + pos[:, t:t + 1]):
             at = [p for p in range(pos.shape[1]) if same(x, newest + pos[:, p:p + 1])]
             if at:
-                return (f"step {t + 1}: token {t} was fed at position {at[0]} (ans_pos[:, {at[0]}:{at[0] + 1}]); "
-                        f"the lesson's decoding feeds it at position {t} (ans_pos[:, {t}:{t + 1}]).")
-            return (f"step {t + 1}: the decoder's input is emb_layer(token {t}) + ans_pos[:, p:p+1] for no position p; "
-                    f"the lesson's decoding feeds the newest token at position {t}.")
+                return language.text("fed_at", step=t + 1, t=t, p=at[0], p1=at[0] + 1)
+            return language.text("fed_nowhere", step=t + 1, t=t)
         if held is None or held.ndim != 2 or t >= len(held):
             return None
         for layer, h in enumerate(held[t]):
             if h != t:
-                what = "no cache" if h < 0 else f"a cache whose keys cache.k held {_positions(int(h))} (time axis, dim 2)"
-                return (f"step {t + 1}, decoder layer {layer}: its self-attention got {what} before the step; "
-                        f"the lesson's cache holds {_positions(t)}, one per token fed before.")
+                cache = language.text("no_cache") if h < 0 else language.text("cache_held", held=_positions(int(h)))
+                return language.text("cache_before_step", step=t + 1, layer=layer, got=cache, held=_positions(t))
     return None
 
 
 def _positions(k: int) -> str:
-    return "no position" if k == 0 else f"{k} position" + ("s" if k > 1 else "")
+    return language.text("positions_0" if k == 0 else "positions_1" if k == 1 else "positions_n", k=k)

@@ -10,12 +10,13 @@ import torch
 
 from encdec import model as Mdl
 from encdec.config import ModelConfig
+from encdec.grading import language
 
 from . import labels
 from . import stages as St
 from . import variants as Var
-from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, not_repeatable, randomize_, same, \
-    state_arrays
+from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, is_not_repeatable, \
+    names_a_mask_mistake, not_repeatable, randomize_, same, state_arrays
 
 CHECKS: list[Check] = []
 _SMALL = dict(emb_dim=16, num_heads=2, feedforward_dim=32, num_enc_layers=2, num_dec_layers=2, dropout=0.2)
@@ -148,7 +149,7 @@ def _judge_forward(check, probe: str):
         verdict = compare_forward(got, ref, inputs)
         if verdict.ok:
             return verdict
-        if "two runs of" in verdict.message:
+        if is_not_repeatable(verdict):
             verdict.message += St.random_run_note(got, "logits", "logits_again")
             return verdict
         verdict.message += St.stage_note(verdict.message, _forward_stage(got, inputs), "model")
@@ -160,10 +161,10 @@ def _judge_forward(check, probe: str):
         if probe == "shape":
             exp = (d["N"], d["Ka1"], d["V"])
             if lg is not None and lg.shape == exp:
-                return Verdict(True, f"{check.title}: logits of shape (N, Ka-1, V) = {exp}.")
+                return Verdict(True, language.text("logits_shape_ok", title=check.title, exp=exp))
             shape = None if lg is None else tuple(lg.shape)
-            return Verdict(False, f"{check.id}: logits should have shape (N, Ka-1, V) = {exp}; got {shape}."
-                                  + diagnosis(_forward_shape_hint(inputs)(shape) if shape else None))
+            return Verdict(False, language.text("logits_shape_bad", check_id=check.id, exp=exp, got=shape)
+                           + diagnosis(_forward_shape_hint(inputs)(shape) if shape else None))
         random = not_repeatable(check, "Transformer.forward", lg, got.get("logits_again"))
         if random is not None:
             return random
@@ -176,14 +177,14 @@ def _judge_forward(check, probe: str):
             j = inputs["j"]
             # logits at positions < j read answer tokens < j only; the last answer token is never read.
             if lg is not None and lc is not None and lg.shape == lc.shape == ref["logits"].shape and not np.allclose(lg[:, :j], lc[:, :j], atol=ATOL):
-                named = "Diagnosis:" in r.message and any(k in r.message for k in ("no mask", "mask inverted"))
-                return Verdict(False, f"{check.id}: logits at positions 0..{j - 1} changed when only answer tokens {j}.. changed."
-                                      + ("" if named else diagnosis("observed_not_causal")) + ("\n" + r.message if not r.ok else ""))
+                named = names_a_mask_mistake(r.message)
+                return Verdict(False, language.text("logits_not_causal", check_id=check.id, last=j - 1, j=j)
+                               + ("" if named else diagnosis("observed_not_causal")) + ("\n" + r.message if not r.ok else ""))
             r2 = compare(check, "the logits after changing later answer tokens", lc, ref["logits_changed"],
                          candidates=_forward_cands(inputs, ans_key="ans_changed"), shape_hint=_forward_shape_hint(inputs))
             return first_failure(r, r2)
         if lg is not None and lc is not None and lg.shape == lc.shape and np.allclose(lg, lc, atol=ATOL):
-            return Verdict(False, f"{check.id}: the logits did not change when the question changed." + diagnosis("ignores_question"))
+            return Verdict(False, language.text("logits_ignore_question", check_id=check.id) + diagnosis("ignores_question"))
         r2 = compare(check, "the logits for a different question", lc, ref["logits_changed"],
                      candidates=_forward_cands(inputs, ques_key="ques_changed"), shape_hint=_forward_shape_hint(inputs))
         return first_failure(r, r2)

@@ -14,7 +14,7 @@ ATOL = RTOL = 1e-4
 
 
 def describe(a: np.ndarray) -> str:
-    return f"shape {tuple(a.shape)}, {a.dtype}"
+    return language.text("shape_dtype", shape=tuple(a.shape), dtype=a.dtype)
 
 
 def fmt(x: np.generic) -> str:
@@ -72,8 +72,8 @@ def where(origin: dict) -> str:
     if not student:
         return ""
     if inner and inner != student:
-        return f"\n(raised in {inner}, called from your {student})"
-    return f"\n(raised in your {student})"
+        return language.text("raised_in", inner=inner, student=student)
+    return language.text("raised_in_yours", student=student)
 
 
 def cache_blame(shapes: np.ndarray | None, N: int, H: int, Dh: int, origin: dict) -> str | None:
@@ -82,11 +82,10 @@ def cache_blame(shapes: np.ndarray | None, N: int, H: int, Dh: int, origin: dict
     (layers, 2, 4) as the kernel recorded them (-1: nothing cached). None when the cache looks fine."""
     student = str(origin.get("student", ""))
     if student.endswith("update"):
-        return f"The failure came from your {student}."
+        return language.text("blame_update", student=student)
     for i, (k, v) in enumerate(np.asarray(shapes if shapes is not None else np.zeros((0, 2, 4)), dtype=np.int64)):
         for name, s in (("keys", k), ("values", v)):
             if s[0] >= 0 and (s[0] != N or s[1] != H or s[3] != Dh):
-                return (f"The failure came from KVCache.update: the {name} it returned to the self-attention of "
-                        f"decoder layer {i} had shape {tuple(int(x) for x in s)}; a cache holds (N, H, T, Dh) = "
-                        f"({N}, {H}, T, {Dh}) and grows along T (dim=2).")
+                return language.text("blame_shape", name=language.text(name), layer=i,
+                                     shape=tuple(int(x) for x in s), N=N, H=H, Dh=Dh)
     return None
