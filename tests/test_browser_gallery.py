@@ -50,7 +50,6 @@ def test_mask_toggle_click_gives_the_new_softmax(open_page, gallery):
 @pytest.mark.parametrize("gallery", GALLERIES)
 def test_softmax_compare_slider(open_page, gallery):
     p = open_page(gallery)
-    lang = GALLERIES[gallery]
     w = wait_for_widget(p.page, "SoftmaxMaskCompare")
     scores = [float(w.locator(f"[data-testid='score-{j}']").inner_text()) for j in range(5)]
     for future in ("3", "6.5"):
@@ -67,7 +66,6 @@ def test_softmax_compare_slider(open_page, gallery):
 @pytest.mark.parametrize("gallery", GALLERIES)
 def test_cross_entropy_slider(open_page, gallery):
     p = open_page(gallery)
-    lang = GALLERIES[gallery]
     w = wait_for_widget(p.page, "CrossEntropySlider")
     assert w.locator("[data-testid='loss']").inner_text() == "1.609"
     w.locator("[data-testid='p-slider']").fill("0.4")
