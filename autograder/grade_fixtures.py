@@ -71,10 +71,12 @@ def nbgrader(*args: str, log: Path) -> int:
 
 
 def grade(work: Path, timeout: int = 10, only: list[str] | None = None) -> list[Row]:
-    """Grade the fixtures listed in the manifest inside ``work``; return one row per fixture."""
+    """Grade the fixtures of the table (``fixtures/table.py``) inside ``work``; return one row per fixture."""
     from nbgrader.api import Gradebook, MissingEntry
 
-    manifest = json.loads((FIXTURES / "manifest.json").read_text())
+    from autograder.fixtures import table  # not in the Gradescope bundle, which has no fixtures
+
+    manifest = table.grading()
     names = [n for n in sorted(manifest) if not only or n in only]
     work.mkdir(parents=True, exist_ok=True)
     log = work / "nbgrader.log"

@@ -27,7 +27,6 @@ floor (target <= 1.5x), and checks that every run graded every notebook to the s
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -38,6 +37,7 @@ import time
 from pathlib import Path
 
 from autograder import assignments as course
+from autograder.fixtures import table
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "autograder" / "fixtures"
@@ -61,7 +61,7 @@ def make_course(dest: Path) -> Path:
 def batch(n_students: int) -> dict[tuple[str, str], Path]:
     """(student, assignment) -> the notebook handed in; about 60% correct, 40% broken."""
     picks: dict[tuple[str, str], Path] = {}
-    manifest = json.loads((FIXTURES / "manifest.json").read_text())
+    manifest = table.grading()
     for a in ASSIGNMENTS:
         mine = sorted(n for n, spec in manifest.items() if spec["assignment"] == a)
         good = [FIXTURES / n for suffix in ("_pass_all", "_style") for n in mine if n.endswith(suffix)]

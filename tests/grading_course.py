@@ -2,15 +2,16 @@
 (autograder/fixtures/): its folders come from nbgrader's loaded configuration, never typed here."""
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from autograder.fixtures import table
+
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "autograder" / "fixtures"
-MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())
+MANIFEST = table.grading()
 PY = sys.executable
 
 

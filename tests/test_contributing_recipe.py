@@ -36,16 +36,12 @@ for _cid, _hidden, _seed in (("{NAME}.mask", False, 1101), ("{NAME}.mask_hidden"
     CHECKS.append(_c)
 '''
 
-# Step 5: the fixture rows (added to FIXTURES, as the recipe says).
+# Step 5: the fixture rows (added to the table, as the recipe says).
 FIXTURE_ROWS = f'''
-FIXTURES.update({{
-    "md_pass_all": dict(assignment="{NAME}", score=2, diagnosis=None, edits={{}}),
-    "md_bug_mask_inverted": dict(assignment="{NAME}", score=0, diagnosis="mask inverted", edits={{
+    Fixture("md_pass_all", assignment="{NAME}", score=2, diagnosis=None, edits={{}}),
+    Fixture("md_bug_mask_inverted", assignment="{NAME}", score=0, diagnosis="mask inverted", edits={{
         "mask_solution": [("torch.triu(torch.ones((K, K), dtype=torch.bool), diagonal=1)",
-                           "torch.tril(torch.ones((K, K), dtype=torch.bool))")]}}),
-}})
-
-'''
+                           "torch.tril(torch.ones((K, K), dtype=torch.bool))")]}}),'''
 
 
 def _copy_project(dest: Path) -> None:
@@ -90,11 +86,11 @@ def course(tmp_path_factory):
     _copy_project(dest)
     _instructor_notebook(dest)
     (dest / "autograder" / "judge" / f"{NAME}.py").write_text(JUDGE)
-    fixtures = dest / "autograder" / "fixtures" / "make_fixtures.py"
+    fixtures = dest / "autograder" / "fixtures" / "table.py"
     text = fixtures.read_text()
-    anchor = "\ndef solution_sources("
-    assert anchor in text, "make_fixtures.py no longer has the place the recipe adds rows before"
-    fixtures.write_text(text.replace(anchor, FIXTURE_ROWS + anchor, 1))
+    anchor = "\nFIXTURES: list[Fixture] = ["
+    assert anchor in text, "table.py no longer has the place the recipe adds rows after"
+    fixtures.write_text(text.replace(anchor, anchor + FIXTURE_ROWS, 1))
     env = {**os.environ, "PYTHONPATH": str(dest)}  # the copy's packages, not the installed ones
     run = subprocess.run(["make", "-s", "-o", ".venv/.installed", "exercises"], cwd=dest, env=env, capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
@@ -114,8 +110,9 @@ def test_make_exercises_releases_the_new_assignment(course):
     assert "BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text
     assert (dest / "exercises" / NAME / "reference" / f"{NAME}.mask.npz").is_file()
     assert (dest / "exercises" / "zh" / NAME / f"{NAME}.ipynb").is_file()  # and its Chinese release
-    manifest = json.loads((dest / "autograder" / "fixtures" / "manifest.json").read_text())
-    assert manifest["md_pass_all"]["max_score"] == 2
+    table = "from autograder.fixtures import table; print(table.grading()['md_pass_all']['max_score'])"
+    top = subprocess.run([sys.executable, "-c", table], cwd=dest, env=env, check=True, capture_output=True, text=True)
+    assert top.stdout.split() == ["2"]
 
 
 def test_the_grading_tests_pick_it_up(course):

@@ -13,10 +13,20 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 from autograder import grade_fixtures  # noqa: E402
+from autograder.fixtures import table  # noqa: E402
 from autograder.state import GradingState, grading_state  # noqa: E402
 
 pytestmark = pytest.mark.grading
-MANIFEST = json.loads((ROOT / "autograder" / "fixtures" / "manifest.json").read_text())
+MANIFEST = table.grading()
+
+
+def test_one_table_names_every_committed_submission_once():
+    """Each row of the table has one name, and each committed submission is a row (none left over)."""
+    names = [f.name for f in table.FIXTURES]
+    assert len(names) == len(set(names)) == len(MANIFEST) + len(table.hostile())
+    committed = {p.parent.name for p in (ROOT / "autograder" / "fixtures").glob("*/*.ipynb")}
+    committed |= {p.name for p in (ROOT / "autograder" / "hostile" / "submitted").iterdir()}
+    assert committed == set(names)
 
 
 @pytest.fixture(scope="module")
@@ -151,7 +161,7 @@ def test_no_active_content_from_a_submission_reaches_the_formgrader_or_the_feedb
     """The formgrader renders the autograded notebook; students and instructors open the feedback."""
     import re
 
-    from autograder.fixtures.make_fixtures import XSS
+    from autograder.fixtures.submissions import XSS
 
     work, rows = graded
     html = rows["hostile_xss"].feedback_html.read_text()

@@ -51,11 +51,11 @@ def test_make_references_regenerates_the_stored_files(tmp_path):
 
 
 def test_make_fixtures_regenerates_the_committed_fixtures(tmp_path):
-    subprocess.run([sys.executable, "autograder/fixtures/make_fixtures.py", "--out", str(tmp_path)], cwd=ROOT,
+    subprocess.run([sys.executable, "-m", "autograder.fixtures.make", "--out", str(tmp_path)], cwd=ROOT,
                    check=True, capture_output=True)
     committed = {k: v for k, v in _files(ROOT / "autograder" / "fixtures").items() if not k.endswith(".py")
                  and "__pycache__" not in k}
-    assert _files(tmp_path) == committed
+    assert _files(tmp_path / "fixtures") == committed
 
 
 def _normalise(nb_bytes: bytes) -> dict:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from autograder import grade_fixtures
+from autograder.fixtures import table
 from autograder.judge.labels import PASSED
 from autograder.report import collect, write_report
 from autograder.report.__main__ import main
@@ -22,7 +23,7 @@ from encdec.grading.misconceptions import MISCONCEPTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.grading
-MANIFEST = json.loads((ROOT / "autograder" / "fixtures" / "manifest.json").read_text())
+MANIFEST = table.grading()
 # a few students per kind of verdict: passed, named twice (a bug and a tampered copy of it),
 # observed, partial credit, and a submission that nbgrader cannot read
 FIXTURES = ["db_pass_all", "db_bug_mlp_skipped", "tamper_assert_true", "db_bug_active_dropout",

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.fixtures import table
 from autograder.state import grading_state
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,12 +26,13 @@ PY = sys.executable
 
 
 def test_hostile_fixtures_regenerate(tmp_path):
-    subprocess.run([PY, str(HOSTILE / "make_hostile.py"), "--out", str(tmp_path)], check=True, capture_output=True)
-    made = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file())
+    subprocess.run([PY, "-m", "autograder.fixtures.make", "--out", str(tmp_path)], cwd=ROOT, check=True,
+                   capture_output=True)
+    made = sorted(p.relative_to(tmp_path / "hostile") for p in (tmp_path / "hostile").rglob("*") if p.is_file())
     committed = sorted(p.relative_to(HOSTILE) for p in (HOSTILE / "submitted").rglob("*") if p.is_file())
-    assert made == sorted(committed + [Path("expected.json")])
+    assert made == committed
     for rel in made:
-        assert (tmp_path / rel).read_bytes() == (HOSTILE / rel).read_bytes(), rel
+        assert (tmp_path / "hostile" / rel).read_bytes() == (HOSTILE / rel).read_bytes(), rel
 
 
 def course_with(tmp_path: Path, students: list[str]) -> Path:
@@ -49,13 +51,13 @@ def course_with(tmp_path: Path, students: list[str]) -> Path:
 def test_stock_nbgrader_autograde_runs_in_the_sandbox(tmp_path, prefork):
     """Stock `nbgrader autograde` from the course root, with kernels forked from the zygote
     (the default) and with a fresh bwrap per kernel (ENCDEC_SANDBOX_PREFORK=0)."""
-    from autograder.hostile import make_hostile
+    from autograder.fixtures import payloads
     from test_sandbox_hostile import Listener, check_reported, grades, sandbox_pids, solution_tail
 
     students = ["read_hidden", "write_outside", "network", "os_exit", "fork_bomb", "deep_tree", "chmod_trap",
                 "log_symlink", "fill_folder"]
     course = course_with(tmp_path, students)
-    listener = Listener(make_hostile.LISTEN_PORTS)
+    listener = Listener(payloads.LISTEN_PORTS)
     try:
         run = subprocess.run([PY, "-m", "nbgrader", "autograde", ASSIGNMENT], cwd=course, capture_output=True,
                              text=True, timeout=600, env=dict(os.environ, ENCDEC_SANDBOX_PREFORK=prefork))
@@ -66,7 +68,7 @@ def test_stock_nbgrader_autograde_runs_in_the_sandbox(tmp_path, prefork):
     out = grading_state(course).autograded
     text = (out / "read_hidden" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text()
     assert "unreadable" in text  # the attempts ran, and failed
-    expected = json.loads((HOSTILE / "expected.json").read_text())
+    expected = table.hostile()
     for s in students:
         passed = sorted(n for n, (score, top) in grades(course, s).items() if score == top)
         assert passed == sorted(expected[s]["passed"]), s
@@ -82,14 +84,14 @@ def test_regrade_of_a_resubmission_is_not_frozen(tmp_path):
     """timestamp_freeze writes a far-future timestamp.txt in its working folder. Nothing of that
     folder reaches nbgrader's, so a later, wrong resubmission is regraded by a plain
     `nbgrader autograde` (not skipped as older than the graded copy) and loses the marks."""
-    from autograder.hostile import make_hostile
+    from autograder.fixtures import payloads
     from test_sandbox_hostile import grades, printed
 
     student = "timestamp_freeze"
     course = course_with(tmp_path, [student])
     sub = grading_state(course).submitted / student / ASSIGNMENT
     graded = grading_state(course).autograded / student / ASSIGNMENT
-    expected = json.loads((HOSTILE / "expected.json").read_text())
+    expected = table.hostile()
 
     def autograde():
         run = subprocess.run([PY, "-m", "nbgrader", "autograde", ASSIGNMENT], cwd=course, capture_output=True,
@@ -101,7 +103,7 @@ def test_regrade_of_a_resubmission_is_not_frozen(tmp_path):
     autograde()
     passed = sorted(n for n, (score, top) in grades(course, student).items() if score == top)
     assert passed == sorted(expected[student]["passed"])
-    assert printed(course, student)["freeze.json"]["timestamp"] == make_hostile.FROZEN_TIMESTAMP  # it wrote one
+    assert printed(course, student)["freeze.json"]["timestamp"] == payloads.FROZEN_TIMESTAMP  # it wrote one
     assert (graded / "timestamp.txt").read_text() == (sub / "timestamp.txt").read_text()  # nbgrader's copy
     assert not (graded / "many").exists() and not (graded / "big0.bin").exists()
 
@@ -172,7 +174,7 @@ def test_killed_batch_is_consistent_and_resumes(tmp_path):
     # the killed grader's kernel folders (tmpfs mounts) were unmounted and removed by the next one
     assert [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if str(course) in line] == []
     assert list((course / "tmp").iterdir()) == []
-    expected = json.loads((HOSTILE / "expected.json").read_text())
+    expected = table.hostile()
     for s in students:
         passed = sorted(n for n, (score, top) in grades(course, s).items() if score == top)
         assert passed == sorted(expected[s]["passed"]), s

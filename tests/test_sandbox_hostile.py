@@ -1,12 +1,12 @@
 """Hostile submissions graded through the real path: course config, sandbox, trusted verdict, driver.
 
-One batch (autograder/hostile/submitted/, made by autograder/hostile/make_hostile.py) is graded
-by `python -m autograder.driver` in a copy of the course in a temporary folder; the tests then
-check every fixture's expected outcome (autograder/hostile/expected.json), that the batch
-finished, the gradebook is intact, no sandbox process and no kernel cgroup is left, the
-repository is unchanged, a re-run is idempotent, the feedback shows no hidden test code, and two
-kernels graded one after the other do not share a uid or a keyring. Fixtures marked
-`needs_cgroup` are skipped where the grader has no cgroup (it then says so, once).
+One batch (autograder/hostile/submitted/, the hostile rows of autograder/fixtures/table.py, made
+by `python -m autograder.fixtures.make`) is graded by `python -m autograder.driver` in a copy of
+the course in a temporary folder; the tests then check every fixture's expected outcome
+(`table.hostile()`), that the batch finished, the gradebook is intact, no sandbox process and no
+kernel cgroup is left, the repository is unchanged, a re-run is idempotent, the feedback shows no
+hidden test code, and two kernels graded one after the other do not share a uid or a keyring.
+Fixtures marked `needs_cgroup` are skipped where the grader has no cgroup (it then says so, once).
 
 Nothing a kernel writes is copied back (it works in a scratch copy of its folder), so what a
 fixture records is read from what it printed (`printed`), and the tests check that nbgrader's
@@ -30,12 +30,13 @@ from pathlib import Path
 
 import pytest
 
+from autograder.fixtures import payloads, table
 from autograder.state import grading_state
 
 ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = ROOT / "autograder" / "hostile"
 ASSIGNMENT = "decoder_block"
-EXPECTED = json.loads((HOSTILE / "expected.json").read_text())
+EXPECTED = table.hostile()
 PY = sys.executable
 
 pytestmark = [pytest.mark.grading, pytest.mark.slow]
@@ -65,7 +66,7 @@ def make_course(dest: Path) -> Path:
 
 def printed(course: Path, student: str) -> dict:
     """The JSON files a fixture wrote in its (scratch) folder, as it printed them in its graded
-    notebook: `hostile-result <file> <json>` lines (make_hostile.REPORT)."""
+    notebook: `hostile-result <file> <json>` lines (payloads.REPORT)."""
     path = grading_state(course).autograded / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     if not path.is_file():
         return {}
@@ -165,8 +166,6 @@ def course_base() -> Path:
 
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory):
-    from autograder.hostile import make_hostile
-
     if shutil.which("bwrap") is None:
         pytest.fail("bubblewrap is missing: run `make system` (the sandbox is required for grading)")
     course = make_course(Path(tempfile.mkdtemp(prefix="hostile-", dir=course_base())))
@@ -176,7 +175,7 @@ def batch(tmp_path_factory):
     subprocess.run([PY, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--force"], cwd=course,
                    check=True, capture_output=True)
     shutil.copytree(HOSTILE / "submitted", grading_state(course).submitted)
-    listener = Listener(make_hostile.LISTEN_PORTS)
+    listener = Listener(payloads.LISTEN_PORTS)
     try:
         run = subprocess.run([PY, "-m", "autograder.driver", ASSIGNMENT, "--workers", "2", "--timeout", "90",
                               "--json", "results.json"], cwd=course, capture_output=True, text=True, timeout=900)

@@ -1,1 +1,0 @@
-"""Hostile fixture submissions of the grading tests (see make_hostile.py)."""
