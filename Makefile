@@ -37,8 +37,9 @@ checkpoints: $(foreach p,$(PRESET_NAMES),$(CHECKPOINTS)/$(p)/model.pt)
 unit: venv
 	$(PY) -m pytest -q -m "not browser and not grading" tests
 
+# --durations: the slowest tests close the report, where the 30-minute budget is watched
 test: venv system book
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q --durations=25 tests
 
 bench: venv checkpoints
 	$(PY) bench/run_all.py

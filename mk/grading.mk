@@ -16,8 +16,7 @@ exercises: $(VENV)/.installed
 	$(PY) autograder/make_references.py
 	for a in $(ASSIGNMENTS); do $(BIN)/nbgrader generate_assignment $$a --force || exit 1; done
 	$(PY) -m autograder.release --lang zh
-	$(PY) autograder/fixtures/make_fixtures.py
-	$(PY) autograder/hostile/make_hostile.py
+	$(PY) -m autograder.fixtures.make
 	$(PY) -m autograder.edition
 
 grading-edition: $(VENV)/.installed
@@ -38,8 +37,8 @@ grade-fixtures: $(VENV)/.installed
 grading-report: $(VENV)/.installed
 	$(PY) -m autograder.report $(ASSIGNMENTS)
 
-# Every fixture through two RQ workers and through the driver, into PostgreSQL (`make test` runs a
-# few of them; tests/test_grading_queue.py).
+# Every fixture through stock `nbgrader autograde`, the driver and two RQ workers, into PostgreSQL
+# and into SQLite (`make test` runs a few of them; tests/test_grading_queue.py).
 .PHONY: queue-check
 queue-check: $(VENV)/.installed system
 	ENCDEC_QUEUE_ALL=1 $(PY) -m pytest -q tests/test_grading_queue.py -k fixture_table

@@ -2,9 +2,12 @@
 PostgreSQL gradebook (tests/pg_server.py): two workers as separate processes grade fixture
 submissions (honest, wrong, crashing, not JSON) to the fixture table's scores; a task delivered
 twice does not count twice; a worker killed mid-task (SIGKILL) leaves no partial result, and the
-task is graded once a new worker picks it up (RQ's abandoned-job clean-up and retry)."""
+task is graded once a new worker picks it up (RQ's abandoned-job clean-up and retry). And the
+fixture table through stock `nbgrader autograde`, the driver and the queue, into PostgreSQL and
+into SQLite, to the table's scores."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -163,34 +166,59 @@ def test_a_worker_killed_mid_task_leaves_nothing_and_a_new_worker_grades_it(serv
         stop(second)
 
 
-# The fixture table through the queue and through the driver, on PostgreSQL: in `make test` one
-# fixture per assignment and verdict kind; every fixture with ENCDEC_QUEUE_ALL=1 (`make queue-check`).
-TABLE = (sorted(MANIFEST) if os.environ.get("ENCDEC_QUEUE_ALL") == "1"
-         else ["db_pass_all", "ts_bug_no_shift", "kv_bug_no_cache", "cheat_kv_forged_structure", "broken_os_exit"])
+# The fixture table through every engine (stock `nbgrader autograde`, the driver, the queue's
+# workers) into both gradebooks (PostgreSQL, SQLite). In `make test`: one fixture per assignment and
+# verdict kind, on the pairs no other suite runs (tests/test_grading_fixtures.py grades the whole
+# table with stock nbgrader on SQLite, and its cheats through the driver). ENCDEC_QUEUE_ALL=1
+# (`make queue-check`): every fixture, every pair.
+ALL = os.environ.get("ENCDEC_QUEUE_ALL") == "1"
+TABLE = sorted(MANIFEST) if ALL else ["db_pass_all", "ts_bug_no_shift", "kv_bug_no_cache",
+                                      "cheat_kv_forged_structure", "broken_os_exit"]
+PAIRS = [(e, b) for e in ("stock", "driver", "queue") for b in ("postgresql", "sqlite")
+         if ALL or (e, b) not in {("stock", "sqlite"), ("driver", "sqlite")}]
 
 
 def _expected(names: list[str], assignment: str) -> dict[str, float]:
     return {n: float(MANIFEST[n]["expected_score"]) for n in names if MANIFEST[n]["assignment"] == assignment}
 
 
-@pytest.mark.parametrize("engine", ["queue", "driver"])
-def test_the_fixture_table_on_postgresql(services, course_dir, engine):
+def _grade(course: Path, engine: str, assignments: list[str], url: str) -> str:
+    """Grade every submission of `assignments` with `engine`; returns its logs."""
+    if engine == "stock":  # one `nbgrader autograde` per assignment (a broken notebook makes its status 1)
+        runs = [subprocess.run([PY, "-m", "nbgrader", "autograde", a], cwd=course, capture_output=True, text=True,
+                               timeout=3600) for a in assignments]
+        return "".join(r.stderr[-2000:] for r in runs)
+    if engine == "driver":
+        run = subprocess.run([PY, "-m", "autograder.driver", *assignments, "--workers", "2", "--json", "first.json"],
+                             cwd=course, capture_output=True, text=True, timeout=3600)
+        return run.stdout[-3000:] + run.stderr[-3000:]
+    for a in assignments:
+        assert queue(course, url, "enqueue", a).returncode == 0
+    workers = [worker(course, url, f"t{i}") for i in (1, 2)]
+    try:
+        return "".join(queue(course, url, "collect", a, "--wait", timeout=3600).stdout for a in assignments)
+    finally:
+        stop(*workers)
+
+
+@pytest.mark.parametrize("engine,backend", PAIRS, ids=[f"{e}-{b}" for e, b in PAIRS])
+def test_the_fixture_table(services, course_dir, engine, backend):
     port, url = services
     assignments = sorted({MANIFEST[n]["assignment"] for n in TABLE})
-    course = scratch_course(course_dir, assignments, create_database(port, f"table_{engine}"))
+    db_url = create_database(port, f"table_{engine}") if backend == "postgresql" else None
+    course = scratch_course(course_dir, assignments, db_url)
     for name in TABLE:
         submit(course, name)
-    if engine == "driver":
-        run = subprocess.run([PY, "-m", "autograder.driver", *assignments, "--workers", "2"], cwd=course,
-                             capture_output=True, text=True, timeout=3600)
-        logs = run.stdout[-3000:] + run.stderr[-3000:]
-    else:
-        for a in assignments:
-            assert queue(course, url, "enqueue", a).returncode == 0
-        workers = [worker(course, url, f"t{i}") for i in (1, 2)]
-        try:
-            logs = "".join(queue(course, url, "collect", a, "--wait", timeout=3600).stdout for a in assignments)
-        finally:
-            stop(*workers)
+    logs = _grade(course, engine, assignments, url)
+    assert coursedir(course).db_url.split(":")[0].startswith(backend)  # scores() reads that gradebook
+    if backend == "postgresql":  # nothing went to a SQLite file (the driver's private ones aside)
+        assert [p for p in course.rglob("gradebook.db") if ".driver" not in p.parts] == []
     for a in assignments:
-        assert scores(course, a) == _expected(TABLE, a), (a, logs)
+        assert scores(course, a) == _expected(TABLE, a), (engine, backend, a, logs)
+    if engine == "driver":  # resumable: a second run grades nothing again and changes no score
+        again = subprocess.run([PY, "-m", "autograder.driver", *assignments, "--json", "again.json"], cwd=course,
+                               capture_output=True, text=True, timeout=600)
+        first, second = (json.loads((course / f).read_text()) for f in ("first.json", "again.json"))
+        assert {r["student"] for r in second if r["reason"] == "already graded"} == \
+            {r["student"] for r in first if r["status"] == "graded"}, again.stdout
+        assert all(scores(course, a) == _expected(TABLE, a) for a in assignments)
