@@ -181,3 +181,29 @@ def format_patterns(patterns: dict[str, str], dims: dict) -> list[list[str]]:
 
 def numpy_dict(d: dict[str, Tensor | np.ndarray]) -> dict[str, np.ndarray]:
     return {k: v.detach().numpy() if isinstance(v, Tensor) else np.asarray(v) for k, v in d.items()}
+
+
+# The probes a module's behaviour is checked with (decoder_block's DecoderBlock, target_slicing's
+# Transformer): its output's shape, its values (on the visible seed and on hidden inputs), whether
+# a later position changes an earlier output (causal), whether the encoder side is read (question).
+PROBES = ("shape", "plain", "plain", "causal", "question")
+
+
+def probe_checks(ids: tuple[str, ...], titles: tuple[str, ...], seeds: tuple[int, int], *, shape_key: str,
+                 build: Callable[[int, bool, str], dict], wire: Callable[[str], Callable],
+                 reference: Callable[[str], Callable], judge: Callable[[Check, str], Callable],
+                 variants: Callable[[dict], dict], **fields: Any) -> list[Check]:
+    """The five checks of one module, one per probe in the order of ``PROBES`` (``ids``,
+    ``titles``): the first two visible (on ``seeds``), the rest hidden. ``build(seed, hidden, probe)`` makes the inputs;
+    ``wire``, ``reference`` and ``judge`` are made per probe; the value probes also match known
+    mistakes (``variants``). ``fields``: the Check's other fields, the same for all five."""
+    out = []
+    for i, (check_id, probe, title) in enumerate(zip(ids, PROBES, titles, strict=True)):
+        hidden = i >= 2
+        check = Check(id=check_id, title=title, hidden=hidden, seed=0 if hidden else seeds[i],
+                      build=(lambda s, h=hidden, p=probe: build(s, h, p)), wire=wire(probe),
+                      reference=reference(probe), variants=variants if probe == "plain" else (lambda inputs: {}),
+                      shape_only=(shape_key,) if probe == "shape" else (), **fields)
+        check.judge = judge(check, probe)
+        out.append(check)
+    return out

@@ -13,7 +13,7 @@ from encdec.grading import language
 from . import labels
 from . import stages as St
 from . import variants as Var
-from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, is_not_repeatable, \
+from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, is_not_repeatable, probe_checks, \
     names_a_mask_mistake, not_repeatable, numpy_dict, randomize_, state_arrays
 
 CHECKS: list[Check] = []
@@ -246,17 +246,10 @@ _BLOCK_ERRORS = {
     "cross_q_from_encoder": "({Ka})&&({Kq})",
 }
 
-for _cid, _hidden, _seed, _probe, _title in (
-    ("decoder_block.shapes", False, 1103, "shape", "DecoderBlock output shape"),
-    ("decoder_block.output", False, 1104, "plain", "DecoderBlock.forward"),
-    ("decoder_block.output_hidden", True, 0, "plain", "DecoderBlock.forward on fresh weights and sizes"),
-    ("decoder_block.causal_hidden", True, 0, "causal", "DecoderBlock causality"),
-    ("decoder_block.question_hidden", True, 0, "question", "DecoderBlock reads the encoder memory"),
-):
-    _c = Check(id=_cid, title=_title, task="DecoderBlock.forward", kind="block", hidden=_hidden, seed=_seed,
-               build=(lambda s, h=_hidden, p=_probe: _build_block(s, h, p)), wire=_wire_block(_probe),
-               reference=_ref_block(_probe), error_patterns=_BLOCK_ERRORS, judge_failed=_failed_block,
-               variants=_block_variants if _probe == "plain" else (lambda inputs: {}),
-               shape_only=("out",) if _probe == "shape" else ())
-    _c.judge = _judge_block(_c, _probe)
-    CHECKS.append(_c)
+CHECKS += probe_checks(
+    tuple(f"decoder_block.{n}" for n in ("shapes", "output", "output_hidden", "causal_hidden", "question_hidden")),
+    ("DecoderBlock output shape", "DecoderBlock.forward", "DecoderBlock.forward on fresh weights and sizes",
+                      "DecoderBlock causality", "DecoderBlock reads the encoder memory"), (1103, 1104),
+    shape_key="out", build=_build_block, wire=_wire_block, reference=_ref_block, judge=_judge_block,
+    variants=_block_variants, task="DecoderBlock.forward", kind="block", error_patterns=_BLOCK_ERRORS,
+    judge_failed=_failed_block)

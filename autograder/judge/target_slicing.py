@@ -15,7 +15,7 @@ from encdec.grading import language
 from . import labels
 from . import stages as St
 from . import variants as Var
-from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, is_not_repeatable, \
+from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, is_not_repeatable, probe_checks, \
     names_a_mask_mistake, not_repeatable, randomize_, same, state_arrays
 
 CHECKS: list[Check] = []
@@ -197,20 +197,15 @@ _FORWARD_ERRORS = {
     "no_shift": "({Ka})&&({Ka1})",
 }
 
-for _cid, _hidden, _seed, _probe, _title in (
-    ("target_slicing.forward_shapes", False, 1202, "shape", "Transformer.forward logits shape"),
-    ("target_slicing.forward", False, 1203, "plain", "Transformer.forward"),
-    ("target_slicing.forward_hidden", True, 0, "plain", "Transformer.forward on fresh weights and lengths"),
-    ("target_slicing.causal_hidden", True, 0, "causal", "Transformer.forward causality"),
-    ("target_slicing.question_hidden", True, 0, "question", "Transformer.forward reads the question"),
-):
-    _c = Check(id=_cid, title=_title, task="Transformer.forward", kind="forward", hidden=_hidden, seed=_seed,
-               build=(lambda s, h=_hidden, p=_probe: _build_forward(s, h, p)), wire=_wire_forward(_probe),
-               reference=_ref_forward(_probe), error_patterns=_FORWARD_ERRORS, judge_failed=_failed_forward,
-               variants=_forward_variants if _probe == "plain" else (lambda inputs: {}),
-               shape_only=("logits",) if _probe == "shape" else ())
-    _c.judge = _judge_forward(_c, _probe)
-    CHECKS.append(_c)
+CHECKS += probe_checks(
+    tuple(f"target_slicing.{n}" for n in ("forward_shapes", "forward", "forward_hidden", "causal_hidden",
+                                          "question_hidden")),
+    ("Transformer.forward logits shape", "Transformer.forward",
+                       "Transformer.forward on fresh weights and lengths", "Transformer.forward causality",
+                       "Transformer.forward reads the question"), (1202, 1203),
+    shape_key="logits", build=_build_forward, wire=_wire_forward, reference=_ref_forward, judge=_judge_forward,
+    variants=_forward_variants, task="Transformer.forward", kind="forward", error_patterns=_FORWARD_ERRORS,
+    judge_failed=_failed_forward)
 
 
 # --- the loss --------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .stages import MODEL, recording
+from .stages import BLOCK, MODEL, recording
 from .wire import section
 
 
@@ -48,6 +48,22 @@ def call_softmax(impl, meta, a) -> dict:
     return {"weights": as_array(out, "masked_softmax(scores, mask)").astype(np.float32)}
 
 
+def _traced(module, name: str, out: dict[str, np.ndarray], run, given) -> torch.Tensor:
+    """``run()`` (one case of ``module``), recording what its ``given`` submodules received and
+    returned, stage by stage, into ``out`` (judged by the grader). A failure part-way raises
+    PartialRun with the stages that ran before it: they are evidence."""
+    with recording(module, f"trace/{name}", given) as trace:
+        try:
+            with torch.no_grad():
+                y = run()
+        except NotImplementedError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise PartialRun(exc, {**out, **trace}) from exc
+    out.update(trace)
+    return y
+
+
 def call_block(impl, meta, a) -> dict:
     d = meta["dims"]
     block = impl(d["H"], d["M"], d["F"], 0.1)
@@ -56,16 +72,7 @@ def call_block(impl, meta, a) -> dict:
     out: dict[str, np.ndarray] = {}
     for name in meta["cases"]:  # e.g. "out", then "out_changed" (later answer positions changed)
         case = section(a, f"case/{name}")
-        # what the given submodules received and returned, stage by stage (judged by the grader)
-        with recording(block, f"trace/{name}") as trace:
-            try:
-                with torch.no_grad():
-                    y = block(_t(case["dec"]), _t(case["enc"]), _t(case["mask"]))
-            except NotImplementedError:
-                raise
-            except Exception as exc:  # noqa: BLE001 (the stages that ran before the failure are evidence)
-                raise PartialRun(exc, {**out, **trace}) from exc
-        out.update(trace)
+        y = _traced(block, name, out, lambda: block(_t(case["dec"]), _t(case["enc"]), _t(case["mask"])), BLOCK)
         out[name] = as_array(y, "DecoderBlock.forward(dec_inp, enc_inp, mask)").astype(np.float32)
     return out
 
@@ -90,15 +97,7 @@ def call_forward(impl, meta, a) -> dict:
     out: dict[str, np.ndarray] = {}
     for name, ques_key, ans_key in meta["cases"]:  # e.g. ["logits", "ques", "ans"]
         q, ans = _t(a[ques_key]), _t(a[ans_key])
-        with recording(m, f"trace/{name}", MODEL) as trace:  # the given parts, stage by stage
-            try:
-                with torch.no_grad():
-                    y = m(q, m.positions(q.shape[1]), ans, m.positions(ans.shape[1]))
-            except NotImplementedError:
-                raise
-            except Exception as exc:  # noqa: BLE001 (the stages that ran before the failure are evidence)
-                raise PartialRun(exc, {**out, **trace}) from exc
-        out.update(trace)
+        y = _traced(m, name, out, lambda: m(q, m.positions(q.shape[1]), ans, m.positions(ans.shape[1])), MODEL)
         out[name] = as_array(y, "Transformer.forward(...)").astype(np.float32)
     return out
 
