@@ -40,12 +40,13 @@ def run(check_id: str, impl: Any, workdir: str | os.PathLike = ".") -> None:
     stored = wd / wire.REFERENCE_DIR / f"{check_id}.npz"
     if check_id.endswith(HIDDEN_SUFFIX):
         # The instructor's own run of the source notebook: the inputs exist only when graded.
-        print(f"hidden check {check_id}: runs on the grader's inputs when the notebook is graded")
+        with language.speaking(release_language(wd)):
+            print(language.text("hidden_own_run", check_id=check_id))
         return
     if not stored.exists():
-        raise FileNotFoundError(
-            f"{check_id}: no inputs for this check. Visible checks read reference/{check_id}.npz next to "
-            "the notebook (it comes with the exercise); hidden checks run only when the notebook is graded.")
+        with language.speaking(release_language(wd)):
+            missing = language.text("no_reference", check_id=check_id)
+        raise FileNotFoundError(missing)
     meta, arrays = wire.load(stored)
     task = meta.get("task", check_id)
     with language.speaking(meta.get("language")):  # a release's language (autograder/release.py)
@@ -63,9 +64,26 @@ def _graded_run(check_id: str, impl: Any, wd: Path, path: Path) -> None:
     __tracebackhide__ = True
     meta, arrays = wire.load(path)
     out = wd / wire.OUTPUTS_DIR / f"{check_id}.npz"
-    got = _call(check_id, meta.get("task", check_id), meta, arrays, impl, save_to=out)
-    wire.save(out, {"status": "ok"}, got)
-    print(f"ran on the grader's inputs: {check_id} (the grader compares the outputs outside this notebook)")
+    # what the kernel prints here is the student's to read only: the grader replaces it (autograder.trusted)
+    with language.speaking(meta.get("language") or release_language(wd)):
+        got = _call(check_id, meta.get("task", check_id), meta, arrays, impl, save_to=out)
+        wire.save(out, {"status": "ok"}, got)
+        print(language.text("graded_run_done", check_id=check_id))
+
+
+def release_language(workdir: Path) -> str | None:
+    """The language of the release the notebook came from, for a run without a stored file of its
+    own (a hidden check, a missing reference, a graded run): the one the visible checks' stored
+    files next to it say (``reference/*.npz``, ``autograder/release.py``); None (keep the current
+    language) when none says one."""
+    for ref in sorted((workdir / wire.REFERENCE_DIR).glob("*.npz")):
+        try:
+            lang = wire.load(ref)[0].get("language")
+        except Exception:  # noqa: BLE001 (an unreadable file says nothing; the run goes on)
+            continue
+        if isinstance(lang, str):
+            return lang
+    return None
 
 
 def _call(check_id: str, task: str, meta: dict, arrays: dict, impl: Any, save_to: Path | None) -> dict[str, np.ndarray]:

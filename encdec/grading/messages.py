@@ -31,6 +31,11 @@ MESSAGES = {
         "part_passed": "  passed: {name}",
         "part_missed": "  missed: {name}",
         "deleted": "This test cell was deleted from the submission, so it scores 0.",
+        # the kernel's own lines (encdec.grading.checks): a hidden check, a missing reference, a graded run
+        "hidden_own_run": "hidden check {check_id}: runs on the grader's inputs when the notebook is graded",
+        "no_reference": ("{check_id}: no inputs for this check. Visible checks read reference/{check_id}.npz next to "
+                         "the notebook (it comes with the exercise); hidden checks run only when the notebook is graded."),
+        "graded_run_done": "ran on the grader's inputs: {check_id} (the grader compares the outputs outside this notebook)",
         "delegation": ("{check_id}: your solution called {names}, the package's own implementation of what this "
                        "exercise asks you to write. A graded run does not provide it (calling it there raises an "
                        "error and the check scores 0): write the code yourself."),
@@ -155,6 +160,10 @@ MESSAGES = {
         "part_passed": "  通过：{name}",
         "part_missed": "  未通过：{name}",
         "deleted": "提交中删除了这个测试单元，因此它得 0 分。",
+        "hidden_own_run": "隐藏检查 {check_id}：批改 notebook 时在批改程序的输入上运行",
+        "no_reference": ("{check_id}：这项检查没有输入。可见检查读取 notebook 旁边的 reference/{check_id}.npz"
+                         "（它随练习一起发放）；隐藏检查只在批改 notebook 时运行。"),
+        "graded_run_done": "已在批改程序的输入上运行：{check_id}（批改程序在这个 notebook 之外比较输出）",
         "delegation": ("{check_id}：你的答案调用了 {names}，这是本练习要你自己写的部分在课程包里的现成实现。"
                        "批改时没有它（在那里调用会抛出错误，这项检查得 0 分）：请自己写出代码。"),
         "unreadable": "{check_id}：无法安全地读取它保存的输出（{error}）。",
