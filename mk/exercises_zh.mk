@@ -7,3 +7,10 @@
 .PHONY: exercises-zh
 exercises-zh: $(VENV)/.installed
 	$(PY) -m autograder.release --lang zh
+
+# Every fixture of the table handed in from the English and from the Chinese release, graded by
+# stock nbgrader: the same scores per item and in total, the Chinese feedback with no English
+# diagnosis (`make test` grades five of them; this takes about 10 minutes).
+.PHONY: zh-check
+zh-check: $(VENV)/.installed system
+	ENCDEC_ZH_ALL=1 $(PY) -m pytest -q tests/test_exercises_zh.py -k chinese_submissions_grade_exactly_as_the_english_ones

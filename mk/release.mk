@@ -7,7 +7,10 @@
 #     nobody retrains and `load_run` needs no build/ folder; this is the wheel a launched
 #     chapter's first cell installs from the published site's student/ folder;
 #   - exercises/<name>/: the released notebooks (stubs) and their visible checks' reference/*.npz;
-#   - README.md for students.
+#   - exercises/zh/<name>/: the same exercises released in Chinese (`make exercises-zh`): the
+#     same code and checks, instructions and feedback in Chinese; the instructor tells students
+#     which of the two to use, and either grades alike;
+#   - README.md for students (English, then Chinese).
 # tests/test_student_release.py installs it in a fresh virtual environment and runs the checks.
 STUDENT := dist/student
 STUDENT_STAGE := build/student-wheel
@@ -22,6 +25,8 @@ define STUDENT_README
 - `exercises/`: the three exercises, one folder each, with the stored inputs and outputs of
   their visible checks (`reference/`): `decoder_block` (chapter 11), `target_slicing`
   (chapter 12) and `kv_cache` (chapter 13).
+- `exercises/zh/`: the same three exercises in Chinese (instructions and feedback); the code,
+  the checks and the grading are the same. Use the language your instructor tells you.
 
 ## Set up (Python 3.11 or newer)
 
@@ -42,6 +47,13 @@ visible checks pass by getting the code right, not by matching their numbers. Su
 notebook as your instructor tells you.
 
 `SHA256SUMS` lists every file of this release (`sha256sum -c SHA256SUMS` checks them).
+
+## 中文版
+
+`exercises/zh/<name>/<name>.ipynb` 是同样三个练习的中文版：说明和检查的反馈都是中文，代码、检查和评分与英文版完全相同。
+安装方法同上；同样要让每个练习与它的 `reference/` 文件夹放在一起，从上到下运行。
+写代码之前，可见的检查会说“尚未实现”；出错时，它会说明期望的结果、实际的结果，以及这像是哪一种常见错误。
+使用哪个语言版本、如何提交，请听从教师的安排。
 endef
 export STUDENT_README
 
@@ -60,11 +72,11 @@ student-release: $(VENV)/.installed checkpoints
 	grep -q '^include = \["encdec\*"\]' $(STUDENT_STAGE)/pyproject.toml || \
 		{ echo "pyproject.toml's package list changed: update mk/release.mk"; exit 1; }
 	$(PY) -m pip wheel -q --no-deps --no-build-isolation -w $(STUDENT) $(abspath $(STUDENT_STAGE))
-	for ex in exercises/*/; do \
+	for ex in exercises/*/ exercises/zh/*/; do \
 		name=$$(basename $$ex); [ -f $$ex$$name.ipynb ] || continue; \
-		mkdir -p $(STUDENT)/exercises/$$name/reference; \
-		cp $$ex$$name.ipynb $(STUDENT)/exercises/$$name/; \
-		cp $$ex/reference/*.npz $(STUDENT)/exercises/$$name/reference/; \
+		dest=$(STUDENT)/$${ex%/}; mkdir -p $$dest/reference; \
+		cp $$ex$$name.ipynb $$dest/; \
+		cp $$ex/reference/*.npz $$dest/reference/; \
 	done
 	printf '%s\n' "$$STUDENT_README" > $(STUDENT)/README.md
 	cd $(STUDENT) && find . -type f ! -name SHA256SUMS | LC_ALL=C sort | xargs sha256sum > SHA256SUMS

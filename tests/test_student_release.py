@@ -6,7 +6,8 @@ of its address on the site; its third-party dependencies, torch above all, come 
 project's environment instead of the network). That environment loads every preset's trained
 checkpoint from the wheel with no build/ folder in sight, and every exercise's visible checks run
 there from the released folder: against the released stub they fail with "not implemented yet",
-with the reference solution's code in the solution cells they pass.
+with the reference solution's code in the solution cells they pass. The Chinese release
+(``exercises/zh/``) ships beside the English one and says the same in Chinese.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if (p / f"{p.name}.ipynb").is_file())
 SECRET_MARKERS = ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "END SOLUTION")
+# release language -> where its exercises are, what a stub's check and a passing one say
+LANGUAGES = {"en": ("exercises", "not implemented yet", "passed"), "zh": ("exercises/zh", "尚未实现", "通过")}
 
 # Runs one exercise notebook's code cells in order, as a kernel would, and reports each visible
 # check (graded cells whose id does not end in _hidden): passed, or the error it raised.
@@ -98,12 +101,16 @@ def test_release_ships_exercises_wheel_checkpoints_and_readme(release):
     names = zipfile.ZipFile(next(release.glob("encdec-*.whl"))).namelist()
     assert {"encdec/model.py", "encdec/grading/checks.py", "encdec/widgets/quick_check.js"} <= set(names)
     assert not [n for n in names if n.split("/")[0] not in {"encdec", "encdec-0.1.0.dist-info"}], names
-    assert sorted(p.name for p in (release / "exercises").iterdir()) == ASSIGNMENTS
-    for name in ASSIGNMENTS:
-        ours = release / "exercises" / name
-        assert (ours / f"{name}.ipynb").read_bytes() == (ROOT / "exercises" / name / f"{name}.ipynb").read_bytes()
-        assert sorted(p.name for p in (ours / "reference").iterdir()) == \
-            sorted(p.name for p in (ROOT / "exercises" / name / "reference").glob("*.npz"))
+    assert sorted(p.name for p in (release / "exercises").iterdir()) == sorted([*ASSIGNMENTS, "zh"])
+    assert sorted(p.name for p in (release / "exercises" / "zh").iterdir()) == ASSIGNMENTS
+    for folder, _, _ in LANGUAGES.values():
+        for name in ASSIGNMENTS:
+            ours, theirs = release / folder / name, ROOT / folder / name
+            assert (ours / f"{name}.ipynb").read_bytes() == (theirs / f"{name}.ipynb").read_bytes()
+            assert sorted(p.name for p in (ours / "reference").iterdir()) == \
+                sorted(p.name for p in (theirs / "reference").glob("*.npz"))
+            for ref in (ours / "reference").iterdir():
+                assert ref.read_bytes() == (theirs / "reference" / ref.name).read_bytes(), ref
     # The checkpoints travel inside the wheel, copied at release time from build/checkpoints (the
     # one source: the repository never holds a copy, and the release has no second one).
     with zipfile.ZipFile(next(release.glob("encdec-*.whl"))) as wheel:
@@ -116,6 +123,8 @@ def test_release_ships_exercises_wheel_checkpoints_and_readme(release):
     assert tracked.stdout == "", "checkpoints committed into the package"
     readme = (release / "README.md").read_text()
     assert all(name in readme for name in ASSIGNMENTS) and "pip install" in readme
+    english, chinese = readme.split("## 中文版")  # the Chinese paragraph comes last
+    assert "`exercises/zh/`" in english and "exercises/zh/<name>/<name>.ipynb" in chinese
 
 
 def test_release_keeps_solutions_hidden_tests_and_grader_back(release):
@@ -206,15 +215,17 @@ def test_fresh_environment_loads_the_presets_from_the_wheel_without_build(fresh_
                                   "training": False}, preset
 
 
+@pytest.mark.parametrize("lang", LANGUAGES)
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_visible_checks_fail_on_the_stub_and_pass_on_the_solution(fresh_python, release, assignment):
-    folder = release / "exercises" / assignment
-    stub = json.loads((folder / f"{assignment}.ipynb").read_text())
+def test_visible_checks_fail_on_the_stub_and_pass_on_the_solution(fresh_python, release, assignment, lang):
+    where, not_yet, passed = LANGUAGES[lang]
+    folder = release / where / assignment
+    stub = json.loads((folder / f"{assignment}.ipynb").read_text(encoding="utf-8"))
     report = _run_visible_checks(fresh_python, folder, stub)
     assert Path(report["encdec"]).is_relative_to(fresh_python.parent.parent)
     assert report["results"], f"{assignment}: no visible checks ran"
     for r in report["results"]:
-        assert not r["ok"] and "not implemented yet" in r["message"], r
+        assert not r["ok"] and not_yet in r["message"], r
 
     solutions = _solution_code(assignment)
     for cell in stub["cells"]:
@@ -222,4 +233,4 @@ def test_visible_checks_fail_on_the_stub_and_pass_on_the_solution(fresh_python, 
         if grade_id in solutions:
             cell["source"] = solutions[grade_id]
     report = _run_visible_checks(fresh_python, folder, stub)
-    assert report["results"] and all(r["ok"] and "passed" in r["message"] for r in report["results"]), report
+    assert report["results"] and all(r["ok"] and passed in r["message"] for r in report["results"]), report
