@@ -1,11 +1,14 @@
 """Feedback at submission: the Gradescope archive (autograder/gradescope/) built, unpacked into a
 folder shaped like Gradescope's `/autograder`, and its `run_autograder` run on fixture
 submissions; every score must be the one `nbgrader autograde` gives (the fixture table), and
-results.json must follow Gradescope's schema."""
+results.json must follow Gradescope's schema. The archive for the Chinese release
+(`--lang zh`) scores a submission of that release exactly as the English archive scores the
+English one, and its feedback is in Chinese."""
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -14,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from autograder.fixtures import table
 from autograder.gradescope import build, results
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "autograder" / "fixtures"
-MANIFEST = json.loads((FIXTURES / "manifest.json").read_text())
+MANIFEST = table.grading()
 # per assignment, what the run must carry over from nbgrader's: a full score, a named bug, an
 # integrity flag, an unreadable notebook (every fixture goes through `nbgrader autograde` in
 # tests/test_grading_fixtures.py; one Gradescope run costs a fresh grader, ~15 s)
@@ -61,18 +65,25 @@ def test_archive_holds_what_grading_needs_and_nothing_more(archives):
         assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0, script
 
 
+def run_archive(archive: Path, root: Path, assignment: str, notebook: str) -> dict:
+    """Gradescope's run of one submission (the notebook's text) with ``archive``: results.json."""
+    root = unpack(archive, root)
+    (root / "submission").mkdir()
+    (root / "submission" / f"{assignment}.ipynb").write_text(notebook, encoding="utf-8")
+    env = dict(os.environ, AUTOGRADER_ROOT=str(root), ENCDEC_PYTHON=sys.executable)
+    run = subprocess.run([str(root / "run_autograder")], env=env, capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
+    data = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+    results.check_schema(data)
+    return data
+
+
 @pytest.mark.grading
 @pytest.mark.parametrize("name", [n for names in CASES.values() for n in names])
 def test_run_autograder_scores_like_nbgrader(archives, tmp_path, name):
     spec = MANIFEST[name]
-    root = unpack(archives[spec["assignment"]], tmp_path / "autograder")
-    (root / "submission").mkdir()
-    shutil.copy(FIXTURES / name / f"{spec['assignment']}.ipynb", root / "submission")
-    env = dict(os.environ, AUTOGRADER_ROOT=str(root), ENCDEC_PYTHON=sys.executable)
-    run = subprocess.run([str(root / "run_autograder")], env=env, capture_output=True, text=True, timeout=900)
-    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
-    data = json.loads((root / "results" / "results.json").read_text())
-    results.check_schema(data)
+    notebook = (FIXTURES / name / f"{spec['assignment']}.ipynb").read_text(encoding="utf-8")
+    data = run_archive(archives[spec["assignment"]], tmp_path / "autograder", spec["assignment"], notebook)
     assert data["score"] == spec["expected_score"], (name, data)
     if data["tests"]:  # a notebook that could not be read has no tests, and says why
         assert sum(t["max_score"] for t in data["tests"]) == spec["max_score"]
@@ -84,6 +95,36 @@ def test_run_autograder_scores_like_nbgrader(archives, tmp_path, name):
         assert spec["expected_score"] == 0 and "could not be graded" in data["output"]
     if spec.get("flag"):
         assert "instructor's review" in data["output"]
+
+
+def test_the_chinese_archive_has_the_chinese_release_references(tmp_path):
+    zh = build.archive("decoder_block", tmp_path, "zh")
+    with zipfile.ZipFile(zh) as z:
+        assert json.loads(z.read("gradescope.json")) == {"assignment": "decoder_block", "language": "zh"}
+        refs = sorted(n for n in z.namelist() if n.startswith("exercises/"))
+        ours = ROOT / "exercises" / "zh" / "decoder_block" / "reference"
+        assert refs == sorted(f"exercises/decoder_block/reference/{p.name}" for p in ours.glob("*.npz"))
+        assert all(z.read(n) == (ours / Path(n).name).read_bytes() for n in refs)
+        assert not [n for n in z.namelist() if n.startswith("exercises/zh")]
+
+
+@pytest.mark.grading
+def test_the_chinese_archive_scores_alike_and_gives_feedback_in_chinese(archives, tmp_path):
+    """A known bug handed in from each release to its archive: the same items and scores, the
+    diagnosis in each release's language."""
+    from encdec.grading.misconceptions_zh import MISCONCEPTIONS_ZH
+    from test_exercises_zh import zh_submission
+
+    name, bug = "db_bug_mask_after_softmax", "mask_after_softmax"
+    a = MANIFEST[name]["assignment"]
+    en = run_archive(archives[a], tmp_path / "en", a, (FIXTURES / name / f"{a}.ipynb").read_text(encoding="utf-8"))
+    zh = run_archive(build.archive(a, tmp_path / "archive-zh", "zh"), tmp_path / "zh", a, zh_submission(name))
+    assert en["score"] == zh["score"] == MANIFEST[name]["expected_score"]
+    assert [(t["name"], t["score"], t["max_score"], t["visibility"]) for t in en["tests"]] == \
+        [(t["name"], t["score"], t["max_score"], t["visibility"]) for t in zh["tests"]]
+    said_en, said_zh = ("".join("".join(t["output"] for t in r["tests"]).split()) for r in (en, zh))
+    assert "".join(MANIFEST[name]["diagnosis"].split()) in said_en and not re.search(r"[\u4e00-\u9fff]", said_en)
+    assert "".join(MISCONCEPTIONS_ZH[bug].split()) in said_zh and "Diagnosis" not in said_zh
 
 
 def test_results_refuse_what_gradescope_cannot_read():

@@ -1,15 +1,21 @@
 """Build the Gradescope autograder archive of an assignment (`make gradescope`).
 
-    python -m autograder.gradescope.build [ASSIGNMENT ...] [--out dist/gradescope]
+    python -m autograder.gradescope.build [ASSIGNMENT ...] [--lang zh] [--out dist/gradescope]
 
 Each `<assignment>.zip` (which Gradescope unpacks into `/autograder/source/`) holds, at its
 top, Gradescope's `setup.sh` (run once when Gradescope
 builds the image: Python 3.11, bubblewrap, the pinned packages, this project installed) and
 `run_autograder` (copied to `/autograder/`, run per submission: `autograder.gradescope.run`), `gradescope.json` naming
-the assignment, and the project files grading needs: the package, the grader, the course
+the assignment and the release's language, and the project files grading needs: the package, the grader, the course
 configuration, the pins, the assignment's source notebook and visible references, and its
 grading edition. Nothing of the course's grading state (gradebook, submissions, secret) and no
 test fixture goes in.
+
+One archive per release language: ``--lang zh`` (default out ``dist/gradescope/zh/``) is the
+archive for the exercises released in Chinese (``exercises/zh/``, ``autograder/release.py``):
+the same source, edition and grading, with that release's visible references (their metadata
+says the language) where ``run`` looks for them. The feedback speaks the submission's language
+(its notebook's ``encdec.language``, ``autograder.trusted``), the score is the same in both.
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ from pathlib import Path
 
 from autograder import edition
 from autograder.state import grading_state
+from encdec.grading import language
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -38,10 +45,20 @@ def _files(top: Path):
             yield path, rel
 
 
-def archive(assignment: str, out: Path) -> Path:
-    """Write ``out/<assignment>.zip``; return its path."""
+def released(assignment: str, lang: str = language.DEFAULT) -> Path:
+    """The release of ``assignment`` in ``lang``: ``exercises/<a>/``, or ``exercises/<lang>/<a>/``."""
+    if lang not in language.LANGUAGES:
+        raise SystemExit(f"no release language {lang!r} (expected one of {list(language.LANGUAGES)})")
+    return ROOT / "exercises" / assignment if lang == language.DEFAULT else ROOT / "exercises" / lang / assignment
+
+
+def archive(assignment: str, out: Path, lang: str = language.DEFAULT) -> Path:
+    """Write ``out/<assignment>.zip`` for the release in ``lang``; return its path."""
     if assignment not in edition.assignments():
         raise SystemExit(f"no assignment {assignment!r} in solutions/ (expected one of {edition.assignments()})")
+    references = released(assignment, lang) / "reference"
+    if not references.is_dir():
+        raise SystemExit(f"{references.relative_to(ROOT)} is missing: run `make exercises` first")
     ed = edition.ensure(assignment, edition.DEFAULT_OUT)
     out.mkdir(parents=True, exist_ok=True)
     dest = out / f"{assignment}.zip"
@@ -50,15 +67,16 @@ def archive(assignment: str, out: Path) -> Path:
             info = zipfile.ZipInfo(name)
             info.external_attr = 0o100755 << 16  # executable, as Gradescope runs them
             z.writestr(info, (HERE / name).read_text())
-        z.writestr("gradescope.json", json.dumps({"assignment": assignment}))
+        z.writestr("gradescope.json", json.dumps({"assignment": assignment, "language": lang}))
         for name in TOP_FILES:
             z.write(ROOT / name, f"{name}")
         for tree in TREES:
             for path, rel in _files(ROOT / tree):
                 z.write(path, f"{rel}")
-        for tree in (ROOT / "solutions" / assignment, ROOT / "exercises" / assignment / "reference"):
-            for path, rel in _files(tree):
-                z.write(path, f"{rel}")
+        for path, rel in _files(ROOT / "solutions" / assignment):
+            z.write(path, f"{rel}")
+        for path, _ in _files(references):  # where `run` finds them, whatever the release's folder
+            z.write(path, f"exercises/{assignment}/reference/{path.name}")
         for path in sorted(ed.parent.rglob("*")):  # the edition as the sandbox will look for it
             if path.is_file():
                 z.write(path, f"{path.relative_to(ROOT)}")
@@ -68,10 +86,13 @@ def archive(assignment: str, out: Path) -> Path:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m autograder.gradescope.build", description=__doc__.splitlines()[0])
     p.add_argument("assignments", nargs="*", help="default: every assignment in solutions/")
-    p.add_argument("--out", type=Path, default=ROOT / "dist" / "gradescope")
+    p.add_argument("--lang", default=language.DEFAULT, choices=language.LANGUAGES,
+                   help="the release the students work from (default: English, exercises/)")
+    p.add_argument("--out", type=Path, help="default: dist/gradescope/, or dist/gradescope/<lang>/")
     args = p.parse_args(argv)
+    out = args.out or ROOT / "dist" / "gradescope" / ("" if args.lang == language.DEFAULT else args.lang)
     for a in args.assignments or edition.assignments():
-        path = archive(a, args.out)
+        path = archive(a, out, args.lang)
         print(f"{a}: {path} ({path.stat().st_size / 1e6:.1f} MB)")
     return 0
 
