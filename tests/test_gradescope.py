@@ -135,3 +135,25 @@ def test_results_refuse_what_gradescope_cannot_read():
                 {"score": 1.0, "tests": [{"name": "a", "score": 3.0, "max_score": 2.0, "output": "", "visibility": "visible"}]}):
         with pytest.raises(ValueError):
             results.check_schema(bad)
+
+
+def test_the_wrapper_speaks_the_archive_language(tmp_path):
+    """results.json's own lines (an item's fallback, a submission that cannot be graded) come from
+    the message table, in the archive's release language."""
+    from encdec.grading import language
+
+    cjk = re.compile(r"[\u4e00-\u9fff]")
+    for lang in ("en", "zh"):
+        with language.speaking(lang):
+            fallbacks = [t["output"] for t in results.build([("a", 1.0, 1.0), ("b", 0.0, 1.0)], {}, set())["tests"]]
+        assert fallbacks == [language.MESSAGES[lang]["item_passed"], language.MESSAGES[lang]["item_no_output"]]
+        archive = build.archive("decoder_block", tmp_path / f"archive-{lang}", lang)
+        root = unpack(archive, tmp_path / lang)
+        (root / "submission").mkdir()  # nothing uploaded: no notebook to grade
+        env = dict(os.environ, AUTOGRADER_ROOT=str(root), ENCDEC_PYTHON=sys.executable)
+        run = subprocess.run([str(root / "run_autograder")], env=env, capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr[-3000:]
+        data = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
+        assert data["score"] == 0.0 and "decoder_block.ipynb" in data["output"]
+        assert bool(cjk.search(data["output"])) == (lang == "zh"), data["output"]
+    assert language.current() == "en"

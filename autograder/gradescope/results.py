@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from encdec.grading import language
+
 HIDDEN_MARK = "BEGIN HIDDEN TESTS"
 VISIBILITIES = {"visible", "hidden", "after_due_date", "after_published"}
 
@@ -53,7 +55,7 @@ def build(grades: list[tuple[str, float, float]], outputs: dict[str, str], hidde
     """`results.json` from (grade id, score, max score) per item, in notebook order."""
     tests = []
     for name, score, max_score in grades:
-        text = outputs.get(name) or ("passed" if score == max_score else "no output")
+        text = outputs.get(name) or language.text("item_passed" if score == max_score else "item_no_output")
         tests.append({"name": name, "score": float(score), "max_score": float(max_score), "output": text,
                       "visibility": "after_due_date" if name in hidden else "visible"})
     return {"score": float(sum(t["score"] for t in tests)), "output": note, "tests": tests,

@@ -19,6 +19,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from encdec.grading import language
+
 from . import results
 
 STUDENT = "submission"
@@ -29,8 +31,8 @@ def find_notebook(submission: Path, assignment: str) -> Path:
     named = [p for p in submission.rglob(f"{assignment}.ipynb") if ".ipynb_checkpoints" not in p.parts]
     found = named or [p for p in submission.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts]
     if len(found) != 1:
-        raise LookupError(f"expected one notebook named {assignment}.ipynb in the submission, found "
-                          f"{len(found)}: {sorted(p.name for p in found) or 'none'}")
+        raise LookupError(language.text("notebook_not_found", name=f"{assignment}.ipynb", n=len(found),
+                                        found=sorted(p.name for p in found) or "-"))
     return found[0]
 
 
@@ -59,14 +61,13 @@ def grade(source: Path, notebook: Path, assignment: str, work: Path) -> dict:
         try:
             nb = gb.find_submission_notebook(assignment, assignment, STUDENT)
         except MissingEntry:
-            return results.failed("The notebook could not be graded (is it a valid .ipynb file?). "
-                                  + _tail(log))
+            return results.failed(language.text("not_a_notebook", log=_tail(log)))
         by_name = {g.name: (g.score, g.max_score) for g in nb.grades}
     order = _grade_ids(source / "solutions" / assignment / f"{assignment}.ipynb")
     grades = [(n, *by_name[n]) for n in order if n in by_name]
     note = ""
     if any(f["student"] == STUDENT for f in flagged_submissions(url)):
-        note = "This submission is held for the instructor's review; the score may change."
+        note = language.text("held_for_review")
     hidden = results.hidden_items(source / "solutions" / assignment / f"{assignment}.ipynb")
     outputs = results.cell_outputs(state.autograded / STUDENT / assignment / f"{assignment}.ipynb")
     return results.build(grades, outputs, hidden, note)
@@ -90,17 +91,20 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     source, out = args.root / "source", args.root / "results" / "results.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    assignment = json.loads((source / "gradescope.json").read_text())["assignment"]
+    config = json.loads((source / "gradescope.json").read_text())
+    assignment = config["assignment"]
     work = Path(tempfile.mkdtemp(prefix="encdec-gradescope-"))
-    try:
-        notebook = find_notebook(args.root / "submission", assignment)
-        data = grade(source, notebook, assignment, work)
-    except LookupError as err:
-        data = results.failed(str(err))
-    except Exception as err:  # noqa: BLE001 - the student gets a result and the reason, not nothing
-        data = results.failed(f"Grading failed ({type(err).__name__}: {err}); please tell your instructor.")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    # the wrapper's own lines speak the archive's release language (the verdicts: the notebook's own)
+    with language.speaking(config.get("language")):
+        try:
+            notebook = find_notebook(args.root / "submission", assignment)
+            data = grade(source, notebook, assignment, work)
+        except LookupError as err:
+            data = results.failed(str(err))
+        except Exception as err:  # noqa: BLE001 - the student gets a result and the reason, not nothing
+            data = results.failed(language.text("grading_failed", error=f"{type(err).__name__}: {err}"))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     results.check_schema(data)
     out.write_text(json.dumps(data, indent=1))
     print(f"{assignment}: {data['score']:g} points, {len(data['tests'])} tests -> {out}")

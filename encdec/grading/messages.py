@@ -36,6 +36,13 @@ MESSAGES = {
         "no_reference": ("{check_id}: no inputs for this check. Visible checks read reference/{check_id}.npz next to "
                          "the notebook (it comes with the exercise); hidden checks run only when the notebook is graded."),
         "graded_run_done": "ran on the grader's inputs: {check_id} (the grader compares the outputs outside this notebook)",
+        # Gradescope's results.json (autograder/gradescope): an item's fallback output, the whole result's notes
+        "item_passed": "passed",
+        "item_no_output": "no output",
+        "held_for_review": "This submission is held for the instructor's review; the score may change.",
+        "not_a_notebook": "The notebook could not be graded (is it a valid .ipynb file?). {log}",
+        "notebook_not_found": "expected one notebook named {name} in the submission, found {n}: {found}",
+        "grading_failed": "Grading failed ({error}); please tell your instructor.",
         "delegation": ("{check_id}: your solution called {names}, the package's own implementation of what this "
                        "exercise asks you to write. A graded run does not provide it (calling it there raises an "
                        "error and the check scores 0): write the code yourself."),
@@ -164,6 +171,12 @@ MESSAGES = {
         "no_reference": ("{check_id}：这项检查没有输入。可见检查读取 notebook 旁边的 reference/{check_id}.npz"
                          "（它随练习一起发放）；隐藏检查只在批改 notebook 时运行。"),
         "graded_run_done": "已在批改程序的输入上运行：{check_id}（批改程序在这个 notebook 之外比较输出）",
+        "item_passed": "通过",
+        "item_no_output": "没有输出",
+        "held_for_review": "这份提交留待教师复核；分数可能会改变。",
+        "not_a_notebook": "这个 notebook 无法批改（它是有效的 .ipynb 文件吗？）。{log}",
+        "notebook_not_found": "提交中应当恰好有一个名为 {name} 的 notebook，实际找到 {n} 个：{found}",
+        "grading_failed": "批改失败（{error}）；请告诉你的教师。",
         "delegation": ("{check_id}：你的答案调用了 {names}，这是本练习要你自己写的部分在课程包里的现成实现。"
                        "批改时没有它（在那里调用会抛出错误，这项检查得 0 分）：请自己写出代码。"),
         "unreadable": "{check_id}：无法安全地读取它保存的输出（{error}）。",
