@@ -300,7 +300,12 @@ def _make(assignment: str, out_root: Path, source: Path, solutions: Path, force:
     if not force and _current(assignment, out_root) == stamp:
         return link / "encdec"
     tmp = Path(os.path.realpath(out_root)) / f".{assignment}-tmp-{os.getpid()}-{secrets.token_hex(4)}"
-    tmp.mkdir()
+    try:
+        tmp.mkdir()
+    except PermissionError as err:  # a grader that may not write there (a plain user, root's build/)
+        raise EditionError(
+            f"the edition in {out_root} is out of date (the package or solutions changed) and this user "
+            f"may not rebuild it there; its owner rebuilds it with `python -m autograder.edition`") from err
     try:
         _generate(assignment, tmp, source, solutions)
         (tmp / STAMP).write_text(stamp + "\n")

@@ -336,3 +336,17 @@ def test_graded_kernel_sees_the_edition_not_the_package(tmp_path, prefork):
                               "calling the package's version."]
     assert got["train"] == "absent" and got["editions_visible"] == []
     assert got["mha"] == [1, 3, 8]
+
+
+def test_a_grader_that_may_not_rebuild_a_stale_edition_says_who_can(tmp_path, monkeypatch):
+    """A plain user's grader facing an out-of-date edition in a folder it cannot write (root's build/)."""
+    real = Path.mkdir
+
+    def refuse(self, *args, **kwargs):
+        if self.name.startswith(".decoder_block-tmp-"):
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", refuse)
+    with pytest.raises(edition.EditionError, match="python -m autograder.edition"):
+        edition.ensure("decoder_block", tmp_path)

@@ -5,6 +5,7 @@ the batch, and the feedback HTML names the mistake without showing hidden test c
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -18,6 +19,14 @@ from autograder.state import GradingState, grading_state  # noqa: E402
 
 pytestmark = pytest.mark.grading
 MANIFEST = table.grading()
+# ENCDEC_FIXTURES=attacks (the plain-user pass of tests/test_unprivileged.py): the fixtures whose
+# code attacks the grader, its process or the batch (cheats, tampering, crashes, hostile output),
+# the honest ones, and the bug the tampering tests compare with. The other bugs and styles are
+# judged by the same grader code in either sandbox mode, and their kernels do nothing the mode
+# changes: the pass as root grades them.
+ATTACKS = ("cheat_", "tamper_", "broken_", "hostile_")
+SELECTED = sorted(n for n in MANIFEST if os.environ.get("ENCDEC_FIXTURES") != "attacks"
+                  or n.startswith(ATTACKS) or n.endswith("_pass_all") or n == "db_bug_mlp_skipped")
 
 
 def test_one_table_names_every_committed_submission_once():
@@ -32,7 +41,7 @@ def test_one_table_names_every_committed_submission_once():
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     work = tmp_path_factory.mktemp("grading")
-    rows = grade_fixtures.grade(work, timeout=10)
+    rows = grade_fixtures.grade(work, timeout=10, only=SELECTED)
     return work, {r.name: r for r in rows}
 
 
@@ -48,7 +57,7 @@ def test_manifest_covers_what_the_grader_must_prove():
         assert broken in names
 
 
-@pytest.mark.parametrize("name", sorted(MANIFEST))
+@pytest.mark.parametrize("name", SELECTED)
 def test_fixture_gets_expected_score_and_diagnosis(graded, name):
     _, rows = graded
     row = rows[name]
@@ -57,7 +66,7 @@ def test_fixture_gets_expected_score_and_diagnosis(graded, name):
     assert row.flag_ok, f"{name}: expected flag {row.flag!r}, the gradebook holds {row.flags!r}"
 
 
-@pytest.mark.parametrize("name", sorted(n for n in MANIFEST if "_bug_" in n))
+@pytest.mark.parametrize("name", [n for n in SELECTED if "_bug_" in n])
 def test_no_fixture_is_named_as_a_mistake_it_does_not_have(graded, name):
     """Every "Diagnosis:" a bug fixture's feedback gives is its own mistake; one whose evidence fits
     several says what was observed and names nothing."""

@@ -3,10 +3,13 @@
 `make test` runs as root (CI, the grading container); this module creates a system user for the
 test (`USER`), delegates kernel cgroups to it as an administrator would (`python -m
 autograder.sandbox.cgroups delegate`), and runs tests/test_sandbox_hostile.py,
-tests/test_sandbox.py (stock `nbgrader autograde`) and tests/test_grading_fixtures.py as that user, where the grader runs bubblewrap in a user
-namespace under its own uid (autograder/sandbox/sandbox.py). Every expectation is the same as
-root's, except what the mode says it cannot give (the kernel keeps the grader's uid). It also
-checks that, without a delegated cgroup, the grader says so and names what it loses.
+tests/test_sandbox.py (stock `nbgrader autograde`) and tests/test_grading_fixtures.py as that
+user, where the grader runs bubblewrap in a user namespace under its own uid
+(autograder/sandbox/sandbox.py). Every expectation is the same as root's, except what the mode
+says it cannot give (the kernel keeps the grader's uid). The fixture suite grades the fixtures
+that attack the grader (ENCDEC_FIXTURES=attacks: cheats, tampering, crashes, hostile output, and
+the honest ones); a plain bug's kernel does nothing the sandbox mode changes. It also checks that,
+without a delegated cgroup, the grader says so and names what it loses.
 
 Run as a plain user, the whole suite is already the unprivileged run: this module then has
 nothing to add and is skipped (it needs root to create a user).
@@ -58,7 +61,7 @@ def traversable(paths: list[Path]) -> list[tuple[Path, int]]:
 def as_user(user: pwd.struct_passwd, home: Path, args: list[str], timeout: int) -> subprocess.CompletedProcess:
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "ENCDEC_TEST_COURSES": str(home / "courses"),
-           "TMPDIR": str(home / "tmp")}
+           "TMPDIR": str(home / "tmp"), "ENCDEC_FIXTURES": "attacks"}
     return subprocess.run(["runuser", "-u", user.pw_name, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()),
                            *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
@@ -74,6 +77,10 @@ def plain_user():
     if shutil.which("runuser") is None or shutil.which("useradd") is None:
         pytest.fail("runuser and useradd (util-linux, passwd) are needed to test the unprivileged mode")
     user = ensure_user()
+    # the grading editions a plain user's grader reads but cannot write: built by the administrator
+    # (root) first, as a deployment does with `make grading-edition`
+    built = subprocess.run([sys.executable, "-m", "autograder.edition"], cwd=ROOT, capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr[-3000:]
     home = Path(tempfile.mkdtemp(prefix="encdec-unpriv-"))
     for sub in ("courses", "tmp"):
         (home / sub).mkdir()
