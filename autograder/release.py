@@ -63,6 +63,14 @@ def _localized_reference(src: Path, dest: Path, lang: str) -> None:
     wire.save(dest, {**meta, "language": lang}, arrays)
 
 
+def folder(lang: str) -> Path:
+    """Where the release in ``lang`` lives: ``exercises/`` (English, nbgrader's release folder), or
+    ``exercises/<lang>/``."""
+    if lang not in language.LANGUAGES:
+        raise ValueError(f"no release language {lang!r} (expected one of {list(language.LANGUAGES)})")
+    return ROOT / "exercises" if lang == language.DEFAULT else ROOT / "exercises" / lang
+
+
 def release(lang: str, out: Path, names: list[str] | None = None) -> list[Path]:
     """Write ``out/<a>/`` for each assignment (all by default); return the notebooks written."""
     if lang not in language.LANGUAGES or lang == language.DEFAULT:
@@ -99,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, help="release folder (default: exercises/<lang>)")
     p.add_argument("assignments", nargs="*", help="default: every assignment")
     args = p.parse_args(argv)
-    for path in release(args.lang, args.out or ROOT / "exercises" / args.lang, args.assignments or None):
+    for path in release(args.lang, args.out or folder(args.lang), args.assignments or None):
         print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
     return 0
 

@@ -25,7 +25,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from autograder import edition
+from autograder import edition, release
 from autograder.state import grading_state
 from encdec.grading import language
 
@@ -46,10 +46,11 @@ def _files(top: Path):
 
 
 def released(assignment: str, lang: str = language.DEFAULT) -> Path:
-    """The release of ``assignment`` in ``lang``: ``exercises/<a>/``, or ``exercises/<lang>/<a>/``."""
-    if lang not in language.LANGUAGES:
-        raise SystemExit(f"no release language {lang!r} (expected one of {list(language.LANGUAGES)})")
-    return ROOT / "exercises" / assignment if lang == language.DEFAULT else ROOT / "exercises" / lang / assignment
+    """The release of ``assignment`` in ``lang`` (``autograder.release.folder``)."""
+    try:
+        return release.folder(lang) / assignment
+    except ValueError as err:
+        raise SystemExit(str(err)) from err
 
 
 def archive(assignment: str, out: Path, lang: str = language.DEFAULT) -> Path:
