@@ -78,7 +78,7 @@ def release_language(workdir: Path) -> str | None:
     language) when none says one."""
     for ref in sorted((workdir / wire.REFERENCE_DIR).glob("*.npz")):
         try:
-            lang = wire.load(ref)[0].get("language")
+            lang = wire.load_meta(ref).get("language")
         except Exception:  # noqa: BLE001 (an unreadable file says nothing; the run goes on)
             continue
         if isinstance(lang, str):

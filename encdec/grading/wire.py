@@ -64,7 +64,13 @@ def load(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
     return loads(read_bounded(path), Path(path).name)
 
 
-def loads(data: bytes, name: str = "outputs") -> tuple[dict, dict[str, np.ndarray]]:
+def load_meta(path: Path) -> dict:
+    """Only a file's metadata (``load``'s checks, none of its other arrays unpacked)."""
+    return loads(read_bounded(path), Path(path).name, arrays=False)[0]
+
+
+def loads(data: bytes, name: str = "outputs", arrays: bool = True) -> tuple[dict, dict[str, np.ndarray]]:
+    """The metadata and the arrays (with ``arrays=False``: the metadata alone) of a file's bytes."""
     if len(data) > MAX_BYTES:
         raise ValueError(f"{name} is larger than {MAX_BYTES} bytes, more than a check writes")
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
@@ -72,11 +78,11 @@ def loads(data: bytes, name: str = "outputs") -> tuple[dict, dict[str, np.ndarra
     if unpacked > MAX_BYTES:
         raise ValueError(f"{name} unpacks to {unpacked} bytes, more than a check writes")
     with np.load(io.BytesIO(data), allow_pickle=False) as z:
-        arrays = {k: np.array(z[k]) for k in z.files}
-    meta = json.loads(str(arrays.pop(META, np.array("{}"))))
+        found = {k: np.array(z[k]) for k in z.files if arrays or k == META}
+    meta = json.loads(str(found.pop(META, np.array("{}"))))
     if not isinstance(meta, dict):
         raise ValueError(f"{name}: its metadata is not a JSON object")
-    return meta, arrays
+    return meta, found
 
 
 def section(arrays: dict[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:
