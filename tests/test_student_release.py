@@ -26,6 +26,7 @@ import nbformat
 import pytest
 import yaml
 
+from autograder.fixtures.make import solution_sources
 from encdec.presets import PRESETS
 from encdec.train import load_checkpoint
 
@@ -150,18 +151,6 @@ def test_release_checksums_cover_every_file(release):
         assert hashlib.sha256((release / name).read_bytes()).hexdigest() == digest, name
 
 
-def _solution_code(assignment: str) -> dict[str, str]:
-    """The reference solution's code of each solution cell, the nbgrader markers dropped."""
-    nb = json.loads((ROOT / "solutions" / assignment / f"{assignment}.ipynb").read_text())
-    out = {}
-    for cell in nb["cells"]:
-        meta = cell["metadata"].get("nbgrader", {})
-        if meta.get("solution"):
-            src = "".join(cell["source"])
-            out[meta["grade_id"]] = re.sub(r"^[ \t]*### (BEGIN|END) SOLUTION[ \t]*\n", "", src, flags=re.M)
-    return out
-
-
 def _run_visible_checks(python: Path, folder: Path, notebook: dict) -> dict:
     (folder / "run.ipynb").write_text(json.dumps(notebook))
     env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "ENCDEC_CHECKPOINTS", "VIRTUAL_ENV"}}
@@ -227,7 +216,7 @@ def test_visible_checks_fail_on_the_stub_and_pass_on_the_solution(fresh_python, 
     for r in report["results"]:
         assert not r["ok"] and not_yet in r["message"], r
 
-    solutions = _solution_code(assignment)
+    solutions = solution_sources(assignment)  # the reference solution's code, the nbgrader markers dropped
     for cell in stub["cells"]:
         grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
         if grade_id in solutions:
