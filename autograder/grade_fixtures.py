@@ -27,7 +27,6 @@ from autograder import assignments as course
 from autograder.state import GradingState
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "autograder" / "fixtures"
 
 
 @dataclass
@@ -75,6 +74,7 @@ def grade(work: Path, timeout: int = 10, only: list[str] | None = None) -> list[
     from nbgrader.api import Gradebook, MissingEntry
 
     from autograder.fixtures import table  # not in the Gradescope bundle, which has no fixtures
+    from autograder.fixtures.make import graded_notebook
 
     manifest = table.grading()
     names = [n for n in sorted(manifest) if not only or n in only]
@@ -85,7 +85,7 @@ def grade(work: Path, timeout: int = 10, only: list[str] | None = None) -> list[
         a = manifest[name]["assignment"]
         dest = state.submitted / name / a
         dest.mkdir(parents=True, exist_ok=True)
-        shutil.copy(FIXTURES / name / f"{a}.ipynb", dest / f"{a}.ipynb")
+        shutil.copy(graded_notebook(name), dest / f"{a}.ipynb")
         # what `nbgrader collect` brings along: the release's stored visible references
         shutil.copytree(ROOT / "exercises" / a / "reference", dest / "reference", dirs_exist_ok=True)
     args = course_args(work)

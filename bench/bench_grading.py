@@ -38,9 +38,9 @@ from pathlib import Path
 
 from autograder import assignments as course
 from autograder.fixtures import table
+from autograder.fixtures.make import graded_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "autograder" / "fixtures"
 ASSIGNMENTS = course.names()  # from the solutions' nbgrader metadata
 PY = sys.executable
 
@@ -64,8 +64,8 @@ def batch(n_students: int) -> dict[tuple[str, str], Path]:
     manifest = table.grading()
     for a in ASSIGNMENTS:
         mine = sorted(n for n, spec in manifest.items() if spec["assignment"] == a)
-        good = [FIXTURES / n for suffix in ("_pass_all", "_style") for n in mine if n.endswith(suffix)]
-        bugs = [FIXTURES / n for n in mine if "_bug_" in n]
+        good = [graded_notebook(n).parent for suffix in ("_pass_all", "_style") for n in mine if n.endswith(suffix)]
+        bugs = [graded_notebook(n).parent for n in mine if "_bug_" in n]
         if not good or not bugs:
             raise SystemExit(f"bench needs fixtures of {a} that pass all (*_pass_all, *_style) and one-bug "
                              f"ones (*_bug_*)")

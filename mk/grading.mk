@@ -5,8 +5,8 @@
 #                       regenerated from solutions/ and encdec/ (the one source of truth)
 #   make grading-edition  the package as graded kernels import it (exercise targets removed);
 #                       the grader also rebuilds it by itself when it is stale
-#   make grading-test   the grading tests: check library, regeneration, nbgrader validate, and
-#                       every fixture submission through the real `nbgrader autograde`
+#   make grading-test   the grading tests (marker `grading`, less the matrices): regeneration,
+#                       nbgrader validate, the fixture submissions through the real `nbgrader autograde`
 #   make grading-report after `nbgrader autograde` (or the driver): the class-wide misconception
 #                       report, HTML and CSV, in grading/export/misconceptions/
 ASSIGNMENTS := $(notdir $(patsubst %/,%,$(dir $(wildcard solutions/*/*.ipynb))))
@@ -23,10 +23,7 @@ grading-edition: $(VENV)/.installed
 	$(PY) -m autograder.edition
 
 grading-test: $(VENV)/.installed
-	$(PY) -m pytest -q tests/test_grading_checks.py tests/test_grading_decoding.py tests/test_grading_references.py \
-		tests/test_exercises_notebooks.py tests/test_grading_fixtures.py \
-		tests/test_grading_partial.py tests/test_grading_hidden_inputs.py tests/test_report.py \
-		tests/test_edition.py tests/test_integrity.py
+	$(PY) -m pytest -q -m "grading and not matrix" tests
 
 # The fixture table (expected vs actual score, diagnosis) without pytest.
 grade-fixtures: $(VENV)/.installed

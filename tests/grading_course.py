@@ -1,5 +1,5 @@
 """A scratch copy of the course for the grading tests that take fixture submissions
-(autograder/fixtures/): its folders come from nbgrader's loaded configuration, never typed here."""
+(built from autograder/fixtures/table.py): its folders come from nbgrader's loaded configuration, never typed here."""
 from __future__ import annotations
 
 import shutil
@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from autograder.fixtures import table
+from autograder.fixtures.make import graded_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "autograder" / "fixtures"
 MANIFEST = table.grading()
 PY = sys.executable
 
@@ -44,7 +44,7 @@ def submit(course: Path, fixture: str, student: str | None = None) -> None:
     a = MANIFEST[fixture]["assignment"]
     dest = submission_dir(coursedir(course), a, student or fixture)
     dest.mkdir(parents=True)
-    shutil.copy(FIXTURES / fixture / f"{a}.ipynb", dest / f"{a}.ipynb")
+    shutil.copy(graded_notebook(fixture), dest / f"{a}.ipynb")
     shutil.copytree(ROOT / "exercises" / a / "reference", dest / "reference")
 
 

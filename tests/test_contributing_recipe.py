@@ -45,7 +45,7 @@ FIXTURE_ROWS = f'''
 
 
 def _copy_project(dest: Path) -> None:
-    """The project's files as a fresh clone has them, plus the built venv and checkpoints (linked)."""
+    """The project's files as a fresh clone has them, plus the built venv (linked); its own build/."""
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
                            capture_output=True).stdout.decode().split("\0")
     for rel in filter(None, files):
@@ -53,8 +53,7 @@ def _copy_project(dest: Path) -> None:
         if src.is_file():
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / rel)
-    for linked in (".venv", "build"):
-        (dest / linked).symlink_to(ROOT / linked)
+    (dest / ".venv").symlink_to(ROOT / ".venv")
 
 
 def _instructor_notebook(dest: Path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from autograder import assignments
+from autograder.fixtures.make import graded_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENTS = assignments.names()
@@ -38,6 +39,6 @@ def test_solution_passes_and_stub_says_not_implemented(assignment, tmp_path):
 
 
 def test_validate_flags_edited_test_cells(tmp_path):
-    tampered = ROOT / "autograder" / "fixtures" / "tamper_assert_true" / "decoder_block.ipynb"
+    tampered = graded_notebook("tamper_assert_true")
     out = validate(tampered, tmp_path)
     assert "THE CONTENTS OF" in out and "TEST CELL(S) HAVE CHANGED" in out

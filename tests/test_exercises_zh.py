@@ -16,6 +16,7 @@ import torch
 from autograder import assignments as course
 from autograder import grade_fixtures, release
 from autograder.fixtures import table
+from autograder.fixtures.make import graded_notebook
 from autograder.state import GradingState
 from encdec.grading import checks, language
 from encdec.grading.misconceptions import MISCONCEPTIONS
@@ -26,7 +27,6 @@ ROOT = Path(__file__).resolve().parents[1]
 ZH = ROOT / "exercises" / "zh"
 NAMES = course.names()
 CJK = re.compile(r"[\u4e00-\u9fff]")
-FIXTURES = ROOT / "autograder" / "fixtures"
 MANIFEST = table.grading()
 # fixture -> what the Chinese feedback must say (whitespace ignored): a pass, a named mistake in
 # each assignment, a crash, partial credit
@@ -214,9 +214,9 @@ def zh_submission(name: str) -> str:
     is no notebook stays as it is)."""
     a = MANIFEST[name]["assignment"]
     try:
-        nb = _nb(FIXTURES / name / f"{a}.ipynb")
+        nb = _nb(graded_notebook(name))
     except json.JSONDecodeError:
-        return (FIXTURES / name / f"{a}.ipynb").read_text(encoding="utf-8")
+        return (graded_notebook(name)).read_text(encoding="utf-8")
     zh = _nb(ZH / a / f"{a}.ipynb")
     text = {c["id"]: c["source"] for c in zh["cells"] if c["cell_type"] == "markdown"}
     for cell in nb["cells"]:
@@ -239,7 +239,7 @@ def test_chinese_submissions_grade_exactly_as_the_english_ones(tmp_path):
     log = tmp_path / "nbgrader.log"
     for name in names:
         a = MANIFEST[name]["assignment"]
-        for student, text, refs in ((name, (FIXTURES / name / f"{a}.ipynb").read_text(), ROOT / "exercises" / a),
+        for student, text, refs in ((name, (graded_notebook(name)).read_text(), ROOT / "exercises" / a),
                                     (f"{name}_zh", zh_submission(name), ZH / a)):
             dest = state.submitted / student / a
             dest.mkdir(parents=True)

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from autograder import assignments
+from autograder.fixtures.make import BUILT
 from autograder.state import grading_state
 
 from browser_support import PageLog, block_external, browser, jupyterlab, watch_page
@@ -43,7 +44,7 @@ window.MathJax = {
 STUDENTS = {
     "pass_all": (HOSTILE / "submitted" / "pass_all" / "decoder_block" / "decoder_block.ipynb", 11),
     "wrong_block": (HOSTILE / "submitted" / "h_honest_wrong" / "decoder_block" / "decoder_block.ipynb", 5),
-    "flagged": (ROOT / "autograder" / "fixtures" / "cheat_db_ref_forward" / "decoder_block.ipynb", 4),
+    "flagged": (BUILT / "fixtures" / "cheat_db_ref_forward" / "decoder_block.ipynb", 4),
 }
 
 

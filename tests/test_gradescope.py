@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from autograder.fixtures import table
+from autograder.fixtures.make import graded_notebook
 from autograder.gradescope import build, results
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT / "autograder" / "fixtures"
 MANIFEST = table.grading()
 # per assignment, what the run must carry over from nbgrader's: a full score, a named bug, an
 # integrity flag, an unreadable notebook (every fixture goes through `nbgrader autograde` in
@@ -82,7 +82,7 @@ def run_archive(archive: Path, root: Path, assignment: str, notebook: str) -> di
 @pytest.mark.parametrize("name", [n for names in CASES.values() for n in names])
 def test_run_autograder_scores_like_nbgrader(archives, tmp_path, name):
     spec = MANIFEST[name]
-    notebook = (FIXTURES / name / f"{spec['assignment']}.ipynb").read_text(encoding="utf-8")
+    notebook = graded_notebook(name).read_text(encoding="utf-8")
     data = run_archive(archives[spec["assignment"]], tmp_path / "autograder", spec["assignment"], notebook)
     assert data["score"] == spec["expected_score"], (name, data)
     if data["tests"]:  # a notebook that could not be read has no tests, and says why
@@ -117,7 +117,7 @@ def test_the_chinese_archive_scores_alike_and_gives_feedback_in_chinese(archives
 
     name, bug = "db_bug_mask_after_softmax", "mask_after_softmax"
     a = MANIFEST[name]["assignment"]
-    en = run_archive(archives[a], tmp_path / "en", a, (FIXTURES / name / f"{a}.ipynb").read_text(encoding="utf-8"))
+    en = run_archive(archives[a], tmp_path / "en", a, graded_notebook(name).read_text(encoding="utf-8"))
     zh = run_archive(build.archive(a, tmp_path / "archive-zh", "zh"), tmp_path / "zh", a, zh_submission(name))
     assert en["score"] == zh["score"] == MANIFEST[name]["expected_score"]
     assert [(t["name"], t["score"], t["max_score"], t["visibility"]) for t in en["tests"]] == \

@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 from autograder import grade_fixtures  # noqa: E402
 from autograder.fixtures import table  # noqa: E402
+from autograder.fixtures.make import built, graded_notebook, hostile_folder  # noqa: E402
 from autograder.state import GradingState, grading_state  # noqa: E402
 
 pytestmark = pytest.mark.grading
@@ -29,13 +30,13 @@ SELECTED = sorted(n for n in MANIFEST if os.environ.get("ENCDEC_FIXTURES") != "a
                   or n.startswith(ATTACKS) or n.endswith("_pass_all") or n == "db_bug_mlp_skipped")
 
 
-def test_one_table_names_every_committed_submission_once():
-    """Each row of the table has one name, and each committed submission is a row (none left over)."""
+def test_one_table_names_every_built_submission_once():
+    """Each row of the table has one name, and each built submission is a row (none left over)."""
     names = [f.name for f in table.FIXTURES]
     assert len(names) == len(set(names)) == len(MANIFEST) + len(table.hostile())
-    committed = {p.parent.name for p in (ROOT / "autograder" / "fixtures").glob("*/*.ipynb")}
-    committed |= {p.name for p in (ROOT / "autograder" / "hostile" / "submitted").iterdir()}
-    assert committed == set(names)
+    made = {p.parent.name for p in (built() / "fixtures").glob("*/*.ipynb")}
+    made |= {p.name for p in hostile_folder().iterdir()}
+    assert made == set(names)
 
 
 @pytest.fixture(scope="module")
@@ -152,7 +153,7 @@ def test_cheats_score_the_same_through_the_batch_driver(tmp_path):
         a = MANIFEST[n]["assignment"]
         dest = grading_state(course).submitted / n / a
         dest.mkdir(parents=True)
-        shutil.copy(ROOT / "autograder" / "fixtures" / n / f"{a}.ipynb", dest / f"{a}.ipynb")
+        shutil.copy(graded_notebook(n), dest / f"{a}.ipynb")
         shutil.copytree(ROOT / "exercises" / a / "reference", dest / "reference")
     run = subprocess.run([sys.executable, "-m", "autograder.driver", *assignments, "--workers", "2"], cwd=course,
                          capture_output=True, text=True, timeout=1200)

@@ -21,6 +21,7 @@ from nbgrader.preprocessors import ClearSolutions, ComputeChecksums, GetGrades, 
 
 from autograder import assignments, integrity
 from autograder.integrity import PREFIX, FlagIntegrity, HideIntegrityFlags, scan_notebook, scan_source
+from autograder.fixtures.make import BUILT
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,8 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.filterwarnings("ignore:Object of type .* not in session")
 ASSIGNMENTS = assignments.names()
 SOLUTION_MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION")
-FIXTURES = ROOT / "autograder" / "fixtures"
-HOSTILE = ROOT / "autograder" / "hostile" / "submitted"
+FIXTURES = BUILT / "fixtures"  # made from autograder/fixtures/table.py when the session starts (conftest.py)
+HOSTILE = BUILT / "hostile" / "submitted"
 
 
 def read(path: Path):

@@ -31,10 +31,11 @@ from pathlib import Path
 import pytest
 
 from autograder.fixtures import payloads, table
+from autograder.fixtures.make import BUILT
 from autograder.state import grading_state
 
 ROOT = Path(__file__).resolve().parents[1]
-HOSTILE = ROOT / "autograder" / "hostile"
+HOSTILE = BUILT / "hostile"  # made from autograder/fixtures/table.py (conftest.py)
 ASSIGNMENT = "decoder_block"
 EXPECTED = table.hostile()
 PY = sys.executable

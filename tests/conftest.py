@@ -1,0 +1,47 @@
+"""The suite's budget, visible: seconds per block (each test module, and the set-up steps that
+`make test` timed before pytest started) close the report, beside pytest's slowest tests."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# `make test` writes one "label seconds" line per set-up step here (scripts/timed.sh)
+SETUP_TIMES = ROOT / "build" / "make-test-blocks.txt"
+_seconds: dict[str, float] = defaultdict(float)
+_started = time.monotonic()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    start = time.monotonic()
+    yield
+    _seconds[item.nodeid.split("::")[0]] += time.monotonic() - start
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _seconds:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("time by block")
+    if os.environ.get("ENCDEC_SETUP_TIMED") and SETUP_TIMES.is_file():
+        for line in SETUP_TIMES.read_text().splitlines():
+            label, seconds = line.rsplit(" ", 1)
+            write(f"{float(seconds):8.1f} s  set-up: {label}")
+    for module, seconds in sorted(_seconds.items(), key=lambda kv: -kv[1]):
+        write(f"{seconds:8.1f} s  {module}")
+    write(f"{time.monotonic() - _started:8.1f} s  pytest in all")
+
+
+def pytest_sessionstart(session):
+    """The fixture submissions are products of their table, made into build/ (never committed):
+    made again here whenever the table, the release or the solutions changed, so every test, and
+    a test's parametrisation, reads current ones."""
+    from autograder.fixtures.make import built
+
+    built()
