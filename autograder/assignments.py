@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from autograder.paths import ROOT
 SOLUTIONS = ROOT / "solutions"
 
 

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from .assignments import names as assignment_names
 
-REPO = Path(__file__).resolve().parents[1]
+from autograder.paths import ROOT as REPO
 PACKAGE = REPO / "encdec"
 SOLUTIONS = REPO / "solutions"
 DEFAULT_OUT = REPO / "build" / "grading-edition"

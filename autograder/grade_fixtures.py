@@ -26,7 +26,7 @@ from pathlib import Path
 from autograder import assignments as course
 from autograder.state import GradingState
 
-ROOT = Path(__file__).resolve().parents[1]
+from autograder.paths import ROOT
 
 
 @dataclass

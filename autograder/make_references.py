@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from autograder.paths import ROOT
 
 
 def targets(root: Path, assignment: str) -> list[str]:

@@ -30,7 +30,7 @@ import yaml
 from autograder import assignments as course
 from encdec.grading import language, wire
 
-ROOT = Path(__file__).resolve().parents[1]
+from autograder.paths import ROOT
 SOLUTIONS = ROOT / "solutions"
 
 

@@ -12,9 +12,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.paths import ROOT as COURSE
+
 ENV = "ENCDEC_GRADING_DIR"
 DEFAULT = "grading"
-COURSE = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)

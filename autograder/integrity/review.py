@@ -2,13 +2,11 @@
 gradebook URL."""
 from __future__ import annotations
 
-from pathlib import Path
-
 from nbgrader.api import Comment, Gradebook
 
 from .rules import PREFIX
 
-ROOT = Path(__file__).resolve().parents[2]
+from autograder.paths import ROOT
 
 FIELDS = ["assignment", "student", "notebook", "reasons", "needs_manual_grade"]
 

@@ -15,7 +15,7 @@ from autograder.state import grading_state
 
 from . import write_report
 
-ROOT = Path(__file__).resolve().parents[2]
+from autograder.paths import ROOT
 
 
 def course_folders() -> dict[str, Path]:
