@@ -38,9 +38,12 @@ def course_with(tmp_path: Path, students: list[str]) -> Path:
 
 
 @pytest.mark.grading
-# as a plain user the sandbox has no fork server: the zygote case would be the other one again
-@pytest.mark.parametrize("prefork", ["1", "0"] if os.geteuid() == 0 else ["0"],
-                         ids=["zygote", "bwrap-per-kernel"] if os.geteuid() == 0 else ["bwrap-per-kernel"])
+# as a plain user the sandbox has no fork server: the zygote case would be the other one again. As
+# root, `make test` grades with the fork server (the default) and the plain-user pass
+# (tests/test_unprivileged.py) with a fresh bwrap per kernel; root's bwrap-per-kernel is the matrix.
+@pytest.mark.parametrize("prefork", [pytest.param("1", id="zygote"),
+                                     pytest.param("0", id="bwrap-per-kernel", marks=pytest.mark.matrix)]
+                         if os.geteuid() == 0 else [pytest.param("0", id="bwrap-per-kernel")])
 def test_stock_nbgrader_autograde_runs_in_the_sandbox(tmp_path, prefork):
     """Stock `nbgrader autograde` from the course root, with kernels forked from the zygote
     (the default) and with a fresh bwrap per kernel (ENCDEC_SANDBOX_PREFORK=0)."""

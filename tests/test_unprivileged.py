@@ -30,8 +30,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 USER = "encdec-grader-test"
 SUITES = ["tests/test_sandbox_hostile.py", "tests/test_sandbox.py", "tests/test_grading_fixtures.py"]
-# while developing: other pytest arguments for the run as a plain user (instead of SUITES)
-SELECT = os.environ.get("ENCDEC_UNPRIVILEGED_ARGS", "").split() or SUITES
+# `make test`: one representative, stock `nbgrader autograde` in the unprivileged sandbox with the
+# hostile students that attack it (reading hidden files, writing outside, the network, fork
+# bombs, ...); `make test-all` (marker matrix): all three suites.
+REPRESENTATIVE = ["tests/test_sandbox.py::test_stock_nbgrader_autograde_runs_in_the_sandbox"]
+# while developing: other pytest arguments for the run as a plain user
+SELECT = os.environ.get("ENCDEC_UNPRIVILEGED_ARGS", "").split()
 
 pytestmark = [pytest.mark.grading, pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="run as a plain user, every test is unprivileged already")]
@@ -110,12 +114,14 @@ def test_without_a_cgroup_the_grader_says_what_it_loses(plain_user):
     assert "falling back to per-process limits" in probe.stderr
 
 
-def test_suites_pass_as_a_plain_user(plain_user):
+@pytest.mark.parametrize("suites", [REPRESENTATIVE, pytest.param(SUITES, marks=pytest.mark.matrix)],
+                         ids=["stock-nbgrader-hostile", "all-suites"])
+def test_suites_pass_as_a_plain_user(plain_user, suites):
     user, home = plain_user
     delegated = delegation("delegate")
     assert delegated.returncode == 0, delegated.stderr
     run = as_user(user, home, [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
-                               "--basetemp", str(home / "tmp" / "pytest"), *SELECT], timeout=2400)
+                               "--basetemp", str(home / "tmp" / "pytest"), *(SELECT or suites)], timeout=2400)
     summary = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
     assert " passed" in summary and "failed" not in summary and "error" not in summary, summary
