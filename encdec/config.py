@@ -44,4 +44,6 @@ class TrainConfig:
     eval_every: int = 1  # epochs between validation passes (teacher-forced accuracy)
     exact_match_every: int = 0  # epochs between greedy exact-match passes; 0 = only at the end
     stop_at_exact_match: float | None = None  # stop once validation exact match reaches this
+    # stop at the first exact-match pass where every question of the task (all 19,602) is right
+    stop_when_space_exact: bool = False
     seed: int = 0

@@ -184,6 +184,21 @@ def generate_pairs(num_pairs: int = NUM_PAIRS, seed: int = DATA_SEED) -> list[tu
     return pairs
 
 
+def problem_space() -> tuple[torch.Tensor, torch.Tensor]:
+    """Every question of the task with its answer: 99 x 2 x 99 = 19,602 pairs, in a fixed order.
+
+    The whole space, where nobody chose the questions: the shipped checkpoints' claims are
+    measured on it (``metrics.json``'s ``space_exact_match``).
+    """
+    questions, answers = [], []
+    for a in range(-OPERAND_MAX, OPERAND_MAX + 1):
+        for op in OPERATORS:
+            for b in range(-OPERAND_MAX, OPERAND_MAX + 1):
+                questions.append(encode_question(question_text(a, op, b)))
+                answers.append(encode_answer(answer_text(a + b if op == "add" else a - b)))
+    return torch.tensor(questions), torch.tensor(answers)  # (19602, Kq), (19602, Ka)
+
+
 def load_arithmetic(seed: int = DATA_SEED) -> ArithmeticData:
     """The 5,000 pairs as tensors, split 4,500 train / 500 validation."""
     pairs = generate_pairs(NUM_PAIRS, seed)

@@ -3,7 +3,7 @@
 Taught in chapter 12: every answer position is a next-token prediction, trained in one
 parallel forward; the causal mask keeps position t from reading the label it predicts.
 
-    python -m encdec.train --preset modern --out build/checkpoints/modern
+    python -m encdec.train --preset modern --out encdec/checkpoints/modern
 
 writes ``model.pt`` and ``metrics.json`` (teacher-forced token accuracy over *all*
 validation batches, greedy exact match on all validation pairs and on those whose question
@@ -25,7 +25,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .config import ModelConfig, TrainConfig
-from .data import ArithmeticData, load_arithmetic
+from .data import ArithmeticData, load_arithmetic, problem_space
 from .generate import exact_match
 from .model import Transformer, sequence_loss, shift_targets
 from .presets import PRESETS, get_preset
@@ -97,6 +97,7 @@ def train(
     opt = make_optimizer(model, tc)
     sched = _scheduler(opt, tc, tc.epochs * steps_per_epoch)
     history: list[dict] = []
+    space = problem_space() if tc.stop_when_space_exact else None  # (19602, Kq), (19602, Ka)
     reached_at = None
     train_seconds = 0.0
     # In a log (no terminal) redraw every 10 s rather than every epoch.
@@ -130,12 +131,20 @@ def train(
             row["val_exact_match"] = exact_match(model, data.val_questions, data.val_answers)
             if reached_at is None and tc.stop_at_exact_match is not None and row["val_exact_match"] >= tc.stop_at_exact_match:
                 reached_at = epoch
+            if tc.stop_when_space_exact:
+                row["space_wrong"] = round((1 - exact_match(model, *space)) * len(space[0]))
+                if row["space_wrong"] == 0:
+                    reached_at = epoch
         history.append(row)
         bar.set_postfix({k: round(v, 4) for k, v in row.items() if k not in ("epoch", "train_seconds")}, refresh=False)
         if reached_at is not None:
             break
     model.eval()
     unseen_q, unseen_a = data.unseen()
+    space_q, space_a = problem_space()  # (19602, Kq), (19602, Ka): every question of the task
+    space_em = exact_match(model, space_q, space_a)
+    scored = [row for row in history if "val_token_accuracy" in row]
+    best = max(scored, key=lambda row: row["val_token_accuracy"])
     subset_q = train_q if tc.train_subset is not None else None
     val_loss, val_acc = token_accuracy(model, data.val_questions, data.val_answers)
     metrics = {
@@ -145,6 +154,12 @@ def train(
         "val_unseen_exact_match": exact_match(model, unseen_q, unseen_a),
         "num_val": len(data.val_questions),
         "num_val_unseen": len(unseen_q),
+        "space_exact_match": space_em,
+        "space_wrong": round((1 - space_em) * len(space_q)),
+        "num_space": len(space_q),
+        # the best epoch by validation token accuracy, beside the last one (chapter 12 shows both)
+        "best_epoch": best["epoch"],
+        "best_val_token_accuracy": best["val_token_accuracy"],
         "train_seconds": train_seconds,
         "epochs_run": len(history),
         "parameters": sum(p.numel() for p in model.parameters()),
@@ -174,29 +189,23 @@ def load_checkpoint(path: str | Path) -> Transformer:
     return model.eval()
 
 
-# The student wheel carries copies of the presets' runs here (`make student-release` puts them in
-# at release time; the repository never holds them): a launched notebook needs no build/ folder.
+# The presets' runs, versioned in git with their metrics and the command that made them
+# (``make checkpoints`` retrains them on request); the student wheel carries them as package data.
 PACKAGED_CHECKPOINTS = Path(__file__).resolve().parent / "checkpoints"
 
 
 def checkpoint_root() -> Path:
-    """Where the presets' runs are: $ENCDEC_CHECKPOINTS, else the nearest ``build/checkpoints``
-    above the current folder (``make checkpoints``; chapters execute inside ``book/``), else the
-    copies inside an installed student wheel."""
-    env = os.environ.get("ENCDEC_CHECKPOINTS")
-    if env:
-        return Path(env)
-    for folder in [Path.cwd(), *Path.cwd().parents]:
-        if (folder / "build" / "checkpoints").is_dir():
-            return folder / "build" / "checkpoints"
-    if PACKAGED_CHECKPOINTS.is_dir():
-        return PACKAGED_CHECKPOINTS
-    raise FileNotFoundError("no build/checkpoints folder above the current one and none in the installed "
-                            "package: run `make checkpoints`, or install the student wheel")
+    """Where the presets' runs are: $ENCDEC_CHECKPOINTS (a retraining experiment), else the
+    package's own ``encdec/checkpoints``."""
+    root = Path(os.environ.get("ENCDEC_CHECKPOINTS") or PACKAGED_CHECKPOINTS)
+    if not root.is_dir():
+        raise FileNotFoundError(f"no checkpoints folder at {root}: expected one folder per preset "
+                                "(`make checkpoints` retrains them)")
+    return root
 
 
 def load_run(preset: str) -> tuple[Transformer, dict]:
-    """The trained model (eval mode) and metrics of one preset's run from ``make checkpoints``."""
+    """The trained model (eval mode) and metrics of one preset's shipped run."""
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}: expected one of {', '.join(PRESETS)}")
     folder = checkpoint_root() / preset
@@ -221,6 +230,8 @@ def main(argv: list[str] | None = None) -> dict:
         train_config.seed = args.seed
     model, metrics = train(model_config, train_config)
     metrics["preset"] = args.preset
+    # the command that made this run, as a user retypes it (no machine's paths)
+    metrics["command"] = " ".join(["python -m encdec.train", *(argv if argv is not None else sys.argv[1:])])
     metrics["model_config"] = asdict(model_config)
     metrics["train_config"] = asdict(train_config)
     metrics["original"] = {

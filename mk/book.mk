@@ -4,6 +4,9 @@
 BOOK_OUT := _build
 # the executed pages' figures: a CJK font after DejaVu Sans for the Chinese edition's labels
 export MATPLOTLIBRC := $(abspath book/matplotlibrc)
+# matplotlib's own font list, kept with the build and cleared with its cache: a font installed
+# after an earlier build is found (matplotlib never rescans a font list it has saved)
+export MPLCONFIGDIR := $(abspath $(BOOK_OUT)/.matplotlib)
 NPM_STAMP := node_modules/.npm-ci-done
 
 # npm ci: the exact front-end versions of package-lock.json (re-run when the lock changes).
@@ -30,15 +33,11 @@ $(LAUNCH_COPIES)
 $(BIN)/jupyter-book build . --path-output . --warningiserror --keep-going
 endef
 
-.PHONY: book-assets book-only book-notebooks
+.PHONY: book-assets book-notebooks
 book-assets: $(VENV)/.installed $(NPM_STAMP)
 	$(PY) scripts/book_assets.py
 
-book: $(VENV)/.installed checkpoints $(NPM_STAMP)
-	$(BUILD_BOOK)
-
-# The same build without (re)making checkpoints: for editing the book when they already exist.
-book-only: $(VENV)/.installed $(NPM_STAMP)
+book: $(VENV)/.installed $(NPM_STAMP) system-book
 	$(BUILD_BOOK)
 
 book-notebooks: $(VENV)/.installed

@@ -3,8 +3,7 @@
 #   - a wheel of the `encdec` package (model, data, training, decoding, widgets and the kernel
 #     side of the visible checks, encdec/grading); not the grader (autograder/), no solutions,
 #     no hidden tests. It carries the three trained presets as package data
-#     (encdec/checkpoints/<preset>/, copied from build/checkpoints here and nowhere else), so
-#     nobody retrains and `load_run` needs no build/ folder; this is the wheel a launched
+#     (encdec/checkpoints/<preset>/, versioned in git), so nobody retrains; this is the wheel a launched
 #     chapter's first cell installs from the published site's student/ folder;
 #   - exercises/<name>/: the released notebooks (stubs) and their visible checks' reference/*.npz;
 #   - exercises/zh/<name>/: the same exercises released in Chinese (`make exercises-zh`): the
@@ -58,15 +57,11 @@ endef
 export STUDENT_README
 
 .PHONY: student-release
-student-release: $(VENV)/.installed checkpoints
+student-release: $(VENV)/.installed
 	rm -rf $(STUDENT) $(STUDENT_STAGE)
 	mkdir -p $(STUDENT) $(STUDENT_STAGE)
 	cp -r encdec $(STUDENT_STAGE)/encdec
 	find $(STUDENT_STAGE) -name __pycache__ -prune -exec rm -rf {} +
-	for p in $(PRESET_NAMES); do \
-		mkdir -p $(STUDENT_STAGE)/encdec/checkpoints/$$p; \
-		cp $(CHECKPOINTS)/$$p/model.pt $(CHECKPOINTS)/$$p/metrics.json $(STUDENT_STAGE)/encdec/checkpoints/$$p/; \
-	done
 	sed 's/^include = \["encdec\*", "autograder\*"\]$$/include = ["encdec*"]  # the student wheel: no grader/' \
 		pyproject.toml > $(STUDENT_STAGE)/pyproject.toml
 	grep -q '^include = \["encdec\*"\]' $(STUDENT_STAGE)/pyproject.toml || \

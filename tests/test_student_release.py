@@ -4,7 +4,7 @@ The release is built into a temporary folder, and its wheel is installed in a fr
 environment by running the launch copies' first cell there (with the wheel's local path in place
 of its address on the site; its third-party dependencies, torch above all, come from this
 project's environment instead of the network). That environment loads every preset's trained
-checkpoint from the wheel with no build/ folder in sight, and every exercise's visible checks run
+checkpoint from the wheel, and every exercise's visible checks run
 there from the released folder: against the released stub they fail with "not implemented yet",
 with the reference solution's code in the solution cells they pass. The Chinese release
 (``exercises/zh/``) ships beside the English one and says the same in Chinese.
@@ -28,7 +28,7 @@ import yaml
 
 from autograder.fixtures.make import solution_sources
 from encdec.presets import PRESETS
-from encdec.train import load_checkpoint
+from encdec.train import PACKAGED_CHECKPOINTS, load_checkpoint
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,16 +112,12 @@ def test_release_ships_exercises_wheel_checkpoints_and_readme(release):
                 sorted(p.name for p in (theirs / "reference").glob("*.npz"))
             for ref in (ours / "reference").iterdir():
                 assert ref.read_bytes() == (theirs / "reference" / ref.name).read_bytes(), ref
-    # The checkpoints travel inside the wheel, copied at release time from build/checkpoints (the
-    # one source: the repository never holds a copy, and the release has no second one).
+    # The checkpoints travel inside the wheel as package data: the versioned ones, byte for byte.
     with zipfile.ZipFile(next(release.glob("encdec-*.whl"))) as wheel:
         for preset in PRESETS:
             for file in ("model.pt", "metrics.json"):
                 packaged = wheel.read(f"encdec/checkpoints/{preset}/{file}")
-                assert packaged == (ROOT / "build" / "checkpoints" / preset / file).read_bytes(), (preset, file)
-    assert not (release / "build").exists() and not (ROOT / "encdec" / "checkpoints").exists()
-    tracked = subprocess.run(["git", "ls-files", "encdec/checkpoints"], cwd=ROOT, capture_output=True, text=True)
-    assert tracked.stdout == "", "checkpoints committed into the package"
+                assert packaged == (PACKAGED_CHECKPOINTS / preset / file).read_bytes(), (preset, file)
     readme = (release / "README.md").read_text()
     assert all(name in readme for name in ASSIGNMENTS) and "pip install" in readme
     english, chinese = readme.split("## 中文版")  # the Chinese paragraph comes last
@@ -178,8 +174,7 @@ def test_launch_cell_names_the_wheel_on_the_site_of_the_repository_setting(relea
 
 
 def test_fresh_environment_loads_the_presets_from_the_wheel_without_build(fresh_python, tmp_path):
-    """No build/checkpoints above the working folder and no ENCDEC_CHECKPOINTS: the wheel's copies."""
-    assert not [f for f in [tmp_path, *tmp_path.parents] if (f / "build" / "checkpoints").is_dir()]
+    """No ENCDEC_CHECKPOINTS and no project folder in sight: the wheel's copies."""
     probe = (
         "import hashlib, json, sys\n"
         "from encdec.train import checkpoint_root, load_run\n"
@@ -197,7 +192,7 @@ def test_fresh_environment_loads_the_presets_from_the_wheel_without_build(fresh_
     report = json.loads(done.stdout)
     assert Path(report["root"]).is_relative_to(fresh_python.parent.parent), report["root"]
     for preset in PRESETS:
-        ours = ROOT / "build" / "checkpoints" / preset
+        ours = PACKAGED_CHECKPOINTS / preset
         weights = load_checkpoint(ours / "model.pt").state_dict().values()
         digest = hashlib.sha256(b"".join(t.numpy().tobytes() for t in weights)).hexdigest()
         assert report[preset] == {"metrics": json.loads((ours / "metrics.json").read_text()), "weights": digest,

@@ -285,6 +285,31 @@ def test_build_cache_is_cleared_when_widget_code_changes(tmp_path):
     assert not any(f.exists() for f in stale)
 
 
+def test_build_cache_is_cleared_when_a_checkpoint_the_rc_or_the_fonts_change(tmp_path, monkeypatch):
+    """A font installed after a build (the CJK glyphs of the Chinese labels) changes every figure:
+    the executed outputs and matplotlib's own font list must go, as for a new checkpoint."""
+    assets = _load_book_assets()
+    (tmp_path / "encdec" / "checkpoints" / "modern").mkdir(parents=True)
+    (tmp_path / "book").mkdir()
+    rc, weights = tmp_path / "book" / "matplotlibrc", tmp_path / "encdec" / "checkpoints" / "modern" / "model.pt"
+    rc.write_text("font.family: DejaVu Sans\n")
+    weights.write_bytes(b"weights")
+    build = tmp_path / "_build"
+    stale = [build / ".jupyter_cache", build / ".doctrees", build / ".matplotlib"]
+    fonts = [b"/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"]
+    monkeypatch.setattr(assets, "_fonts", lambda: b"\n".join(fonts))
+    assets.check_cache(build, tmp_path)
+    for change in (lambda: fonts.append(b"/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"),
+                   lambda: rc.write_text("font.family: DejaVu Sans, Noto Sans CJK SC\n"),
+                   lambda: weights.write_bytes(b"retrained")):
+        for folder in stale:
+            folder.mkdir(parents=True, exist_ok=True)
+        assert assets.check_cache(build, tmp_path) is False  # nothing changed yet
+        change()
+        assert assets.check_cache(build, tmp_path) is True
+        assert not any(f.exists() for f in stale)
+
+
 def _run_widget_js(tmp_path, widget_file: str, names: list[str], calls: str):
     """Evaluate ``calls`` (a JS expression) with ``names`` imported from one widget's ES module."""
     import shutil

@@ -29,12 +29,13 @@ from autograder import edition, release
 from autograder.state import grading_state
 from encdec.grading import language
 
-ROOT = Path(__file__).resolve().parents[2]
+from autograder.paths import ROOT
 HERE = Path(__file__).resolve().parent
 TOP_FILES = ["nbgrader_config.py", "pyproject.toml", "requirements.txt", "constraints.txt", "README.md"]
 TREES = ["encdec", "autograder"]
-# test material: never in an archive; nor the grading state, wherever $ENCDEC_GRADING_DIR puts it
-SKIP_PARTS = {"__pycache__", "fixtures", "hostile"}
+# test material and the trained checkpoints (grading loads none): never in an archive; nor the
+# grading state, wherever $ENCDEC_GRADING_DIR puts it
+SKIP_PARTS = {"__pycache__", "fixtures", "hostile", "checkpoints"}
 STATE = grading_state(ROOT).root.resolve()
 
 
