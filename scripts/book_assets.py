@@ -26,6 +26,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -126,21 +127,34 @@ def build_assets(out: Path, node_modules: Path = ROOT / "node_modules") -> dict:
     return manifest
 
 
+def _fonts() -> bytes:
+    """The CJK fonts the figures can fall back to (``fc-list``): installing one changes every
+    Chinese label, so it must invalidate the cached outputs too."""
+    if shutil.which("fc-list") is None:
+        return b"no fontconfig"
+    listed = subprocess.run(["fc-list", ":lang=zh-cn", "file"], capture_output=True, check=False).stdout
+    return b"\n".join(sorted(listed.splitlines()))
+
+
 def source_hash(root: Path = ROOT) -> str:
-    """Hash of what executed chapters depend on beyond their own text: the package and checkpoints."""
+    """Hash of what executed chapters depend on beyond their own text: the package (its shipped
+    checkpoints included), the figures' matplotlibrc and the fonts they can use."""
     digest = hashlib.sha256()
-    files = [p for p in (root / "encdec").rglob("*") if p.suffix in {".py", ".js", ".css", ".json"} and "__pycache__" not in p.parts]
-    checkpoints = Path(os.environ.get("ENCDEC_CHECKPOINTS") or root / "build" / "checkpoints")  # as encdec.train
-    files += list(checkpoints.glob("*/model.pt"))
+    files = [p for p in (root / "encdec").rglob("*")
+             if p.suffix in {".py", ".js", ".css", ".json", ".pt"} and "__pycache__" not in p.parts]
+    if os.environ.get("ENCDEC_CHECKPOINTS"):  # as encdec.train.checkpoint_root
+        files += list(Path(os.environ["ENCDEC_CHECKPOINTS"]).glob("*/model.pt"))
+    files += [p for p in [root / "book" / "matplotlibrc"] if p.is_file()]
     for path in sorted(files):
         name = path.relative_to(root) if path.is_relative_to(root) else path
         digest.update(str(name).encode() + b"\0" + path.read_bytes() + b"\0")
+    digest.update(_fonts())
     return digest.hexdigest()
 
 
 def check_cache(build_dir: Path, root: Path = ROOT) -> bool:
-    """Clear the execution cache and Sphinx environment of ``build_dir`` when the package or a
-    checkpoint changed since the last build; True if something was cleared."""
+    """Clear the execution cache and Sphinx environment of ``build_dir`` when the package, a
+    checkpoint or the fonts changed since the last build; True if something was cleared."""
     stamp = build_dir / ".encdec_source_hash"
     current = source_hash(root)
     previous = stamp.read_text().strip() if stamp.is_file() else None
@@ -148,7 +162,8 @@ def check_cache(build_dir: Path, root: Path = ROOT) -> bool:
     if previous != current:
         # Both: the execution cache (old outputs) and Sphinx's environment, which would
         # otherwise skip re-reading (so re-executing) chapters whose own text did not change.
-        for stale in (build_dir / ".jupyter_cache", build_dir / ".doctrees"):
+        # And matplotlib's font list (MPLCONFIGDIR, mk/book.mk), which never sees a new font.
+        for stale in (build_dir / ".jupyter_cache", build_dir / ".doctrees", build_dir / ".matplotlib"):
             if stale.exists():
                 shutil.rmtree(stale)
                 cleared = True

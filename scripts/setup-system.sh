@@ -1,23 +1,30 @@
 #!/usr/bin/env bash
-# Debian packages the tests need: chromium (browser tests), bubblewrap (sandboxed grading) and
-# postgresql (the gradebook on PostgreSQL) and redis-server (the grading queue's broker): the tests
-# start their own servers on 127.0.0.1; fonts-noto-cjk (the Chinese edition's pages in Chromium).
-# Installs what is missing when apt-get is available and we are root; otherwise says what to do.
+# Debian packages, installed when missing (when apt-get is available and we are root; otherwise
+# this says what to install). Two sets:
+#   setup-system.sh book   what `make book` needs: fonts-noto-cjk (the CJK glyphs of the Chinese
+#                          edition's figures and pages; the site loads no web font) with
+#                          fontconfig and DejaVu Sans (the figures' first font)
+#   setup-system.sh        what `make test` needs besides: chromium (browser tests), bubblewrap
+#                          and util-linux's prlimit (sandboxed grading), postgresql and
+#                          redis-server (the tests start their own servers on 127.0.0.1)
 set -euo pipefail
 need=()
-command -v chromium >/dev/null 2>&1 || need+=(chromium)
-command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
-command -v prlimit >/dev/null 2>&1 || need+=(util-linux)
-compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null 2>&1 || need+=(postgresql)
-command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
-# CJK glyphs for the Chinese edition in the browser tests (the site itself loads no web font)
-{ command -v fc-list >/dev/null 2>&1 && fc-list :lang=zh-cn | grep -q .; } || need+=(fonts-noto-cjk)
+# CJK glyphs: matplotlib finds them through fontconfig's files, the browser through fontconfig
+{ command -v fc-list >/dev/null 2>&1 && fc-list :lang=zh-cn | grep -q .; } || need+=(fonts-noto-cjk fontconfig)
+{ command -v fc-list >/dev/null 2>&1 && fc-list | grep -q 'DejaVuSans.ttf'; } || need+=(fonts-dejavu-core)
+if [ "${1:-test}" != book ]; then
+  command -v chromium >/dev/null 2>&1 || need+=(chromium)
+  command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+  command -v prlimit >/dev/null 2>&1 || need+=(util-linux)
+  compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null 2>&1 || need+=(postgresql)
+  command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+fi
 [ ${#need[@]} -eq 0 ] && exit 0
 if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
   echo "installing Debian packages: ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need[@]}" fonts-dejavu-core >/dev/null
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 else
   echo "missing: ${need[*]}. Install them with your system's package manager" >&2
   echo "(Debian/Ubuntu: sudo apt-get install ${need[*]}), then run make again." >&2
