@@ -4,7 +4,7 @@ Instructor sources are ``solutions/<assignment>/``, the generated student releas
 ``exercises/<assignment>/``; submissions, autograded notebooks, feedback, exports, the exchange,
 the gradebook and the course secret live under one folder outside the sources, ``GRADING`` below
 (``grading/``, ignored by git, or ``$ENCDEC_GRADING_DIR``). ``autograder/README.md`` explains the
-grading architecture; ``autograder/trusted.py`` holds the preprocessors registered here.
+grading architecture; ``autograder/preprocessors/`` holds the preprocessors registered here, one a file.
 """
 
 from pathlib import Path
@@ -56,30 +56,30 @@ c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
-    "autograder.trusted.SafeOverwriteCells",
+    "autograder.preprocessors.SafeOverwriteCells",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 # The verdict is decided outside the kernel: the grader hands each test cell its inputs when it
-# runs, keeps what came out, and judges it before the grades are saved (autograder/trusted.py).
+# runs, keeps what came out, and judges it before the grades are saved (autograder/preprocessors/).
 c.Autograde.autograde_preprocessors = [
-    "autograder.trusted.ClearGradingFiles",
-    "autograder.trusted.GradedExecute",
+    "autograder.preprocessors.ClearGradingFiles",
+    "autograder.preprocessors.GradedExecute",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
-    "autograder.trusted.TrustedVerdict",
-    "autograder.trusted.SanitizeOutputs",  # the formgrader renders this notebook: no active content
+    "autograder.preprocessors.TrustedVerdict",
+    "autograder.preprocessors.SanitizeOutputs",  # the formgrader renders this notebook: no active content
     "nbgrader.preprocessors.SaveAutoGrades",
-    "autograder.integrity.FlagIntegrity",  # reaching into the grader: needs_manual_grade + a reason
+    "autograder.preprocessors.FlagIntegrity",  # reaching into the grader: needs_manual_grade + a reason
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 # Feedback never shows hidden test code.
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
-    "autograder.integrity.HideIntegrityFlags",  # the instructor sees a flag before the student does
-    "autograder.trusted.HideHiddenTests",
-    "autograder.trusted.SanitizeOutputs",  # again, for notebooks graded before it was configured
+    "autograder.preprocessors.HideIntegrityFlags",  # the instructor sees a flag before the student does
+    "autograder.preprocessors.HideHiddenTests",
+    "autograder.preprocessors.SanitizeOutputs",  # again, for notebooks graded before it was configured
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 

@@ -11,7 +11,7 @@ into a temporary course folder, with the stored references of the visible checks
 metadata says the language, so the student's own run words its feedback in it:
 ``encdec.grading.language``), and stock ``nbgrader generate_assignment`` releases it into
 ``<out>/<a>/`` with a scratch gradebook (the course's own is untouched). The grader reads the
-language of a submission from the same metadata (``autograder.trusted.TrustedVerdict``).
+language of a submission from the same metadata (``autograder.preprocessors.TrustedVerdict``).
 Running it again gives the same files (``tests/test_exercises_zh.py``).
 """
 

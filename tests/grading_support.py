@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 from autograder import judge as J
-from autograder.trusted import deliver, withdraw
+from autograder.preprocessors import deliver, withdraw
 from encdec import attention as A
 from encdec import model as M
 from encdec.data import BOS_ID

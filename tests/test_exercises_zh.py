@@ -140,7 +140,7 @@ def test_own_run_lines_of_the_chinese_release_have_no_english_sentence(tmp_path,
     outside grading, a visible check whose reference file is missing, a graded run. They speak the
     release's language (its other reference files say it); the English release keeps its words."""
     from autograder import judge
-    from autograder.trusted import deliver
+    from autograder.preprocessors import deliver
     from test_feedback_zh import english_runs
 
     def softmax(scores, mask):
@@ -172,7 +172,7 @@ def test_own_run_lines_of_the_chinese_release_have_no_english_sentence(tmp_path,
 def _saved(check_id: str, impl, workdir: Path) -> tuple[bytes | None, dict]:
     """A graded run's kernel side (grading_support.graded without the verdict): inputs, outputs."""
     from autograder import judge
-    from autograder.trusted import deliver, withdraw
+    from autograder.preprocessors import deliver, withdraw
 
     inputs = judge.graded_inputs(check_id, 12345)
     deliver(workdir, check_id, judge.wire_bytes(check_id, inputs))
@@ -192,7 +192,7 @@ def _saved(check_id: str, impl, workdir: Path) -> tuple[bytes | None, dict]:
 ])
 def test_the_grader_decides_in_english_and_words_it_in_chinese(check_id, impl, said, tmp_path):
     from autograder import judge
-    from autograder.trusted import _verdict_outputs
+    from autograder.preprocessors import verdict_outputs as _verdict_outputs
 
     saved, inputs = _saved(check_id, impl, tmp_path)
     en, zh = judge.verify(check_id, saved, inputs), judge.verify(check_id, saved, inputs, "zh")
@@ -309,7 +309,7 @@ def _grades(submission) -> list[tuple[str, float]]:
 
 
 def _labels(path: Path) -> list[list[str]]:
-    """The verdict labels of an autograded notebook's graded cells (autograder.trusted.VERDICT_KEY);
+    """The verdict labels of an autograded notebook's graded cells (autograder.preprocessors.VERDICT_KEY);
     none when nbgrader wrote no graded notebook."""
     if not path.exists():
         return []

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from autograder import judge as J
-from autograder.trusted import deliver, withdraw
+from autograder.preprocessors import deliver, withdraw
 from encdec import attention as A
 from encdec import model as M
 from encdec.grading import checks as C
@@ -222,7 +222,7 @@ def test_every_chinese_template_has_the_english_fields():
 def test_the_integrity_verdict_speaks_the_submissions_language():
     from autograder.integrity.rules import RULES
     from autograder.integrity.scan import Flag
-    from autograder.trusted import untrusted
+    from autograder.preprocessors import untrusted
 
     flags = [Flag("cell 3", reason.format("torch.nn.functional.softmax")) for reason in sorted({r for _, r in RULES})]
     en, zh = untrusted("kv_cache.encoder_once", flags), untrusted("kv_cache.encoder_once", flags, "zh")

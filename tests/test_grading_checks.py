@@ -10,7 +10,7 @@ import torch
 
 from autograder import judge as J
 from autograder.judge.core import randomize_
-from autograder.trusted import deliver, withdraw
+from autograder.preprocessors import deliver, withdraw
 from encdec import attention as A
 from encdec import model as M
 from encdec.generate import greedy_decode

@@ -12,7 +12,7 @@ from nbgrader import utils
 
 from autograder import judge as J
 from autograder.judge import labels as L
-from autograder.trusted import _verdict_outputs
+from autograder.preprocessors import verdict_outputs as _verdict_outputs
 from encdec.grading.misconceptions import MISCONCEPTIONS
 from grading_support import cached_decoder, graded
 

@@ -20,7 +20,8 @@ from nbgrader.api import Gradebook
 from nbgrader.preprocessors import ClearSolutions, ComputeChecksums, GetGrades, SaveAutoGrades, SaveCells
 
 from autograder import assignments, integrity
-from autograder.integrity import PREFIX, FlagIntegrity, HideIntegrityFlags, scan_notebook, scan_source
+from autograder.integrity import PREFIX, scan_notebook, scan_source
+from autograder.preprocessors import FlagIntegrity, HideIntegrityFlags
 from autograder.fixtures.make import BUILT
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,7 +76,7 @@ ATTACKS = [
     ("checks.CHECKS.clear()", "grader's code (encdec.grading.checks.CHECKS"),
     ("checks.run = lambda *a, **k: None", "grader's code (encdec.grading.checks.run)"),
     ("run = checks.run", "grader's code (encdec.grading.checks.run)"),
-    ("from autograder import trusted", "grader's code (autograder.trusted)"),
+    ("from autograder import preprocessors", "grader's code (autograder.preprocessors)"),
     # the grading files
     ("np.load('reference/decoder_block.output.npz')", "grader's files ('reference/decoder_block.output.npz')"),
     ("p = Path('.grading') / 'seed.json'", "grader's files ('.grading', 'seed.json')"),

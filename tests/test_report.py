@@ -18,7 +18,7 @@ from autograder.fixtures import table
 from autograder.judge.labels import PASSED
 from autograder.report import collect, write_report
 from autograder.report.__main__ import main
-from autograder.trusted import VERDICT_KEY
+from autograder.preprocessors import VERDICT_KEY
 from encdec.grading.misconceptions import MISCONCEPTIONS
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,4 +1,4 @@
-"""SanitizeOutputs (autograder/trusted.py) on markdown: no active content, and the lesson's text
+"""SanitizeOutputs (autograder/preprocessors/) on markdown: no active content, and the lesson's text
 intact (the formgrader showed `j &gt; i` where the exercise says `j > i`)."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import nbformat
 
-from autograder.trusted import SanitizeOutputs
+from autograder.preprocessors import SanitizeOutputs
 
 
 def sanitized(markdown: str) -> str:

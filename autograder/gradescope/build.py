@@ -15,7 +15,7 @@ One archive per release language: ``--lang zh`` (default out ``dist/gradescope/z
 archive for the exercises released in Chinese (``exercises/zh/``, ``autograder/release.py``):
 the same source, edition and grading, with that release's visible references (their metadata
 says the language) where ``run`` looks for them. The feedback speaks the submission's language
-(its notebook's ``encdec.language``, ``autograder.trusted``), the score is the same in both.
+(its notebook's ``encdec.language``, ``autograder.preprocessors``), the score is the same in both.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Gradescope's `results.json` from what `nbgrader autograde` left: the gradebook's scores and
-the graded notebook's test-cell outputs (the verdicts of autograder/trusted.py).
+the graded notebook's test-cell outputs (the verdicts of autograder/preprocessors/).
 
 Schema (Gradescope's autograder specification): `{"score", "output", "tests": [{"name",
 "score", "max_score", "output", "visibility"}], "stdout_visibility"}`; a test's visibility is
@@ -10,9 +10,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from nbgrader.preprocessors import ClearHiddenTests
+
 from encdec.grading import language
 
-HIDDEN_MARK = "BEGIN HIDDEN TESTS"
+# nbgrader's own delimiter (ClearHiddenTests' setting, which the course does not change)
+HIDDEN_MARK = ClearHiddenTests.class_traits()["begin_test_delimeter"].default_value
 VISIBILITIES = {"visible", "hidden", "after_due_date", "after_published"}
 
 

@@ -33,14 +33,14 @@ the formgrader lists it as "needs manual grade", and says why in one line:
   submission; ``python -m autograder.integrity scan NOTEBOOK...`` scans notebooks offline.
 
 One module per part: ``rules.py`` (the table), ``scan.py`` (cells to facts to reasons),
-``flags.py`` (the nbgrader steps), ``review.py`` (the flagged submissions of a gradebook),
+the nbgrader steps in ``autograder/preprocessors/`` (``flag_integrity.py``,
+``hide_integrity_flags.py``), ``review.py`` (the flagged submissions of a gradebook),
 ``cli.py`` (the command line).
 """
 from .cli import main
-from .flags import FlagIntegrity, HideIntegrityFlags
 from .review import FIELDS, course_db_url, flagged_submissions
 from .rules import PREFIX, RULES
 from .scan import Flag, scan_notebook, scan_source
 
-__all__ = ["FIELDS", "PREFIX", "RULES", "Flag", "FlagIntegrity", "HideIntegrityFlags", "course_db_url",
-           "flagged_submissions", "main", "scan_notebook", "scan_source"]
+__all__ = ["FIELDS", "PREFIX", "RULES", "Flag", "course_db_url", "flagged_submissions", "main", "scan_notebook",
+           "scan_source"]

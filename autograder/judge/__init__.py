@@ -1,6 +1,6 @@
 """The grader's side of the checks: inputs, references computed with the real package, verdicts.
 
-Runs only in the grader (nbgrader's preprocessors in ``autograder.trusted``), never in a
+Runs only in the grader (nbgrader's preprocessors in ``autograder.preprocessors``), never in a
 student's kernel: the kernel gets plain-array inputs (``wire``) and returns plain-array outputs,
 and everything that knows a correct answer is here. One module per assignment, named after it
 (``judge/<assignment>.py``); ``CHECKS`` is their union over the course's assignments

@@ -30,7 +30,7 @@ class Verdict:
 
     ``parts``: where the item checks several things the lesson teaches separately, each part's
     name and whether it passed; a failed verdict with some parts passed earns their share of the
-    item's points (nbgrader's partial credit, ``autograder.trusted``). ``label``: what kind of
+    item's points (nbgrader's partial credit, ``autograder.preprocessors``). ``label``: what kind of
     verdict it is, for the class report (``judge.labels``; ``verify`` fills it in)."""
 
     ok: bool

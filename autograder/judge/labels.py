@@ -29,7 +29,7 @@ OUTCOMES = {  # label -> what it means, for the report
     "unknown_check": "the test cell names a check the grader does not know",
 }
 _HEADS = ("Diagnosis", "Observed")
-_WORDING = (  # how the grader's messages word each kind of failure (autograder.judge, autograder.trusted)
+_WORDING = (  # how the grader's messages word each kind of failure (autograder.judge, autograder.preprocessors)
     ("not available in a graded run", "package_code"), ("touched the instruments", "instruments_touched"),
     ("not implemented yet", "not_implemented"), ("did not run to the end", "did_not_run"),
     ("deleted from the submission", "deleted"), ("could not be read safely", "unreadable_outputs"),

@@ -3,7 +3,7 @@ and graded item, and the notebooks that could not be read.
 
 The graded items come from the source notebooks (``solutions/<assignment>/*.ipynb``: grade id,
 points, the checks the cell runs). For each student's autograded copy, an item's outcome is what
-``autograder.trusted.TrustedVerdict`` recorded in the cell's metadata (the labels of
+``autograder.preprocessors.TrustedVerdict`` recorded in the cell's metadata (the labels of
 ``autograder.judge.labels``), its score as nbgrader computes it from the cell's outputs, and the
 text the student read. A notebook graded before the labels were recorded is labelled from that
 text. Nothing here trusts the notebook: an unreadable one is a ``Problem``, never an exception.
@@ -21,7 +21,7 @@ from nbformat import NotebookNode, from_dict
 from nbgrader import utils
 
 from autograder.judge.labels import PASSED, label_of
-from autograder.trusted import CHECK_CALL, VERDICT_KEY
+from autograder.preprocessors import CHECK_CALL, VERDICT_KEY
 
 MAX_TEXT = 4000  # characters of a cell's outputs kept as an example
 

@@ -312,3 +312,71 @@ def _copy_file(sfd: int, dfd: int, name: str, st: os.stat_result, owner: int | N
             os.close(out)
     finally:
         os.close(src)
+
+
+# --- the grading files: handed to a kernel's folder and taken back, by folder descriptors -----------
+
+def _folder_in(parent_fd: int, name: str, create: bool) -> int:
+    """A folder inside ``parent_fd``, never through a symbolic link the kernel planted."""
+    if create:
+        try:
+            os.mkdir(name, 0o755, dir_fd=parent_fd)
+        except FileExistsError:
+            pass
+    return os.open(name, _DIR, dir_fd=parent_fd)
+
+
+def write_new(workdir, folder: str, name: str, data: bytes) -> None:
+    """Write ``workdir/folder/name`` afresh (whatever stood there is unlinked first, never followed)."""
+    top = os.open(workdir, _DIR)
+    try:
+        d = _folder_in(top, folder, create=True)
+        try:
+            try:
+                os.unlink(name, dir_fd=d)
+            except FileNotFoundError:
+                pass
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=d)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        finally:
+            os.close(d)
+    finally:
+        os.close(top)
+
+
+def read_bounded(workdir, folder: str, name: str, limit: int) -> bytes:
+    """``workdir/folder/name`` if it is a regular file of at most ``limit`` bytes (a link, a FIFO or a
+    larger file raises ``OSError`` or ``ValueError``)."""
+    top = os.open(workdir, _DIR)
+    try:
+        d = _folder_in(top, folder, create=False)
+        try:
+            fd = os.open(name, _FILE, dir_fd=d)
+            with os.fdopen(fd, "rb") as f:
+                if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                    raise ValueError(f"{name} is not a regular file")
+                data = f.read(limit + 1)
+        finally:
+            os.close(d)
+    finally:
+        os.close(top)
+    if len(data) > limit:
+        raise ValueError(f"{name} is larger than {limit} bytes")
+    return data
+
+
+def unlink_in(workdir, folder: str, name: str) -> None:
+    """Remove ``workdir/folder/name`` if it is there (never through a link)."""
+    try:
+        top = os.open(workdir, _DIR)
+        try:
+            d = _folder_in(top, folder, create=False)
+            try:
+                os.unlink(name, dir_fd=d)
+            finally:
+                os.close(d)
+        finally:
+            os.close(top)
+    except OSError:
+        pass

@@ -64,7 +64,7 @@ def _graded_run(check_id: str, impl: Any, wd: Path, path: Path) -> None:
     __tracebackhide__ = True
     meta, arrays = wire.load(path)
     out = wd / wire.OUTPUTS_DIR / f"{check_id}.npz"
-    # what the kernel prints here is the student's to read only: the grader replaces it (autograder.trusted)
+    # what the kernel prints here is the student's to read only: the grader replaces it (autograder.preprocessors)
     with language.speaking(meta.get("language") or release_language(wd)):
         got = _call(check_id, meta.get("task", check_id), meta, arrays, impl, save_to=out)
         wire.save(out, {"status": "ok"}, got)

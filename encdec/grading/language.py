@@ -1,7 +1,7 @@
 """The language the checks' feedback speaks: one table of messages per language.
 
 Both sides read it: the student's own run (``checks``, ``selfcheck``, ``compare``) and the grader
-(``autograder.judge``, ``autograder.trusted``), so a message and a diagnosis are worded the same
+(``autograder.judge``, ``autograder.preprocessors``), so a message and a diagnosis are worded the same
 wherever they are shown. English is the default; a release in another language
 (``python -m autograder.release --lang zh``) stores its language in the metadata of the visible
 checks' reference files and of the notebook, and the run speaks it from there. A notebook can

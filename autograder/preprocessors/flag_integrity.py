@@ -1,5 +1,5 @@
-"""The nbgrader steps: `FlagIntegrity` marks a flagged notebook for manual review with its reasons,
-`HideIntegrityFlags` keeps the automatic flag out of the student's feedback."""
+"""``FlagIntegrity`` (after ``SaveAutoGrades``): a notebook whose code reaches into the grader's
+machinery is marked for manual review in the gradebook, with its reasons (``autograder.integrity``)."""
 from __future__ import annotations
 
 from nbformat.notebooknode import NotebookNode
@@ -7,8 +7,8 @@ from nbgrader import utils
 from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from .rules import PREFIX
-from .scan import is_test_cell, scan_notebook
+from autograder.integrity.rules import PREFIX
+from autograder.integrity.scan import is_test_cell, scan_notebook
 
 
 class FlagIntegrity(NbGraderPreprocessor):
@@ -40,16 +40,6 @@ class FlagIntegrity(NbGraderPreprocessor):
         self.log.warning("integrity flag: %s/%s/%s: %s", student, assignment, notebook,
                          "; ".join(f"{f.cell}: {f.reason}" for f in flags))
         return nb, resources
-
-
-class HideIntegrityFlags(NbGraderPreprocessor):
-    """For feedback, after GetGrades: the automatic flag is for the instructor, not the student."""
-
-    def preprocess_cell(self, cell: NotebookNode, resources: dict, index: int):
-        meta = cell.metadata.get("nbgrader", {})
-        if isinstance(meta.get("comment"), str) and meta["comment"].startswith(PREFIX):
-            meta["comment"] = "\n".join(_other_lines(meta["comment"])) or None
-        return cell, resources
 
 
 def _other_lines(comment: str | None) -> list[str]:

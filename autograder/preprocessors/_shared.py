@@ -1,0 +1,58 @@
+"""What the course's nbgrader preprocessors share: where a kernel works, which checks a test cell
+calls, the keys they keep in nbgrader's resources, and a submission's graded inputs (drawn once,
+kept in the grader's memory)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from nbformat.notebooknode import NotebookNode
+from nbgrader import utils
+
+from autograder.sandbox import safefs
+from encdec.grading import wire
+
+from .trusted_grading import TrustedGrading
+
+CHECK_CALL = re.compile(r"""checks\.run\(\s*["']([\w.]+)["']""")
+INPUTS_KEY, OUTPUTS_KEY = "encdec_inputs", "encdec_outputs"  # in resources["nbgrader"]
+VERDICT_KEY = "encdec_verdict"  # in a graded cell's metadata: what each check concluded (labels)
+
+
+def workdir(resources: dict) -> Path:
+    path = resources.get("metadata", {}).get("path") or "."
+    return Path(path)
+
+
+def check_ids(cell: NotebookNode) -> list[str]:
+    if cell.cell_type != "code" or not utils.is_grade(cell) or utils.is_solution(cell):
+        return []
+    return CHECK_CALL.findall(cell.source)
+
+
+def graded_inputs(preprocessor, resources: dict, check_id: str) -> dict:
+    """The inputs of ``check_id`` for this submission: drawn once, kept in the grader's memory."""
+    from autograder import judge
+
+    cache = resources.setdefault("nbgrader", {}).setdefault(INPUTS_KEY, {})
+    if check_id not in cache:
+        nbg = resources["nbgrader"]
+        secret = judge.load_secret(TrustedGrading(parent=preprocessor).secret_file)
+        seed = judge.check_seed(secret, str(nbg.get("student", "")), str(nbg.get("assignment", "")), check_id)
+        cache[check_id] = judge.graded_inputs(check_id, seed)
+    return cache[check_id]
+
+
+def deliver(workdir: Path, check_id: str, data: bytes) -> None:
+    """Write ``.grading-in/<check_id>.npz`` into the kernel's folder without following links."""
+    safefs.write_new(workdir, wire.INPUTS_DIR, f"{check_id}.npz", data)
+
+
+def withdraw(workdir: Path, check_id: str) -> bytes | None:
+    """After the cell: take the kernel's saved outputs (bounded, no links) and remove the inputs."""
+    try:
+        saved = safefs.read_bounded(workdir, wire.OUTPUTS_DIR, f"{check_id}.npz", wire.MAX_BYTES)
+    except (OSError, ValueError):
+        saved = None
+    safefs.unlink_in(workdir, wire.INPUTS_DIR, f"{check_id}.npz")
+    return saved
