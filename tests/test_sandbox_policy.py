@@ -310,3 +310,21 @@ def test_uid_slots_rotate(tmp_path):
     assert (last.slot, first.slot) == (UID_SLOTS - 1, 0)
     last.release()
     first.release()
+
+
+def test_every_limit_is_a_setting_of_the_kernel_manager_declared_once():
+    """Each field of Limits is a `c.SandboxKernelManager.<field>` setting with the field's default
+    and help (none copied by hand, none missing: `nofile` once was), and the settings reach the kernel."""
+    import dataclasses
+
+    from traitlets.config import Config
+
+    from autograder.sandbox.kernel import SandboxKernelManager
+
+    traits = SandboxKernelManager.class_traits(config=True)
+    for f in dataclasses.fields(Limits):
+        assert f.name in traits and traits[f.name].default_value == f.default, f.name
+        assert traits[f.name].help == f.metadata["help"]
+    changed = {f.name: f.default * 2 for f in dataclasses.fields(Limits)}
+    manager = SandboxKernelManager(config=Config({"SandboxKernelManager": changed}))
+    assert manager.limits() == Limits(**changed)

@@ -27,6 +27,7 @@ from pathlib import Path
 from jupyter_client import kernelspec
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, Float, Integer, Unicode, default
+from traitlets.config import LoggingConfigurable
 
 from .. import edition
 from . import mounts, safefs
@@ -39,20 +40,18 @@ KERNEL_NAME = "encdec-sandbox"
 KERNELS_DIR = Path(__file__).resolve().parent / "kernels"
 
 
-class SandboxKernelManager(AsyncKernelManager):
-    """Starts kernels only through the sandbox's kernelspec, over private `ipc` sockets."""
+def _limit_settings() -> type:
+    """A configurable with one setting per field of `Limits` (its default and help from the field):
+    the limits are declared once, in policy.py."""
+    traits = {f.name: (Float if f.type in (float, "float") else Integer)(f.default, help=f.metadata["help"]).tag(config=True)
+              for f in dataclasses.fields(Limits)}
+    return type("LimitSettings", (LoggingConfigurable,), traits)
 
-    memory_mb = Integer(Limits.memory_mb, help="Address-space limit of the kernel (MiB).").tag(config=True)
-    cpu_seconds = Integer(Limits.cpu_seconds, help="CPU-time limit of each kernel process (s).").tag(config=True)
-    nproc = Integer(Limits.nproc, help="Processes and threads the kernel may have.").tag(config=True)
-    fsize_mb = Integer(Limits.fsize_mb, help="Largest file the kernel may write (MiB).").tag(config=True)
-    tmp_mb = Integer(Limits.tmp_mb, help="Size of the kernel's private /tmp (MiB).").tag(config=True)
-    work_mb = Integer(Limits.work_mb, help="Size of the kernel's working folder, a tmpfs (MiB).").tag(config=True)
-    work_files = Integer(Limits.work_files, help="Files and folders the kernel's working folder may hold.").tag(
-        config=True)
-    threads = Integer(Limits.threads, help="OMP/MKL threads of the kernel.").tag(config=True)
-    cpus = Float(Limits.cpus, help="CPU quota of the whole kernel, all its processes together (its cgroup).").tag(
-        config=True)
+
+class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
+    """Starts kernels only through the sandbox's kernelspec, over private `ipc` sockets. Its settings
+    include every field of `Limits` (``c.SandboxKernelManager.memory_mb = 6144``, say)."""
+
     prefork = Bool(
         True, help="Fork kernels from a zygote that has imported torch already (zygote.py) instead of "
                    "starting a fresh bwrap sandbox for each."
@@ -104,9 +103,7 @@ class SandboxKernelManager(AsyncKernelManager):
         return None if process is None else Path(f"/proc/{process.pid}/root{self._scratch}")
 
     def limits(self) -> Limits:
-        return Limits(memory_mb=self.memory_mb, cpu_seconds=self.cpu_seconds, nproc=self.nproc,
-                      fsize_mb=self.fsize_mb, tmp_mb=self.tmp_mb, work_mb=self.work_mb, work_files=self.work_files,
-                      threads=self.threads, cpus=self.cpus)
+        return Limits(**{f.name: getattr(self, f.name) for f in dataclasses.fields(Limits)})
 
     def grading_edition(self) -> tuple[Path, Path]:
         """(the edition's `encdec` folder, the package folder it is mounted over), built if stale."""

@@ -14,23 +14,30 @@ from pathlib import Path
 from . import seccomp
 
 
+def _limit(default, help: str):
+    """A field of `Limits`; its help text becomes the help of its nbgrader setting (kernel.py)."""
+    return dataclasses.field(default=default, metadata={"help": help})
+
+
 @dataclasses.dataclass
 class Limits:
     """Resource limits of one kernel: per process (rlimits, see `prlimit(1)`) and for all its
-    processes together (its cgroup, see cgroups.py)."""
+    processes together (its cgroup, see cgroups.py). Declared here only: each field is also a
+    setting of `SandboxKernelManager` (``c.SandboxKernelManager.<field>``), made from it."""
 
     # address space of each process (RLIMIT_AS: `import torch` alone maps ~1.5 GB), and memory of
     # the whole kernel (its cgroup: memfds, shared memory, /tmp and children included)
-    memory_mb: int = 4096
-    cpu_seconds: int = 600  # CPU time of each process (RLIMIT_CPU), then SIGKILL
-    nproc: int = 64  # processes + threads of the sandbox uid (RLIMIT_NPROC) and of the cgroup (pids.max)
-    fsize_mb: int = 64  # largest file it may write (RLIMIT_FSIZE)
-    nofile: int = 256  # open file descriptors
-    tmp_mb: int = 256  # size of the private /tmp (a tmpfs counts against RAM, not RLIMIT_AS)
-    work_mb: int = 512  # size of the working folder (a tmpfs of its own, see mounts.py)
-    work_files: int = 4096  # files and folders the working folder may hold (its tmpfs's nr_inodes)
-    threads: int = 1  # OMP/MKL threads: workers run side by side, one core each
-    cpus: float = 1.0  # CPU quota of the whole kernel (cgroup): four spinning children share one CPU
+    memory_mb: int = _limit(4096, "Address-space limit of each kernel process, and memory of the whole kernel (MiB).")
+    cpu_seconds: int = _limit(600, "CPU time of each kernel process (RLIMIT_CPU), then SIGKILL (s).")
+    nproc: int = _limit(64, "Processes and threads the kernel may have (RLIMIT_NPROC and the cgroup's pids.max).")
+    fsize_mb: int = _limit(64, "Largest file the kernel may write (RLIMIT_FSIZE, MiB).")
+    nofile: int = _limit(256, "Open file descriptors of each kernel process (RLIMIT_NOFILE).")
+    # a tmpfs counts against RAM, not RLIMIT_AS
+    tmp_mb: int = _limit(256, "Size of the kernel's private /tmp, a tmpfs (MiB).")
+    work_mb: int = _limit(512, "Size of the kernel's working folder, a tmpfs of its own (MiB).")
+    work_files: int = _limit(4096, "Files and folders the kernel's working folder may hold (its tmpfs's nr_inodes).")
+    threads: int = _limit(1, "OMP/MKL threads of the kernel: workers run side by side, one core each.")
+    cpus: float = _limit(1.0, "CPU quota of the whole kernel, all its processes together (its cgroup).")
 
 
 SOCK_FILES = 64  # files of the socket folder: connection file, policy, log, ZeroMQ sockets
