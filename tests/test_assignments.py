@@ -97,3 +97,18 @@ def test_max_scores_are_what_nbgrader_records(tmp_path, monkeypatch):
             recorded = gb.find_assignment(a.name)
             assert recorded.max_score == pytest.approx(a.max_score)
             assert {c.name: c.max_score for n in recorded.notebooks for c in n.grade_cells} == pytest.approx(a.points)
+
+
+def test_importing_the_grader_does_no_work():
+    """`import autograder.judge` (and the preprocessors) reads no notebook and imports no judge
+    module: the check table is made on first use."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, autograder.assignments as A\n"
+             "A.nbgrader_cells = lambda p: sys.exit(f'read {p} at import')\n"
+             "import autograder.judge, autograder.preprocessors\n"
+             "assert not {'autograder.judge.decoder_block', 'autograder.judge.target_slicing',\n"
+             "            'autograder.judge.kv_cache'} & set(sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]

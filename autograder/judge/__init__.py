@@ -21,19 +21,33 @@ from . import labels
 from .core import Check, Verdict, diagnosis, format_patterns
 from .seeds import check_seed, load_secret  # noqa: F401
 
-CHECKS: dict[str, Check] = {c.id: c for name in assignments.names()
-                            for c in import_module(f"{__name__}.{name}").CHECKS}
+_CHECKS: dict[str, Check] | None = None
+
+
+def checks() -> dict[str, Check]:
+    """Check id -> Check over the course's assignments, made on first use (importing this package
+    reads no notebook and imports no judge module)."""
+    global _CHECKS
+    if _CHECKS is None:
+        _CHECKS = {c.id: c for name in assignments.names() for c in import_module(f"{__name__}.{name}").CHECKS}
+    return _CHECKS
+
+
+def __getattr__(name: str):
+    if name == "CHECKS":  # ``judge.CHECKS``: the same table, on first use
+        return checks()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def graded_inputs(check_id: str, seed: int) -> dict:
     """The inputs of one check in a graded run: drawn from ``seed``, visible sizes for visible checks."""
-    check = CHECKS[check_id]
+    check = checks()[check_id]
     return check.build(seed)
 
 
 def wire_bytes(check_id: str, inputs: dict) -> bytes:
     """The file the kernel reads: the kind of call, its metadata and the input arrays."""
-    check = CHECKS[check_id]
+    check = checks()[check_id]
     meta, arrays = check.wire(inputs)
     meta = {**meta, "kind": check.kind, "task": check.task, "title": check.title}
     return wire.to_bytes(meta, wire.prefixed("in", arrays))
@@ -42,7 +56,7 @@ def wire_bytes(check_id: str, inputs: dict) -> bytes:
 def reference_file(check_id: str, targets: list[str]) -> tuple[dict, dict[str, np.ndarray]]:
     """A visible check's stored file for the student's own run: fixed inputs, expected outputs and
     the outputs of known mistakes (``autograder/make_references.py`` writes it)."""
-    check = CHECKS[check_id]
+    check = checks()[check_id]
     if check.hidden:
         raise ValueError(f"{check_id} is hidden: its inputs are drawn at grading time")
     inputs = check.build(check.seed)
@@ -65,12 +79,12 @@ def verify(check_id: str, saved: bytes | None, inputs: dict, lang: str = languag
     ``lang``: the language of the message (``encdec.grading.language``); the verdict, its parts and
     its label are decided in English, so a submission scores the same in every language."""
     with language.speaking(language.DEFAULT):
-        verdict = _verify(CHECKS[check_id], saved, inputs)
+        verdict = _verify(checks()[check_id], saved, inputs)
     if verdict.label is None:
         verdict.label = labels.PASSED if verdict.ok else labels.label_of(verdict.message)
     if lang != language.DEFAULT and lang in language.LANGUAGES:
         with language.speaking(lang):
-            verdict.message = _verify(CHECKS[check_id], saved, inputs).message
+            verdict.message = _verify(checks()[check_id], saved, inputs).message
     return verdict
 
 
