@@ -14,24 +14,17 @@ fixed zip timestamps, so running it again gives byte-identical files
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from autograder.paths import ROOT
 
 
-def targets(root: Path, assignment: str) -> list[str]:
-    """The exercise's targets, from the instructor notebook's metadata (``encdec.targets``)."""
-    nb = json.loads((root / "solutions" / assignment / f"{assignment}.ipynb").read_text())
-    return list(nb["metadata"]["encdec"]["targets"])
-
-
 def make_references(root: Path) -> list[Path]:
     """Write every visible check's stored file under ``root/solutions``; return the paths."""
     import torch
 
-    from autograder import judge
+    from autograder import edition, judge
     from encdec.grading import wire
 
     torch.set_num_threads(1)  # one thread: the same float sums on every machine we run on
@@ -41,7 +34,7 @@ def make_references(root: Path) -> list[Path]:
             continue
         assignment = check_id.split(".", 1)[0]
         path = root / "solutions" / assignment / "reference" / f"{check_id}.npz"
-        meta, arrays = judge.reference_file(check_id, targets(ROOT, assignment))
+        meta, arrays = judge.reference_file(check_id, edition.targets(assignment))
         wire.save(path, meta, arrays)
         written.append(path)
     return written
