@@ -1,6 +1,6 @@
 """Hostile submissions graded through the real path: course config, sandbox, trusted verdict, driver.
 
-One batch (autograder/hostile/submitted/, the hostile rows of autograder/fixtures/table.py, made
+One batch (build/fixtures/hostile/submitted/, the hostile rows of autograder/fixtures/table.py, made
 by `python -m autograder.fixtures.make`) is graded by `python -m autograder.driver` in a copy of
 the course in a temporary folder; the tests then check every fixture's expected outcome
 (`table.hostile()`), that the batch finished, the gradebook is intact, no sandbox process and no
