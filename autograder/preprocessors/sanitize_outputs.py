@@ -3,6 +3,9 @@ event handler or ``javascript:`` link from a student's cell reaches the formgrad
 feedback HTML."""
 from __future__ import annotations
 
+import numbers
+import re
+
 from bleach import ALLOWED_TAGS
 from nbconvert.preprocessors.sanitize import SanitizeHTML
 from traitlets import Bool, default
@@ -35,5 +38,44 @@ class SanitizeOutputs(SanitizeHTML):
         if cell.cell_type == "markdown":
             # bleach escapes every ">" and "&" it keeps as text, which markdown then shows as
             # "&gt;" (in code spans too: `j > i`). Only "<" can open a tag, and it stays escaped.
-            cell.source = cell.source.replace("&gt;", ">").replace("&amp;", "&")
+            cell.source = inert_links(cell.source.replace("&gt;", ">").replace("&amp;", "&"))
+            cell.pop("attachments", None)  # a student's attachment is never shown, nor looked up
         return cell, resources
+
+    def sanitize_code_outputs(self, outputs):
+        """nbconvert's rules, and: output metadata reduced to numeric image sizes (the template
+        writes a width unquoted, so a string there becomes an attribute of the page), and
+        Markdown output shown as its text (a Markdown link or image is a URL the page would follow,
+        or an attachment nbconvert would look up)."""
+        for output in outputs:
+            if output.get("output_type") in ("display_data", "execute_result", "update_display_data"):
+                data = output.get("data", {})
+                if "text/markdown" in data:
+                    data.setdefault("text/plain", data["text/markdown"])
+                    del data["text/markdown"]
+                output["metadata"] = _image_sizes(output.get("metadata"))
+        return super().sanitize_code_outputs(outputs)
+
+
+def _image_sizes(metadata) -> dict:
+    """Only {mimetype: {"width": number, "height": number}} survives of an output's metadata."""
+    kept = {}
+    for mime, value in (metadata or {}).items() if isinstance(metadata, dict) else ():
+        if isinstance(mime, str) and mime.startswith("image/") and isinstance(value, dict):
+            sizes = {k: v for k, v in value.items() if k in ("width", "height")
+                     and isinstance(v, numbers.Real) and not isinstance(v, bool) and 0 < v < 100_000}
+            if sizes:
+                kept[mime] = sizes
+    return kept
+
+
+# a link or image target, an autolink or a reference definition whose scheme can run or fetch
+_ACTIVE = re.compile(r"(?i)(\]\(\s*(?:<|&lt;)?|<|&lt;|^\s*\[[^\]]*\]:\s*(?:<|&lt;)?)\s*"
+                     r"(javascript|vbscript|data|file|attachment)\s*:", re.M)
+
+
+def inert_links(markdown: str) -> str:
+    """Markdown whose links and images lead nowhere active: ``javascript:``, ``vbscript:``,
+    ``data:``, ``file:`` and ``attachment:`` targets lose their scheme (``javascript :x`` is no
+    scheme, only a harmless relative name)."""
+    return _ACTIVE.sub(lambda m: f"{m.group(1)}{m.group(2)} :", markdown)
