@@ -74,16 +74,21 @@ def test_a_shipped_checkpoint_is_the_current_preset_and_names_its_command(preset
         assert claimed["epochs_run"] == train_config.epochs
 
 
-def test_the_historical_run_reached_its_plateau_and_ch12_reads_it_fairly():
-    """Chapter 12 says the recipe was trained until a further stretch of epochs adds almost nothing,
-    and that one run's figure moves over its plateau by as much as the gap to the notebook's, or more."""
+def test_ch12_reads_the_historical_run_as_it_is():
+    """Chapter 12 says whether the run is still creeping up at its end (its last sixth of epochs
+    against the sixth before, more than half a point), and that one run's figure moves over its
+    last stretch by as much as the gap to the notebook's, or more."""
+    from book_pages import read
+
     claimed = _claims("historical")
     accuracy = [r["val_token_accuracy"] for r in claimed["history"]]
     stretch = len(accuracy) // 6  # as the chapter's cell
-    before, plateau = accuracy[-2 * stretch : -stretch], accuracy[-stretch:]
-    mean = sum(plateau) / stretch
-    assert abs(mean - sum(before) / stretch) < 0.005, "still climbing: train longer"
-    assert max(plateau) - min(plateau) >= abs(claimed["original"]["val_token_accuracy"] - mean)
+    before, last = accuracy[-2 * stretch : -stretch], accuracy[-stretch:]
+    mean = sum(last) / stretch
+    for page in ("ch12_what_you_trained", "zh/ch12_what_you_trained"):
+        says_climbing = ("still creeping up" in read(page)) or ("仍在缓慢上升" in read(page))
+        assert says_climbing == (mean - sum(before) / stretch > 0.005), page
+    assert max(last) - min(last) >= abs(claimed["original"]["val_token_accuracy"] - mean)
     assert claimed["best_val_token_accuracy"] == max(accuracy)
 
 
