@@ -141,7 +141,7 @@ def train(
             break
     model.eval()
     unseen_q, unseen_a = data.unseen()
-    space_q, space_a = problem_space()  # (19602, Kq), (19602, Ka): every question of the task
+    space_q, space_a = space or problem_space()  # (19602, Kq), (19602, Ka): every question of the task
     space_em = exact_match(model, space_q, space_a)
     scored = [row for row in history if "val_token_accuracy" in row]
     best = max(scored, key=lambda row: row["val_token_accuracy"])
