@@ -4,9 +4,10 @@
 #   setup-system.sh book   what `make book` needs: fonts-noto-cjk (the CJK glyphs of the Chinese
 #                          edition's figures and pages; the site loads no web font) with
 #                          fontconfig and DejaVu Sans (the figures' first font)
-#   setup-system.sh        what `make test` needs besides: chromium (browser tests), bubblewrap
-#                          and util-linux's prlimit (sandboxed grading), postgresql and
-#                          redis-server (the tests start their own servers on 127.0.0.1)
+#   setup-system.sh        what `make test` needs besides: chromium (browser tests), bubblewrap,
+#                          util-linux's prlimit and libseccomp2 (sandboxed grading: the seccomp
+#                          filter is libseccomp's), postgresql and redis-server (the tests start
+#                          their own servers on 127.0.0.1)
 set -euo pipefail
 need=()
 # CJK glyphs: matplotlib finds them through fontconfig's files, the browser through fontconfig
@@ -16,6 +17,8 @@ if [ "${1:-test}" != book ]; then
   command -v chromium >/dev/null 2>&1 || need+=(chromium)
   command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
   command -v prlimit >/dev/null 2>&1 || need+=(util-linux)
+  # grep reads all of ldconfig's list (with -q it could stop early: SIGPIPE, a false 'missing')
+  { ldconfig -p || /sbin/ldconfig -p; } 2>/dev/null | grep 'libseccomp\.so\.2 ' >/dev/null || need+=(libseccomp2)
   compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null 2>&1 || need+=(postgresql)
   command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 fi

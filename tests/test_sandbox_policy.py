@@ -2,8 +2,9 @@
 
 - `Policy` drives both launch paths: the bwrap command line and the plain-data request the
   zygote applies (same namespaces, rlimits, /tmp, seccomp program).
-- The seccomp program assembles for every supported architecture, and a process under it is
-  refused the keyring and user namespaces but still starts threads, subprocesses and torch.
+- The seccomp program (libseccomp's) is built for every supported architecture, grading stops
+  without libseccomp, and a process under it is refused the keyring and user namespaces (killed
+  through the x32 table) but still starts threads, subprocesses and torch.
 - A kernel's cgroup is made with its limits, charges memfds to the kernel (the point: they
   escape the address-space limit), is killed whole and removed; without one the grader says so.
 - `UidSlot` hands consecutive kernels different uids.
@@ -18,6 +19,7 @@ import importlib.util
 import json
 import os
 import resource
+import struct
 import subprocess
 import sys
 import textwrap
@@ -131,15 +133,38 @@ def test_prlimit_accepts_every_rlimit():
     subprocess.run(["prlimit", *args, "--", "true"], check=True)
 
 
-def test_seccomp_program_assembles_for_each_architecture():
+def test_seccomp_program_is_built_for_each_architecture():
+    """libseccomp compiles the policy for both tables it is checked on; the program checks the
+    architecture first, and an unknown call name is an error, never a rule left out."""
     rules = Policy()
-    for arch in seccomp.SYSCALLS:
+    audit_arch = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}  # linux/audit.h
+    for arch in seccomp.ARCHES:
         program = seccomp.assemble(rules.seccomp_eperm, rules.seccomp_enosys, rules.seccomp_clone_flags, arch)
         assert len(program) % 8 == 0 and 0 < len(program) // 8 < 100
-        code, _, _, k = __import__("struct").unpack_from("=HBBI", program, 8)
-        assert code == seccomp.BPF_JEQ_K and k == seccomp.AUDIT_ARCH[arch]  # the architecture is checked
+        code, _, _, k = struct.unpack_from("=HBBI", program, 8)
+        assert code == 0x15 and k == audit_arch[arch]  # BPF_JMP|BPF_JEQ|BPF_K on the architecture
     with pytest.raises(KeyError):
         seccomp.assemble(("no_such_call",), (), 0)
+
+
+def test_seccomp_without_libseccomp_stops_grading(monkeypatch):
+    """No libseccomp, no kernel: the grader says what to install and never runs one unconfined."""
+    monkeypatch.setitem(sys.modules, "pyseccomp", None)  # as if it were not installed
+    seccomp.assemble.cache_clear()
+    with pytest.raises(sandbox.SandboxUnavailable, match="libseccomp"):
+        Policy().seccomp_program()
+    seccomp.assemble.cache_clear()
+
+
+@pytest.mark.skipif(seccomp.machine() != "x86_64", reason="the x32 table is x86_64's")
+def test_seccomp_kills_a_call_through_the_x32_table():
+    """A call through the x32 table (getpid with bit 30 set) ends the process (SIGSYS), as a
+    call through another architecture's table does."""
+    child = ("import ctypes; from autograder.sandbox import seccomp; from autograder.sandbox.policy import Policy; "
+             "seccomp.install(Policy().seccomp_program()); "
+             "print(ctypes.CDLL(None).syscall(seccomp.syscall_number('getpid') | 0x40000000), flush=True)")
+    run = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60)
+    assert run.returncode == -31 and run.stdout == "", (run.returncode, run.stdout, run.stderr)
 
 
 SECCOMP_CHILD = textwrap.dedent('''
@@ -147,11 +172,11 @@ SECCOMP_CHILD = textwrap.dedent('''
     from autograder.sandbox import seccomp
     from autograder.sandbox.sandbox import Policy
     seccomp.install(Policy().seccomp_program())
-    nr = seccomp.SYSCALLS[seccomp.machine()]
     libc = ctypes.CDLL(None, use_errno=True)
     def call(name, *args):
         ctypes.set_errno(0)
-        return "ok" if libc.syscall(nr[name], *args) != -1 else errno.errorcode[ctypes.get_errno()]
+        ret = libc.syscall(seccomp.syscall_number(name), *args)
+        return "ok" if ret != -1 else errno.errorcode[ctypes.get_errno()]
     out = {{"keyctl": call("keyctl", 0, ctypes.c_int(-4), 0),
            "add_key": call("add_key", b"user", b"k", b"v", 1, ctypes.c_int(-4)),
            "unshare_newuser": call("unshare", seccomp.CLONE_NEWUSER),

@@ -163,7 +163,7 @@ def _pid1(req):
 
 
 def _seccomp(program):
-    """Install the seccomp filter (classic BPF, built by the grader: seccomp.py) for good."""
+    """Install the seccomp filter (classic BPF compiled by libseccomp in the grader: seccomp.py) for good."""
     buf = ctypes.create_string_buffer(program, len(program))
 
     class SockFprog(ctypes.Structure):
