@@ -33,7 +33,26 @@ def test_markdown_links_images_and_attachments_lead_nowhere_active():
                     "<javascript:y> ![d](attachment:missing.png)\n[ref]: vbscript:z\n"
                     "[fine](https://example.org) see `x: y`")
     assert not re.search(r"(?i)(javascript|vbscript|data|attachment):", out), out
-    assert "[fine](https://example.org)" in out and "`x: y`" in out
+    assert "[fine](#https://example.org)" in out and "`x: y`" in out  # readable, followed nowhere
+
+
+def test_markdown_and_html_load_nothing_and_link_out_of_nothing():
+    """What would fetch on load (an image, an iframe, a refresh) or leave the page on a click (a
+    link out, a form, a bare address Markdown links) is inert; links within the course stay."""
+    out = sanitized("![pic](http://127.0.0.1:9/img) ![rel](local.png) [out](https://example.org) "
+                    "[course](../../book/ch11_cross_attention.md) [here](#top) bare http://127.0.0.1:9/bare\n"
+                    "[ref]: //127.0.0.1:9/ref\n"
+                    '<a href="http://127.0.0.1:9/a">a</a> <a href="#x">x</a> <img src="http://127.0.0.1:9/i" '
+                    'width="3" height="1 onerror=x"> <iframe src="http://127.0.0.1:9/f"></iframe> '
+                    '<form action="http://127.0.0.1:9/form"><button>b</button></form> '
+                    '<meta http-equiv="refresh" content="0;url=http://127.0.0.1:9/m">')
+    assert "![" not in out and "[pic](#http://127.0.0.1:9/img)" in out and "[rel](local.png)" in out
+    assert "[out](#https://example.org)" in out and "[course](../../book/ch11_cross_attention.md)" in out
+    assert "[here](#top)" in out and "[ref]: #//127.0.0.1:9/ref" in out
+    assert "http://127.0.0.1:9/bare" not in out and "http:\u2060//127.0.0.1:9/bare" in out
+    tags = re.findall(r"<(\w+)([^>]*)>", out)
+    assert {t for t, _ in tags} == {"a", "img"}  # iframe, form, button and meta are text
+    assert sorted(attrs.strip() for _, attrs in tags) == ['', 'href="#x"', 'width="3"']
 
 
 def test_output_metadata_keeps_only_numeric_image_sizes_and_markdown_output_is_text():

@@ -30,8 +30,7 @@ class SanitizeOutputs(SanitizeHTML):
 
     @default("attributes")
     def _attributes_default(self):
-        return {"a": ["href", "title"], "img": ["src", "alt", "width", "height"], "abbr": ["title"],
-                "acronym": ["title"], "*": ["class"]}
+        return {"*": inert_attribute}
 
     def preprocess_cell(self, cell, resources, index):
         cell, resources = super().preprocess_cell(cell, resources, index)
@@ -57,6 +56,20 @@ class SanitizeOutputs(SanitizeHTML):
         return super().sanitize_code_outputs(outputs)
 
 
+def inert_attribute(tag: str, name: str, value: str) -> bool:
+    """Whether an attribute of a student's HTML may stay: nothing that loads or leads anywhere.
+    A link keeps only an in-page target (``#...``), an image no source (the output images the
+    page shows are embedded by nbconvert itself, never through a student's ``<img>``), sizes are
+    numbers."""
+    if name in ("class", "title", "alt"):
+        return True
+    if tag == "a" and name == "href":
+        return value.strip().startswith("#")
+    if tag == "img" and name in ("width", "height"):
+        return value.strip().isdigit()
+    return False
+
+
 def _image_sizes(metadata) -> dict:
     """Only {mimetype: {"width": number, "height": number}} survives of an output's metadata."""
     kept = {}
@@ -72,10 +85,22 @@ def _image_sizes(metadata) -> dict:
 # a link or image target, an autolink or a reference definition whose scheme can run or fetch
 _ACTIVE = re.compile(r"(?i)(\]\(\s*(?:<|&lt;)?|<|&lt;|^\s*\[[^\]]*\]:\s*(?:<|&lt;)?)\s*"
                      r"(javascript|vbscript|data|file|attachment)\s*:", re.M)
+# an image (it would load its source when the page opens): shown as a link instead
+_IMAGE = re.compile(r"!(\[[^\]\n]*\]\s*[(\[])")
+# a link target or reference definition that leaves the page (a scheme, or //host)
+_REMOTE = re.compile(r"(?i)(\]\(\s*(?:<|&lt;)?|^\s*\[[^\]]*\]:\s*(?:<|&lt;)?)\s*(?=[a-z][a-z0-9+.-]*:|//)", re.M)
+# a bare web address (Markdown makes it a link)
+_BARE_URL = re.compile(r"(?i)(?<![#\w])(https?):(?=//)")
 
 
 def inert_links(markdown: str) -> str:
-    """Markdown whose links and images lead nowhere active: ``javascript:``, ``vbscript:``,
-    ``data:``, ``file:`` and ``attachment:`` targets lose their scheme (``javascript :x`` is no
-    scheme, only a harmless relative name)."""
-    return _ACTIVE.sub(lambda m: f"{m.group(1)}{m.group(2)} :", markdown)
+    """Markdown whose links and images lead nowhere and load nothing: ``javascript:``,
+    ``vbscript:``, ``data:``, ``file:`` and ``attachment:`` targets lose their scheme
+    (``javascript :x`` is no scheme, only a harmless name), an image is shown as a link to its
+    source, a link out of the page becomes an in-page one (``#https://...``: the address stays
+    readable, nothing is fetched on a click) and a bare web address is no link (a word joiner
+    after its scheme). Links within the course (relative ones) stay."""
+    markdown = _ACTIVE.sub(lambda m: f"{m.group(1)}{m.group(2)} :", markdown)
+    markdown = _IMAGE.sub(r"\1", markdown)
+    markdown = _REMOTE.sub(lambda m: f"{m.group(1)}#", markdown)
+    return _BARE_URL.sub("\\1:\u2060", markdown)
