@@ -294,6 +294,51 @@ except ImportError:
 got["editions_visible"] = [p for p in (EDITIONS, "/staging/editions") if os.path.isdir(p) and os.listdir(p)]
 x = torch.randn(1, 3, 8)
 got["mha"] = list(encdec.model.MultiHeadAttention(2, 8)(x, x, x, torch.ones(1, 3, 3, dtype=torch.bool).triu(1)).shape)
+
+# torch's ready-made Transformer layers are gone (autograder/torch_edition.py), by any name
+import importlib, inspect
+import torch.nn.functional as F
+
+
+def attempt(make):
+    try:
+        make()
+        return "ran"
+    except Exception as err:
+        return [type(err).__name__, str(err).split(":")[0]]
+
+
+def mha_forward(module):
+    fn = module.multi_head_attention_forward
+    n = sum(p.default is p.empty for p in inspect.signature(fn).parameters.values())
+    return fn(*[None] * n)
+
+
+layers = {"decoder_layer": lambda: getattr(torch.nn, "TransformerDecoder" + "Layer")(8, 2, 16),
+          "encoder_layer": lambda: torch.nn.TransformerEncoderLayer(8, 2, 16),
+          "transformer": lambda: torch.nn.Transformer(8, 2),
+          "mha": lambda: torch.nn.MultiheadAttention(8, 2),
+          "mha_forward": lambda: mha_forward(F)}
+got["torch"] = {k: attempt(v) for k, v in layers.items()}
+# (torch.nn.functional cannot be reloaded, even in plain torch: its C functions' docstrings are set once)
+reloaded = {m: importlib.reload(importlib.import_module(m)) for m in
+            ("torch.nn.modules.activation", "torch.nn.modules.transformer")}
+got["torch_reloaded"] = {
+    "decoder_layer": attempt(lambda: reloaded["torch.nn.modules.transformer"].TransformerDecoderLayer(8, 2, 16)),
+    "mha": attempt(lambda: reloaded["torch.nn.modules.activation"].MultiheadAttention(8, 2))}
+files = {m: importlib.import_module(m) for m in ("torch.nn.functional", *reloaded)}
+# what the loader would hand anyone who reloads or execs a module again, and the cached bytecode's bytes
+def names(code):
+    return set(code.co_names).union(*(names(c) for c in code.co_consts if inspect.iscode(c)))
+
+
+got["torch_code"] = {m: "GradedRunUsesTorchLayer" in names(r.__spec__.loader.get_code(m)) for m, r in files.items()}
+got["torch_bytecode"] = {m: b"GradedRunUsesTorchLayer" in open(importlib.util.cache_from_source(r.__file__), "rb").read()
+                         for m, r in files.items() if os.path.exists(importlib.util.cache_from_source(r.__file__))}
+got["torch_source"] = {m: "GradedRunUsesTorchLayer" in inspect.getsource(r) for m, r in files.items()}
+got["torch_given"] = [list(torch.nn.Linear(8, 8)(x).shape), list(torch.nn.LayerNorm(8)(x).shape),
+                      round(F.softmax(x, -1).sum().item()), list(F.scaled_dot_product_attention(x, x, x).shape),
+                      list(encdec.model.MultiHeadAttention(2, 8)(x, x, x).shape)]
 print(json.dumps(got))
 '''
 
@@ -336,6 +381,15 @@ def test_graded_kernel_sees_the_edition_not_the_package(tmp_path, prefork):
                               "calling the package's version."]
     assert got["train"] == "absent" and got["editions_visible"] == []
     assert got["mha"] == [1, 3, 8]
+    removed = {"decoder_layer": "torch.nn.TransformerDecoderLayer", "encoder_layer": "torch.nn.TransformerEncoderLayer",
+               "transformer": "torch.nn.Transformer", "mha": "torch.nn.MultiheadAttention",
+               "mha_forward": "torch.nn.functional.multi_head_attention_forward"}
+    said = {k: ["GradedRunUsesTorchLayer", f"{v} is not available in a graded run"] for k, v in removed.items()}
+    assert got["torch"] == said
+    assert got["torch_reloaded"] == {k: said[k] for k in ("decoder_layer", "mha")}  # no pyc resurrects them
+    assert len(got["torch_code"]) == 3 and all(got["torch_code"].values()) and all(got["torch_source"].values())
+    assert got["torch_bytecode"] == {m: True for m in got["torch_bytecode"]}  # every cached copy is the edition's
+    assert got["torch_given"] == [[1, 3, 8], [1, 3, 8], 3, [1, 3, 8], [1, 3, 8]]
 
 
 def test_a_grader_that_may_not_rebuild_a_stale_edition_says_who_can(tmp_path, monkeypatch):
@@ -350,3 +404,81 @@ def test_a_grader_that_may_not_rebuild_a_stale_edition_says_who_can(tmp_path, mo
     monkeypatch.setattr(Path, "mkdir", refuse)
     with pytest.raises(edition.EditionError, match="python -m autograder.edition"):
         edition.ensure("decoder_block", tmp_path)
+
+
+def test_torch_edition_removes_the_ready_made_layers_and_keeps_every_other_line(tmp_path):
+    """The edition of torch's files (autograder/torch_edition.py), from the installed torch."""
+    import importlib.util
+    import marshal
+
+    from autograder import torch_edition
+
+    torch_edition.generate(tmp_path)
+    installed = torch_edition.torch_folder()
+    for rel, removed in torch_edition.REMOVED.items():
+        old, new = (installed / rel).read_text(), (tmp_path / "torch" / rel).read_text()
+        tree = ast.parse(new)
+        kept = set(range(1, len(old.splitlines()) + 1))
+        for qualname, name in removed.items():
+            fn = torch_edition._find(tree, qualname, rel)
+            error = "GradedRunUsesTorchLayer" if rel == "nn/functional.py" else "F.GradedRunUsesTorchLayer"
+            assert [ast.unparse(s) for s in fn.body] == [f"raise {error}({name!r})"]
+            was = torch_edition._find(ast.parse(old), qualname, rel)
+            kept -= set(range(was.body[0].lineno, was.body[-1].end_lineno + 1))
+        # every line outside the removed bodies is the installed one, at its own number; the
+        # bodies are blank after their raise; what follows the installed text is comment or the error
+        old_lines, new_lines = old.splitlines(), new.splitlines()
+        assert all(old_lines[i - 1] == new_lines[i - 1] for i in kept), rel
+        assert not any(new_lines[i - 1].strip() for i in set(range(1, len(old_lines) + 1)) - kept
+                       if "GradedRunUsesTorchLayer" not in new_lines[i - 1]), rel
+        tail = ast.parse("\n".join(new_lines[len(old_lines):]))
+        assert [type(n).__name__ for n in tail.body] == (["ClassDef"] if rel == "nn/functional.py" else [])
+        # the compiled copy mounted over the installed one is valid for the edition's text, and only for it
+        for pyc in installed.joinpath(rel).parent.joinpath("__pycache__").glob(f"{Path(rel).stem}.*.pyc"):
+            mine = tmp_path / "torch" / Path(rel).parent / "__pycache__" / pyc.name
+            data = mine.read_bytes()
+            st = (tmp_path / "torch" / rel).stat()
+            assert int.from_bytes(data[8:12], "little") == int(st.st_mtime) & 0xFFFFFFFF
+            assert int.from_bytes(data[12:16], "little") == st.st_size & 0xFFFFFFFF
+            assert data[:4] == importlib.util.MAGIC_NUMBER and b"GradedRunUsesTorchLayer" in data
+            assert marshal.loads(data[16:]).co_filename == str(installed / rel)
+    assert {installed / rel for rel in torch_edition.REMOVED} <= {b for _, b in torch_edition.files(tmp_path)}
+
+
+def test_the_package_uses_none_of_torchs_removed_layers():
+    """Honest work loses nothing: encdec (and so each grading edition) names none of what a graded
+    run's torch lacks, in code or in a string a getattr could use."""
+    from autograder import torch_edition
+
+    gone = {q.split(".")[0] for removed in torch_edition.REMOVED.values() for q in removed} - {"Transformer"}
+    for path in sorted((ROOT / "encdec").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute):
+                assert node.attr not in gone and not (node.attr == "Transformer" and "nn" in ast.unparse(node.value)), \
+                    (path, ast.unparse(node))
+            elif isinstance(node, ast.alias):
+                assert node.name.split(".")[-1] not in gone, (path, node.name)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in gone:
+                raise AssertionError((path, node.value))
+
+
+def test_torch_edition_is_rebuilt_when_torch_changes(tmp_path, monkeypatch):
+    from autograder import torch_edition
+
+    fake = tmp_path / "torch"
+    for rel in torch_edition.REMOVED:
+        (fake / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(torch_edition.torch_folder() / rel, fake / rel)
+    monkeypatch.setattr(torch_edition, "torch_folder", lambda: fake)
+    first = edition.torch_files(tmp_path / "out")
+    assert [b for _, b in first] == [fake / rel for rel in torch_edition.REMOVED]  # no compiled copies here
+    assert edition.torch_files(tmp_path / "out") == first  # current: not rebuilt
+    with open(fake / "nn/modules/transformer.py", "a") as f:
+        f.write("\n# an upgrade\n")
+    again = edition.torch_files(tmp_path / "out")
+    assert again != first and again[0][0].read_text().startswith(first[0][0].read_text()[:1000])
+    # a torch whose layer moved is refused, not mounted half-edited
+    text = (fake / "nn/modules/transformer.py").read_text().replace("class TransformerDecoderLayer(", "class Moved(")
+    (fake / "nn/modules/transformer.py").write_text(text)
+    with pytest.raises(edition.EditionError, match="no definition of TransformerDecoderLayer"):
+        edition.torch_files(tmp_path / "out")

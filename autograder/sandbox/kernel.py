@@ -121,15 +121,24 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
                 f"started: {err}") from err
         return folder.resolve(), package
 
+    def torch_edition(self) -> list[tuple[Path, Path]]:
+        """(edition file, installed torch file) pairs: torch without its ready-made Transformer
+        layers (autograder/torch_edition.py), built if stale."""
+        try:
+            return edition.torch_files(edition.DEFAULT_OUT)
+        except (edition.EditionError, OSError) as err:
+            raise SandboxUnavailable(f"no torch edition, so no kernel is started: {err}") from err
+
     async def _async_pre_start_kernel(self, **kw):
         overlay = self.grading_edition()
+        torch_files = self.torch_edition()
         check_available()
         _sweep(self.temp_dir or tempfile.gettempdir())
         self._workdir = Path(kw.get("cwd") or os.getcwd()).resolve()
         try:
             self._sockdir = Path(tempfile.mkdtemp(prefix=mounts.folder_prefix("k"), dir=self.temp_dir or None))
             self._slot = UidSlot()
-            self._prepare(overlay)
+            self._prepare(overlay, torch_files)
         except BaseException:
             await self._async_cleanup_resources()
             raise
@@ -138,7 +147,7 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
         kw["env"] = env
         return await super()._async_pre_start_kernel(**kw)
 
-    def _prepare(self, overlay: tuple[Path, Path]) -> None:
+    def _prepare(self, overlay: tuple[Path, Path], torch_files: list[tuple[Path, Path]]) -> None:
         uid, gid = self._slot.uid, self._slot.gid
         os.chown(self._sockdir, uid, gid)
         # the kernel's own cgroup (None where there is none to use: rlimits only, warned once)
@@ -146,12 +155,13 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
         policy = {"uid": uid, "gid": gid, "workdir": str(self._workdir),
                   "readonly": [str(p) for p in readonly_paths()],
                   "overlay": [str(p) for p in overlay],
+                  "torch": [[str(mine), str(installed)] for mine, installed in torch_files],
                   "limits": dataclasses.asdict(self.limits()),
                   "cgroup": self._cgroup.to_json() if self._cgroup is not None else None}
         scratch_base = self.temp_dir or None
         if self.prefork and privileged():  # the zygote builds namespaces as root (unprivileged: no fork server)
             editions = edition.DEFAULT_OUT.resolve()
-            zygote = Zygote.get(editions, self.temp_dir)
+            zygote = Zygote.get(editions, self.temp_dir, torch_files)
             os.rmdir(self._sockdir)  # still empty: the zygote stages its own socket folders
             self._sockdir = Path(tempfile.mkdtemp(dir=zygote.sockbase))
             os.chown(self._sockdir, uid, gid)
@@ -256,9 +266,9 @@ class Zygote:
     and socket area (``sockbase``), both folders of root's, removed when it stops.
     """
 
-    _running: dict[tuple[Path, str], "Zygote"] = {}
+    _running: dict[tuple, "Zygote"] = {}
 
-    def __init__(self, editions: Path, temp_dir: str = "") -> None:
+    def __init__(self, editions: Path, temp_dir: str = "", torch_files: list | None = None) -> None:
         self.sockbase = Path(tempfile.mkdtemp(prefix=mounts.folder_prefix("z"), dir=temp_dir or None))
         self.workbase = Path(tempfile.mkdtemp(prefix=mounts.folder_prefix("zw"), dir=temp_dir or None))
         for base in (self.sockbase, self.workbase):  # each kernel's tmpfs made there reaches the zygote
@@ -266,7 +276,8 @@ class Zygote:
         ctl = self.sockbase / "ctl"
         ctl.mkdir(mode=0o700)
         self.control = ctl / "zygote.sock"
-        self.proc = subprocess.Popen(zygote_command(self.workbase, self.sockbase, self.control, editions),
+        torch_files = edition.torch_files(edition.DEFAULT_OUT) if torch_files is None else torch_files
+        self.proc = subprocess.Popen(zygote_command(self.workbase, self.sockbase, self.control, editions, torch_files),
                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
         line = self.proc.stdout.readline()
         self.proc.stdout.close()  # nothing else comes that way (the zygote moves stdout to stderr)
@@ -276,12 +287,15 @@ class Zygote:
         atexit.register(self.stop)
 
     @classmethod
-    def get(cls, editions: Path, temp_dir: str = "") -> "Zygote":
-        z = cls._running.get((editions, temp_dir))
+    def get(cls, editions: Path, temp_dir: str = "", torch_files: list | None = None) -> "Zygote":
+        """The running fork server for these editions (and torch edition: a rebuilt one starts another)."""
+        torch_files = edition.torch_files(edition.DEFAULT_OUT) if torch_files is None else torch_files
+        key = (editions, temp_dir, tuple(map(tuple, torch_files)))
+        z = cls._running.get(key)
         if z is None or z.proc.poll() is not None:
             if z is not None:
                 z.stop()  # a dead zygote's folders go too
-            z = cls._running[editions, temp_dir] = cls(editions, temp_dir)
+            z = cls._running[key] = cls(editions, temp_dir, torch_files)
         return z
 
     @classmethod

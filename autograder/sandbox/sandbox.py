@@ -33,7 +33,8 @@ under the lock folder), so two kernels in a row never share a uid.
 Inside, the kernel sees: the system (`/usr`, `/etc`), the Python installation and the virtual
 environment (read-only); where the `encdec` package is, its assignment's grading edition
 (autograder/edition.py: the package without the exercise's targets, read-only, so `import encdec`
-works and cannot reach the answers); its own working folder (read-write: a scratch copy of
+works and cannot reach the answers); over torch's files that define its ready-made Transformer
+layers, their edition without them (autograder/torch_edition.py); its own working folder (read-write: a scratch copy of
 the regular files of nbgrader's working folder, without notebooks, mounted at that folder's
 path; `prepare_workdir`; a size- and inode-limited tmpfs, mounts.py), a private `/tmp`
 (size-limited tmpfs) and the folder of its ZeroMQ `ipc` sockets (as root, a limited tmpfs too). Nothing else: not the package itself, not `solutions/`, not `autograder/`
@@ -172,12 +173,26 @@ def _system_mounts(policy: Policy, readonly: list[Path], extra: list[Path]) -> l
     return cmd
 
 
-def zygote_command(stage_root: Path, sockbase: Path, control: Path, editions: Path) -> list[str]:
+def _torch_mounts(pairs) -> list[str]:
+    """bwrap arguments that bind the torch edition (autograder/torch_edition.py: torch's files
+    without its ready-made Transformer layers) read-only over the installed files."""
+    cmd: list[str] = []
+    for mine, installed in pairs:
+        cmd += ["--ro-bind", str(mine), str(installed)]
+    return cmd
+
+
+def zygote_command(stage_root: Path, sockbase: Path, control: Path, editions: Path,
+                   torch_files: list) -> list[str]:
     """The fork server (zygote.py): root in its own namespaces, staging the folders it serves.
 
     ``editions`` (autograder/edition.py's output folder) is staged read-only: each kernel gets its
     own assignment's edition bound over the package, then the staging mount is detached.
+    ``torch_files`` (edition file, installed torch file) are bound over torch here, before the
+    zygote imports torch: its kernels inherit both the mounts and the modules imported through them.
     """
+    if not torch_files:
+        raise SandboxUnavailable("no torch edition to mount: the fork server would serve torch's ready-made layers")
     tools = _tools()
     policy = Policy()
     readonly = readonly_paths()
@@ -187,6 +202,7 @@ def zygote_command(stage_root: Path, sockbase: Path, control: Path, editions: Pa
     for key, value in kernel_environment(dataclasses.asdict(policy.limits), sys.prefix, package_path()).items():
         cmd += ["--setenv", key, value]
     cmd += _system_mounts(policy, readonly, [sockbase])
+    cmd += _torch_mounts(torch_files)  # after the venv's own bind: they win
     cmd += ["--bind", str(sockbase), str(sockbase),
             "--bind", str(stage_root), "/staging/work", "--bind", str(sockbase), "/staging/sock",
             "--ro-bind", str(editions), "/staging/editions",
@@ -202,7 +218,8 @@ def bwrap_command(policy: dict, kernel_argv: list[str], seccomp_fd: int) -> list
     `policy` holds `uid`, `workdir`, `sockdir`, `readonly` (list of paths) and `limits` (the
     rest of the sandbox is `Policy`); a kernel's policy also holds `overlay`, [grading edition,
     package folder]: the edition is bound read-only over the package (launch.py refuses a kernel
-    without it). `seccomp_fd` holds `Policy.seccomp_program()` (`seccomp.program_fd`): the caller
+    without it), and `torch`, [[edition file, installed torch file], ...]: torch's files without
+    its ready-made Transformer layers, bound over the installed ones (no kernel without them). `seccomp_fd` holds `Policy.seccomp_program()` (`seccomp.program_fd`): the caller
     passes it on to bwrap (`pass_fds`).
     """
     tools = _tools()
@@ -229,6 +246,9 @@ def bwrap_command(policy: dict, kernel_argv: list[str], seccomp_fd: int) -> list
     if policy.get("overlay"):
         edition, package = policy["overlay"]
         cmd += ["--ro-bind", str(edition), str(package)]  # after the package's own bind: it wins
+        if not policy.get("torch"):
+            raise SandboxUnavailable("the policy names no torch edition to mount (autograder/torch_edition.py)")
+        cmd += _torch_mounts(policy["torch"])
     # The kernel works in its scratch copy (prepare_workdir), seen at nbgrader's working folder.
     scratch = Path(policy.get("scratch") or workdir)
     cmd += ["--bind", str(scratch), str(workdir), "--bind", str(sockdir), str(sockdir)]
