@@ -68,9 +68,10 @@ class Check:
     expected: Callable[[dict], dict] | None = None  # stored for the student's own run (default: reference)
     shape_only: tuple[str, ...] = ()
     when_larger: dict[str, str] = field(default_factory=dict)  # output -> misconception when it exceeds the expected
-    # Measured by hooks inside the student's process (no behavioural check exists): a submission
-    # flagged for touching the grader's machinery cannot be trusted on it (autograder/README.md).
-    measured_in_kernel: bool = False
+    # Judged by cost: run name -> seed -> inputs. The test cell is executed once per run on that
+    # run's inputs, and the grader reads the kernel's CPU time around each from outside it
+    # (GradedExecute); the judge gets {run: {"saved": bytes | None, "cpu": seconds | None}}.
+    runs: dict[str, Callable[[int], dict]] = field(default_factory=dict)
     error_patterns: dict[str, str] = field(default_factory=dict)  # misconception -> substrings of an error
     # (got, inputs, raised_in, verdict) -> verdict: what can still be judged when the student's code
     # raised part-way (got: what the kernel observed until then; verdict: the failure as reported)
@@ -79,6 +80,9 @@ class Check:
     def judge_error(self, msg: str, inputs: dict) -> str | None:
         """The misconception an exception message points to (patterns formatted with the sizes)."""
         return error_match(self.error_patterns, msg, inputs.get("dims", {}))
+
+
+MAX_ELEMENTS = 1 << 20  # the most numbers of a kernel's array compared with another of the kernel's
 
 
 def gen(seed: int) -> torch.Generator:
@@ -119,10 +123,16 @@ def diagnosis(name: str | None) -> str:
     return language.diagnosis_line(key)  # in the language the verdict is worded in
 
 
-def not_repeatable(check: Check, task: str, first: np.ndarray | None, again: np.ndarray | None) -> Verdict | None:
+def not_repeatable(check: Check, task: str, first: np.ndarray | None, again: np.ndarray | None,
+                   expected: np.ndarray | None = None) -> Verdict | None:
     """A failed verdict when two runs on the same inputs (eval mode) disagree, else None: then every
-    other comparison is noise, so nothing is named."""
-    if first is None or again is None or first.shape != again.shape or same(first, again):
+    other comparison is noise, so nothing is named. Two outputs of the kernel are compared only when
+    they have the expected output's shape (given), or at most ``MAX_ELEMENTS`` numbers."""
+    if first is None or again is None or first.shape != again.shape:
+        return None
+    if (first.shape != expected.shape) if expected is not None else first.size > MAX_ELEMENTS:
+        return None
+    if same(first, again):
         return None
     return Verdict(False, language.text("not_repeatable", check_id=check.id, title=check.title, task=task)
                    + diagnosis("observed_random"))
@@ -151,8 +161,12 @@ def _match(got: np.ndarray, candidates: dict[str, Any], exact: bool = False) -> 
 def compare(check: Check, what: str, got: np.ndarray | None, exp: np.ndarray, *, exact: bool = False,
             candidates: Callable[[], dict] | None = None,
             shape_hint: Callable[[tuple], str | None] | None = None) -> Verdict:
-    """Compare one output with the reference; on a mismatch say what and why."""
-    if got is None:
+    """Compare one output with the reference; on a mismatch say what and why.
+
+    ``got`` comes from the kernel: its shape is checked against an array the grader made (the
+    reference, a known mistake's output) before any of its values is read (``same``), and a
+    mismatch of shapes is worded from the shapes alone, so its size never decides the work done."""
+    if got is None or not isinstance(got, np.ndarray):
         return Verdict(False, language.text("not_saved", check_id=check.id, what=what))
     if same(got, exp, exact):
         return Verdict(True, language.text("matched", title=check.title, what=what))

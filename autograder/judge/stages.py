@@ -31,6 +31,7 @@ import numpy as np
 
 from encdec.grading import language
 from encdec.grading.compare import same
+from encdec.grading.stages import MAX_CALLS
 
 # (module, out name, {argument: expected tensor name}); a mask argument names the expected mask
 # ("mask": the one passed in) or is None (no mask)
@@ -55,13 +56,27 @@ def _role(module: str) -> str:
     return language.text("role", module=module, role=language.text(f"role_{module}"))
 
 
-def calls(got: dict[str, np.ndarray], case: str) -> list[tuple[str, dict[str, np.ndarray]]]:
-    """The recorded calls of one case, in call order: (module, {argument or 'output': array})."""
+class RecordRefused(ValueError):
+    """A record no honest kernel writes (too many calls, an array too large or of the wrong shape):
+    it is refused before anything is computed from it, and the stage line is dropped."""
+
+
+# the most numbers a recorded array may hold when no expected size is known (first_random_stage)
+RECORD_ELEMENTS = 1 << 20
+MAX_NDIM = 4
+
+
+def calls(got: dict[str, np.ndarray], case: str, limit: int = RECORD_ELEMENTS) -> list[tuple[str, dict[str, np.ndarray]]]:
+    """The recorded calls of one case, in call order: (module, {argument or 'output': array}).
+    Refused (``RecordRefused``) when it holds a call the kernel never records (rank past
+    ``MAX_CALLS``) or an array of more than ``MAX_NDIM`` axes or ``limit`` numbers."""
     found: dict[tuple[int, str], dict[str, np.ndarray]] = {}
     pat = re.compile(rf"trace/{re.escape(case)}/(\d+)/(\w+)/(\w+)")
     for key, arr in got.items():
         m = pat.fullmatch(key)
         if m:
+            if int(m.group(1)) >= MAX_CALLS or arr.ndim > MAX_NDIM or arr.size > limit:
+                raise RecordRefused(f"{key}: {arr.shape}")
             found.setdefault((int(m.group(1)), m.group(2)), {})[m.group(3)] = arr
     return [(name, args) for (_, name), args in sorted(found.items())]
 
@@ -70,10 +85,20 @@ def _shape(a: np.ndarray) -> str:
     return str(tuple(int(n) for n in a.shape))
 
 
-def _sum(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+def _sum(a: np.ndarray, b: np.ndarray, shape: tuple | None = None) -> np.ndarray | None:
+    """``a + b`` (positions (1, K, M) broadcast over the batch), or None when they do not add, or
+    when the sum would not have ``shape`` (default: the larger operand's): the sum's size is decided
+    from the shapes before anything is added, so two recorded arrays of (K, 1, M) and (1, K, M)
+    never become K x K x M numbers."""
     try:
-        return a + b  # positions (1, K, M) broadcast over the batch
-    except Exception:  # noqa: BLE001 (shapes or dtypes that do not add: not this sum)
+        out = np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        return None
+    if out != (shape if shape is not None else max(a.shape, b.shape, key=lambda s: int(np.prod(s)))):
+        return None
+    try:
+        return a + b
+    except Exception:  # noqa: BLE001 (dtypes that do not add: not this sum)
         return None
 
 
@@ -83,7 +108,7 @@ def _identify(x: np.ndarray, named: dict[str, np.ndarray]) -> str | None:
         if same(x, t):
             return name
     for (a, ta), (b, tb) in itertools.combinations(named.items(), 2):
-        t = _sum(ta, tb)
+        t = _sum(ta, tb, x.shape)  # only a sum of x's own shape can equal it
         if t is not None and same(x, t):
             return f"{a} + {b}"
     return None
@@ -121,7 +146,7 @@ def block_stage(got: dict[str, np.ndarray], case: str, dec: np.ndarray, enc: np.
     when every recorded stage and the returned output follow the lesson (or nothing was recorded).
     ``crashed``: the student's code raised, so a stage after the failure not running says nothing."""
     return _walk(got, case, BLOCK_PLAN, {"dec_inp": dec, "enc_inp": enc}, mask, language.text("block_mask"),
-                 language.text("block"), crashed)
+                 language.text("block"), crashed, _limit(dec, enc, mask))
 
 
 def model_stage(got: dict[str, np.ndarray], case: str, emb: np.ndarray, ques: np.ndarray, ques_pos: np.ndarray,
@@ -132,12 +157,24 @@ def model_stage(got: dict[str, np.ndarray], case: str, emb: np.ndarray, ques: np
              "emb_layer(ans_b)[:, 1:]": emb[ans[:, 1:]], "ans_pos[:, 1:]": ans_pos[:, 1:]}
     N, K1 = ans.shape[0], ans.shape[1] - 1
     causal = np.broadcast_to(np.triu(np.ones((K1, K1), dtype=bool), 1), (N, K1, K1))
+    logits = np.empty((N, K1, emb.shape[0]), dtype=np.bool_)  # a shape to bound the record with, no data
     return _walk(got, case, MODEL_PLAN, named, causal, language.text("causal_mask_of", tokens="ans_b[:, :-1]"),
-                 language.text("model"), crashed)
+                 language.text("model"), crashed, _limit(logits, *named.values()), widths={"proj_to_vocab": emb.shape[0]})
 
 
-def _walk(got, case, plan, named, mask, whose: str, what: str, crashed: bool) -> str | None:
-    record = calls(got, case)
+def _limit(*known: np.ndarray) -> int:
+    """The most numbers a recorded array of a case may hold: the largest tensor the grader gave or
+    expects there (each given part returns one of its input's size, or the logits' width)."""
+    return max(int(a.size) for a in known)
+
+
+def _walk(got, case, plan, named, mask, whose: str, what: str, crashed: bool, limit: int,
+          widths: dict[str, int] | None = None) -> str | None:
+    """The first stage that differs. Every recorded array is checked against its expected size and
+    shape before it is used (``calls``; an output must have the shape the given part returns for
+    the lesson's input, its last axis ``widths[module]`` where that differs): a record that fails
+    is refused (``RecordRefused``, the stage line dropped by ``locate``)."""
+    record = calls(got, case, limit)
     if not record:
         return None
     named = dict(named)
@@ -169,6 +206,10 @@ def _walk(got, case, plan, named, mask, whose: str, what: str, crashed: bool) ->
                                      shape=_shape(target))
         if "output" not in args:
             return None  # it raised: the failure message says where
+        first = _value(next(w for a, w in expected.items() if a != "mask"), named)  # the lesson's input
+        shape = first.shape[:-1] + ((widths or {}).get(module, first.shape[-1]),)
+        if args["output"].shape != shape:  # a given part fed the lesson's input returns this shape
+            raise RecordRefused(f"{module} returned {args['output'].shape} for an input of {first.shape}")
         named[out_name] = args["output"]
         if len(mine) > 1:
             return language.text("ran_times", role=role, n=len(mine), what=what)
@@ -202,7 +243,12 @@ def locate(where, *args, **kwargs) -> str | None:
 
 def _value(expr: str, named: dict[str, np.ndarray]) -> np.ndarray:
     parts = [named[p] for p in expr.split(" + ")]
-    return parts[0] if len(parts) == 1 else parts[0] + parts[1]
+    if len(parts) == 1:
+        return parts[0]
+    total = _sum(parts[0], parts[1])
+    if total is None:
+        raise RecordRefused(f"{expr}: {parts[0].shape} + {parts[1].shape}")
+    return total
 
 
 def first_random_stage(got: dict[str, np.ndarray], first: str, again: str) -> str | None:
@@ -244,7 +290,9 @@ def decode_stage(got: dict[str, np.ndarray], tok: np.ndarray, emb: np.ndarray, p
     cached decoding: step t+1 feeds only token t (BOS first), at position t (``ans_pos[:, t:t+1]``),
     and every layer's self-attention cache then holds the t keys fed before. ``tok``: the student's
     tokens (N, 1+n), checked by the caller; ``emb`` (V, M); ``pos`` (1, 1+n, M)."""
-    held = got.get("cache_held")
+    held = got.get("cache_held")  # (steps, layers): checked against the steps decoded before use
+    if held is not None and (held.ndim != 2 or held.shape[0] > tok.shape[1] or held.shape[1] > MAX_LAYERS):
+        return None
     for t in range(len(tok[0]) - 1):
         x = got.get(f"fed/{t}")
         if x is None or x.ndim != 3 or x.shape[0] != tok.shape[0]:
@@ -264,6 +312,9 @@ def decode_stage(got: dict[str, np.ndarray], tok: np.ndarray, emb: np.ndarray, p
                 cache = language.text("no_cache") if h < 0 else language.text("cache_held", held=_positions(int(h)))
                 return language.text("cache_before_step", step=t + 1, layer=layer, got=cache, held=_positions(t))
     return None
+
+
+MAX_LAYERS = 64  # more decoder layers than any model of the course has
 
 
 def _positions(k: int) -> str:

@@ -25,7 +25,11 @@ INPUTS_DIR = ".grading-in"
 OUTPUTS_DIR = ".grading"
 REFERENCE_DIR = "reference"
 META = "__meta__"
-MAX_BYTES = 20_000_000  # a file larger than this (packed or unpacked) is not read
+# Limits of a file, well above what any check writes (the largest, a block's outputs with its
+# stage record, is about 0.1 MB and 150 arrays): the grader holds every check's file of a notebook
+# at once and judges them in its own process, so a file past them is refused unread.
+MAX_BYTES = 4_000_000  # a file larger than this (packed or unpacked) is not read
+MAX_ARRAYS = 2_000  # nor one with more arrays than this
 
 
 def to_bytes(meta: dict, arrays: dict[str, np.ndarray]) -> bytes:
@@ -74,9 +78,12 @@ def loads(data: bytes, name: str = "outputs", arrays: bool = True) -> tuple[dict
     if len(data) > MAX_BYTES:
         raise ValueError(f"{name} is larger than {MAX_BYTES} bytes, more than a check writes")
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
-        unpacked = sum(info.file_size for info in zf.infolist())
+        infos = zf.infolist()
+    unpacked = sum(info.file_size for info in infos)
     if unpacked > MAX_BYTES:
         raise ValueError(f"{name} unpacks to {unpacked} bytes, more than a check writes")
+    if len(infos) > MAX_ARRAYS:
+        raise ValueError(f"{name} holds {len(infos)} arrays, more than a check writes")
     with np.load(io.BytesIO(data), allow_pickle=False) as z:
         found = {k: np.array(z[k]) for k in z.files if arrays or k == META}
     meta = json.loads(str(found.pop(META, np.array("{}"))))
