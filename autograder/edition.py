@@ -18,7 +18,11 @@ only a stale edition and is safe for graders running side by side: each edition 
 private folder, renamed into place under its digest, and ``<out>/<a>`` is a link swapped
 atomically onto it.
 
-    python -m autograder.edition [--out DIR] [assignment ...]   # default: every assignment
+The same folder holds the torch edition, ``<out>/_torch/`` (``torch_edition.py``: the installed
+torch's files without its ready-made Transformer layers, which every kernel gets whatever its
+assignment; ``torch_files``), built, stamped and linked the same way.
+
+    python -m autograder.edition [--out DIR] [assignment ...]   # default: every assignment; torch's always
 """
 from __future__ import annotations
 
