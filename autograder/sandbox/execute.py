@@ -2,8 +2,10 @@
 
 It replaces nbgrader's `Execute` preprocessor (nbgrader_sandbox.py swaps it in): it tells the
 kernel manager (kernel.py) which assignment it grades, refuses to run when the sandbox cannot
-start, enforces a wall-clock limit per notebook on top of nbgrader's limit per cell, keeps a
-cell's outputs within a byte budget while they stream in, and contains a kernel that dies
+start, enforces a wall-clock limit per notebook on top of nbgrader's limit per cell, keeps the
+outputs within a byte budget per cell and one per notebook while they stream in (every message
+that changes the notebook counts: streams, display data, display updates, clear_output, errors
+and widget messages), and contains a kernel that dies
 (`os._exit`, memory limit) or ignores interrupts: the cells that could not run get an error
 output (so their tests score zero) and the grading of the notebook goes on, instead of nbgrader
 dropping every notebook of the student.
@@ -24,7 +26,7 @@ from .sandbox import check_available
 
 
 def _content_size(content, depth: int = 0) -> int:
-    """Bytes of text in a message's content (strings, nested in dicts and lists), cheaply."""
+    """Characters of text in a message's content (strings, nested in dicts and lists), cheaply."""
     if isinstance(content, str):
         return len(content)
     if depth > 8:
@@ -36,10 +38,48 @@ def _content_size(content, depth: int = 0) -> int:
     return 8
 
 
+def _text_cost(s: str) -> int:
+    """What a string can cost where it is written: its JSON form in the notebook (escapes, one
+    indented line per line of text), or its HTML form on the feedback page (``&lt;``, ``&amp;``;
+    ANSI colour codes become spans)."""
+    return (len(json.dumps(s)) + 8 * s.count("\n") + 30 * s.count("\x1b")
+            + 5 * sum(s.count(c) for c in "&<>\"'"))
+
+
+def _cost(content, depth: int = 0) -> int:
+    """The bytes a message's content can add to the notebook or the feedback page (``_text_cost``)."""
+    if isinstance(content, str):
+        return _text_cost(content)
+    if depth > 8:
+        return 0
+    if isinstance(content, dict):
+        return sum(_text_cost(str(k)) + _cost(v, depth + 1) for k, v in content.items())
+    if isinstance(content, (list, tuple)):
+        return sum(2 + _cost(v, depth + 1) for v in content)
+    return 8
+
+
+# messages that change the notebook: outputs, display updates, clearing, widget state
+CHANGES_NOTEBOOK = frozenset({"stream", "display_data", "execute_result", "update_display_data", "clear_output",
+                              "error", "comm_open", "comm_msg", "comm_close"})
+MESSAGE_COST = 200  # the least a message that changes the notebook costs (a flood of empty ones ends too)
+ERROR_CHARS, TRACEBACK_LINES = 2000, 40  # an error past the budget is kept (its cell fails), cut to this
+
+
+def _bounded_error(out: NotebookNode) -> NotebookNode:
+    """An error output cut to a bounded size: its name, the start of its message and traceback."""
+    trace = out.get("traceback") if isinstance(out.get("traceback"), list) else []
+    return NotebookNode(output_type="error", ename=str(out.get("ename", ""))[:200],
+                        evalue=str(out.get("evalue", ""))[:ERROR_CHARS],
+                        traceback=[str(line)[:ERROR_CHARS] for line in trace[:TRACEBACK_LINES]])
+
+
 def _cap_outputs(cell: NotebookNode, budget: int) -> None:
-    """Keep a cell's outputs within `budget` bytes: cut the output that crosses it, drop the rest."""
+    """Keep a cell's outputs within `budget` bytes: cut the output that crosses it, drop the rest
+    but its errors (cut to a bounded size: a failing cell keeps failing)."""
     kept, used = [], 0
-    for out in cell.get("outputs", []):
+    outputs = cell.get("outputs", [])
+    for i, out in enumerate(outputs):
         size = len(json.dumps(out))
         if used + size <= budget:
             kept.append(out)
@@ -49,10 +89,14 @@ def _cap_outputs(cell: NotebookNode, budget: int) -> None:
             text = out.get("text", "")
             out["text"] = ("".join(text) if isinstance(text, list) else text)[:max(0, budget - used)]
             kept.append(out)
-        kept.append(NotebookNode(output_type="stream", name="stderr",
-                                 text=f"\n[output cut by the grader: more than {budget} bytes]\n"))
+        kept += [_bounded_error(o) for o in outputs[i:] if o.get("output_type") == "error"][:1]
+        kept.append(_cut_notice(f"more than {budget} bytes"))
         cell.outputs = kept
         return
+
+
+def _cut_notice(why: str) -> NotebookNode:
+    return NotebookNode(output_type="stream", name="stderr", text=f"\n[output cut by the grader: {why}]\n")
 
 
 def _error_output(ename: str, message: str) -> NotebookNode:
@@ -74,6 +118,12 @@ class SandboxedExecute(Execute):
     max_output_bytes = Integer(
         1_000_000, help="Outputs of one cell beyond this size are cut (nbgrader's LimitOutput counts lines only)."
     ).tag(config=True)
+    max_notebook_output_bytes = Integer(
+        2_000_000, help="What all the kernel's messages that change the notebook may add to it, together: "
+                        "streams, display data, display updates (of any cell's display), clear_output, errors "
+                        "and widget messages, each at least MESSAGE_COST bytes, a display update once per "
+                        "output it rewrites. Past it such messages are dropped on arrival (an error is kept, cut)."
+    ).tag(config=True)
 
     def __init__(self, **kwargs):
         kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
@@ -90,26 +140,54 @@ class SandboxedExecute(Execute):
         self.kernel_name = KERNEL_NAME
         self._deadline = monotonic() + self.notebook_timeout
         self._stopped: str | None = None
-        self._output_bytes: dict[int, int] = {}
+        self.reset_output_budget()
         return super().preprocess(nb, resources, km)
 
-    def output(self, outs, msg, display_id, cell_index):
-        """Keep at most `max_output_bytes` of a cell's outputs *while* they stream in.
+    def reset_output_budget(self) -> None:
+        """A fresh notebook: nothing charged yet."""
+        self._output_bytes: dict[int, int] = {}  # cell -> bytes charged to it
+        self._notebook_bytes = 0  # bytes charged to the whole notebook
+        self._cut_noticed: set[int] = set()
+        self._error_kept: set[int] = set()
 
-        nbclient appends every output message to the cell as it arrives; a kernel that prints
-        hundreds of MB would pile them up in the grader's memory before any cap after the cell.
-        Past the budget each message is dropped on arrival, and one line says so.
+    def process_message(self, msg, cell, cell_index):
+        """Charge every message that changes the notebook to its cell's and the notebook's budget
+        *as it arrives*, before nbclient applies it.
+
+        nbclient appends an output per message and rewrites, for a display update, every output
+        of that display id in any earlier cell; a kernel that sends hundreds of MB would pile them
+        up in the grader's memory and in the autograded notebook. A display update costs its size
+        once per output it rewrites. Past a budget the message is dropped (an error is kept, cut
+        to a bounded size, once per cell) and one line in the cell says so.
         """
-        used = self._output_bytes.get(cell_index, 0)
-        size = _content_size(msg.get("content", {}))
-        if used + size > self.max_output_bytes:
-            if used <= self.max_output_bytes:  # the first message over the budget: say so once
-                outs.append(NotebookNode(output_type="stream", name="stderr",
-                                         text=f"\n[output cut by the grader: more than {self.max_output_bytes} bytes]\n"))
-            self._output_bytes[cell_index] = self.max_output_bytes + 1
-            return None
-        self._output_bytes[cell_index] = used + size
-        return super().output(outs, msg, display_id, cell_index)
+        msg_type = msg.get("msg_type") or msg.get("header", {}).get("msg_type")
+        if msg_type not in CHANGES_NOTEBOOK:
+            return super().process_message(msg, cell, cell_index)
+        content = msg.get("content") if isinstance(msg.get("content"), dict) else {}
+        transient = content.get("transient") if isinstance(content.get("transient"), dict) else {}
+        display_id = transient.get("display_id")
+        rewrites = sum(len(v) for v in self._display_id_map.get(display_id, {}).values()) if display_id else 0
+        copies = rewrites + (msg_type != "update_display_data")
+        cell_left = self.max_output_bytes - self._output_bytes.get(cell_index, 0)
+        notebook_left = self.max_notebook_output_bytes - self._notebook_bytes
+        chars, raw = _content_size(content), sum(len(b) for b in msg.get("buffers") or ())
+        cost = None  # the cheap count first: only a message that may fit is measured exactly
+        if (chars + raw) * max(1, copies) <= min(cell_left, notebook_left):
+            cost = max(MESSAGE_COST, (_cost(content) + 2 * raw) * max(1, copies))
+        if cost is not None and cost <= min(cell_left, notebook_left):
+            self._output_bytes[cell_index] = self._output_bytes.get(cell_index, 0) + cost
+            self._notebook_bytes += cost
+            return super().process_message(msg, cell, cell_index)
+        if msg_type == "error" and cell_index not in self._error_kept:  # a failing cell keeps failing
+            self._error_kept.add(cell_index)
+            msg = {**msg, "content": {**_bounded_error(NotebookNode(content)), "transient": {}}}
+            return super().process_message(msg, cell, cell_index)
+        if cell_index not in self._cut_noticed:  # the first message over a budget: say so once
+            self._cut_noticed.add(cell_index)
+            budget, whose = ((self.max_notebook_output_bytes, "the notebook") if notebook_left < cell_left
+                             else (self.max_output_bytes, "this cell"))
+            cell.outputs.append(_cut_notice(f"more than {budget} bytes for {whose}"))
+        return None
 
     def create_kernel_manager(self):
         km = super().create_kernel_manager()
