@@ -7,10 +7,12 @@ fetches nothing else; where `encdec` is already importable (a clone of the repos
 hub) the cell does nothing. The book's own pages (.md) never hold this cell, so the local and
 offline builds are unchanged.
 
-The wheel's address is derived from the one repository setting of _config.yml: the GitHub Pages
-site of `repository.url` (https://github.com/OWNER/REPO is served at https://OWNER.github.io/REPO/),
-its student/ folder (where .github/workflows/book.yml publishes the student release), and the
-wheel's file name from pyproject.toml's name and version.
+The wheel's address is derived from the one repository setting of _config.yml, as the buttons'
+links are (scripts/book_repository.py: `repository.url`, else the checkout's GitHub `origin`):
+the GitHub Pages site of that repository (https://github.com/OWNER/REPO is served at
+https://OWNER.github.io/REPO/), its student/ folder (where .github/workflows/book.yml publishes
+the student release), and the wheel's file name from pyproject.toml's name and version. Where no
+repository is known, the cell fetches nothing and says how to install the package by hand.
 
     python book/launch_copies.py book/ch11_cross_attention.ipynb ...   # after jupytext (mk/book.mk)
     python book/launch_copies.py --url                                  # print the wheel's address
@@ -24,9 +26,11 @@ import tomllib
 from pathlib import Path
 
 import nbformat
-import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from book_repository import repository_url  # noqa: E402  (the buttons' own resolution)
+
 CELL_ID = "install-course-package"  # fixed, so that rebuilding a copy changes nothing
 
 INSTALL = '''\
@@ -41,6 +45,17 @@ WHEEL = "{url}"
 if importlib.util.find_spec("encdec") is None:
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", WHEEL], check=True)'''
 
+# The same cell for a copy made where no repository is known: it names no address.
+INSTALL_BY_HAND = '''\
+# Launched from the course book: this copy was made without the book's repository setting
+# (repository.url in _config.yml), so it knows no site to install the course package from.
+# Install the student wheel by hand (`make student-release` in the repository writes it to
+# dist/student/), then run this cell again. Skipped where `encdec` is already installed.
+import importlib.util
+
+if importlib.util.find_spec("encdec") is None:
+    raise ModuleNotFoundError("install the course package first: pip install <the student wheel {wheel}>")'''
+
 
 def site_url(repository_url: str) -> str:
     """The GitHub Pages address of a repository (a user or organisation site for OWNER.github.io)."""
@@ -52,18 +67,26 @@ def site_url(repository_url: str) -> str:
     return host if repo.lower() == f"{owner}.github.io" else f"{host}{repo}/"
 
 
-def wheel_url(root: Path = ROOT) -> str:
-    """Where the published site serves the student wheel."""
-    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+def wheel_name(root: Path = ROOT) -> str:
+    """The student wheel's file name, from pyproject.toml."""
     project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    wheel = f"{project['name'].replace('-', '_')}-{project['version']}-py3-none-any.whl"
-    return f"{site_url(config['repository']['url'])}student/{wheel}"
+    return f"{project['name'].replace('-', '_')}-{project['version']}-py3-none-any.whl"
 
 
-def add_install_cell(path: Path, url: str) -> None:
+def wheel_url(root: Path = ROOT) -> str | None:
+    """Where the published site serves the student wheel (None: no repository is known)."""
+    repository = repository_url(root)
+    return f"{site_url(repository)}student/{wheel_name(root)}" if repository else None
+
+
+def install_source(url: str | None, root: Path = ROOT) -> str:
+    return INSTALL.format(url=url) if url else INSTALL_BY_HAND.format(wheel=wheel_name(root))
+
+
+def add_install_cell(path: Path, url: str | None) -> None:
     """Put the install cell first in the notebook at ``path`` (replacing an older one)."""
     nb = nbformat.read(path, as_version=4)
-    cell = nbformat.v4.new_code_cell(INSTALL.format(url=url), id=CELL_ID)
+    cell = nbformat.v4.new_code_cell(install_source(url), id=CELL_ID)
     cell.metadata["tags"] = ["launch-setup"]
     nb.cells = [cell, *(c for c in nb.cells if c.get("id") != CELL_ID)]
     nbformat.write(nb, path)
@@ -71,7 +94,7 @@ def add_install_cell(path: Path, url: str) -> None:
 
 def main(argv: list[str]) -> None:
     if argv == ["--url"]:
-        print(wheel_url())
+        print(wheel_url() or "no repository is known: set repository.url in _config.yml")
         return
     url = wheel_url()
     for name in argv:

@@ -18,8 +18,10 @@ $(NPM_STAMP): package.json package-lock.json
 # The notebook copies that the launch buttons open (Colab, Binder, JupyterHub need .ipynb): one
 # per MyST notebook page, converted by jupytext without outputs, then given a first cell that
 # installs the student wheel from the published site (book/launch_copies.py; its address comes
-# from _config.yml's repository setting). Committed; every build refreshes them (--update keeps
-# their cell ids); tests/test_book_content_launch.py fails when one lags behind.
+# from _config.yml's repository setting, else the checkout's GitHub origin, as the buttons' do:
+# scripts/book_repository.py; with neither, the cell says how to install the wheel by hand).
+# Committed; every build refreshes them (--update keeps their cell ids);
+# tests/test_book_content_launch.py fails when one lags behind.
 NOTEBOOK_PAGES = $(shell grep -l '^jupytext:' book/*.md book/zh/*.md)
 define LAUNCH_COPIES
 $(BIN)/jupytext --quiet --update --to ipynb $(NOTEBOOK_PAGES)

@@ -47,13 +47,41 @@ def test_no_outputs_or_machine_paths_committed():
 
 
 
+def repository_module():
+    spec = importlib.util.spec_from_file_location("book_repository", ROOT / "scripts" / "book_repository.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_launch_buttons_come_from_one_repository_setting():
+    """The setting is a real repository or empty (then the checkout's GitHub origin, or no
+    buttons): never a placeholder (issue 23)."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", config["repository"]["url"])
+    url = config["repository"]["url"]
+    assert url == "" or re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", url)
+    assert "OWNER" not in url and "REPOSITORY" not in url
+    assert "book_repository" in config["sphinx"]["local_extensions"]
     launch = config["launch_buttons"]
     assert {"colab_url", "binderhub_url", "jupyterhub_url"} <= set(launch) and launch.get("thebe") is False
     assert {"book/*.ipynb", "book/zh/*.ipynb"} <= set(config["exclude_patterns"]), "Sphinx would see two sources per chapter"
     assert config["html"]["use_download_button"] is True
+
+
+def test_repository_comes_from_the_setting_or_a_github_origin(monkeypatch):
+    book_repository = repository_module()
+    github = book_repository.github_url
+    for remote in ("https://github.com/someone/some-course", "https://github.com/someone/some-course.git",
+                   "git@github.com:someone/some-course.git", "ssh://git@github.com/someone/some-course"):
+        assert github(remote) == "https://github.com/someone/some-course", remote
+    for placeholder in ("", "https://github.com/OWNER/REPOSITORY", "https://github.com/executablebooks/jupyter-book",
+                        "https://gitlab.com/someone/some-course", "/srv/git/course.git"):
+        assert github(placeholder) is None, placeholder
+    monkeypatch.setattr(book_repository, "origin_remote", lambda root: "git@github.com:someone/some-course.git")
+    assert book_repository.repository_url(ROOT, "") == "https://github.com/someone/some-course"
+    assert book_repository.repository_url(ROOT, "https://github.com/other/course") == "https://github.com/other/course"
+    monkeypatch.setattr(book_repository, "origin_remote", lambda root: None)
+    assert book_repository.repository_url(ROOT, "https://github.com/OWNER/REPOSITORY") is None
 
 
 def test_publishing_workflow_builds_the_book_and_sets_the_repository():
@@ -72,8 +100,11 @@ def test_publishing_workflow_builds_the_book_and_sets_the_repository():
     env = {"GITHUB_REPOSITORY": "someone/some-course", "DEFAULT_BRANCH": "trunk", "PATH": "/usr/bin:/bin"}
     out = subprocess.run(["bash", "-c", script], input=(ROOT / "_config.yml").read_text(), env=env,
                          capture_output=True, text=True, check=True).stdout
-    assert yaml.safe_load(out)["repository"] == {**yaml.safe_load((ROOT / "_config.yml").read_text())["repository"],
-                                                  "url": "https://github.com/someone/some-course", "branch": "trunk"}
+    repository = yaml.safe_load(out)["repository"]
+    assert repository["branch"] == "trunk"
+    # an empty url is left to the checkout's origin, which actions/checkout sets to the repository
+    assert repository["url"] in ("https://github.com/someone/some-course", "")
+    assert repository_module().github_url("https://github.com/someone/some-course") == "https://github.com/someone/some-course"
 
 
 # --- the launch copies' first cell: the student wheel from the site, nothing else ------------------
@@ -90,7 +121,15 @@ def install_cell(page: str) -> str:
 @pytest.mark.parametrize("page", COPIES)
 def test_launch_copy_first_cell_installs_the_student_wheel_from_the_site(page, monkeypatch):
     source = install_cell(page)
-    url = published_wheel(yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"])
+    repository = repository_module().repository_url(ROOT)
+    if repository is None:  # no repository known: the cell fetches nothing and says what to do
+        assert not re.findall(r"https?://", source), f"{page}: the cell fetches {source!r}"
+        assert "make student-release" in source
+        monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+        with pytest.raises(ModuleNotFoundError):
+            exec(compile(source, f"{page}: install cell", "exec"), {})
+        return
+    url = published_wheel(repository)
     assert re.findall(r"https?://[^\s\"']+", source) == [url], f"{page}: the cell fetches {source!r}"
     assert "install-course-package" not in read(page) and url not in read(page), "the page itself installs"
     calls = []
@@ -109,6 +148,8 @@ def test_wheel_address_follows_the_repository_setting(tmp_path):
     spec.loader.exec_module(launch_copies)
     config = (ROOT / "_config.yml").read_text()
     (tmp_path / "pyproject.toml").write_text((ROOT / "pyproject.toml").read_text())
+    (tmp_path / "_config.yml").write_text(re.sub(r"(?m)^  url: .*$", '  url: ""', config))
+    assert launch_copies.wheel_url(tmp_path) is None, "no setting and no git remote: no address at all"
     for repository in ("https://github.com/Someone/some-course", "https://github.com/someone/someone.github.io"):
         (tmp_path / "_config.yml").write_text(re.sub(r"(?m)^  url: .*$", f"  url: {repository}", config))
         got = launch_copies.wheel_url(tmp_path)
