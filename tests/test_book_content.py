@@ -77,10 +77,10 @@ EXPECTED_SECTIONS = {
     ],
     "historical_notes": [
         "1. Its `DecoderBlock` check and the repository's block disagree",
-        "2. Its \"sinusoid\" formula collapsed",
+        "2. A \"sinusoid\" formula that collapses",
         "3. Its saved accuracy does not say what it averages",
-        "4. Its inference ran the decoder without the causal mask",
-        "5. About 1 in 5 validation questions also appeared in training",
+        "4. Inference that runs the decoder without the causal mask",
+        "5. About 1 in 5 validation questions also appear in training",
     ],
     "index": ["For students", "For instructors"],
     "instructor_guide": ["Before grading: prerequisites", "1. Generate and release", "2. Collect", "3. Autograde",
@@ -111,7 +111,7 @@ LIVE_COMPUTATIONS = {
         ".backward()",
         'load_run("overfit")',
         'load_run("historical")',
-        "make_optimizer(m, get_preset(preset)[1])",  # zero gradient is not "not updated"
+        "make_optimizer(m, config)",  # zero gradient is not "not updated"
         "exact_match(model, unseen_q, unseen_a)",
         '["history"]',  # the loss curve
         "model(q32, model.positions(9), a32, model.positions(5))",
@@ -122,7 +122,7 @@ LIVE_COMPUTATIONS = {
         "torch.equal(cached, uncached)",
         "Q @ K.T",
         "time.perf_counter()",
-        "new_caches(model)",
+        'kwargs["caches"]',  # the package's own caches, read through a hook
     ],
     "historical_notes": [
         "position_encoding_sinusoid(K, M)",
