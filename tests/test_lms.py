@@ -114,6 +114,9 @@ def test_late_policy_and_canvas_export_through_stock_nbgrader(tmp_path):
     import tempfile
     from pathlib import Path
 
+    from nbgrader.utils import parse_utc
+
+    from grading_course import coursedir
     from test_sandbox_hostile import ASSIGNMENT, HOSTILE, PY, course_base, make_course
 
     course = make_course(Path(tempfile.mkdtemp(prefix="lms-", dir=course_base())))
@@ -127,14 +130,18 @@ def test_late_policy_and_canvas_export_through_stock_nbgrader(tmp_path):
             assert run.returncode == 0, (args, run.stderr[-3000:])
 
         nbgrader("generate_assignment", ASSIGNMENT, "--force")
-        nbgrader("db", "assignment", "add", ASSIGNMENT, "--duedate=2026-01-10 12:00:00 UTC")
         stamps = {"on_time": "2026-01-10 11:00:00.000000 UTC", "late": "2026-01-12 13:00:00.000000 UTC",
                   "extended": "2026-01-12 13:00:00.000000 UTC"}
+        # what `nbgrader db assignment add --duedate` and `nbgrader db student add` write, through the
+        # same public Gradebook API (one interpreter instead of one per command)
+        with Gradebook(coursedir(course).db_url) as gb:
+            gb.update_or_create_assignment(ASSIGNMENT, duedate=parse_utc("2026-01-10 12:00:00 UTC"))
+            for student in stamps:
+                gb.update_or_create_student(student)
         for student, stamp in stamps.items():
             folder = grading_state(course).submitted / student / ASSIGNMENT
             shutil.copytree(HOSTILE / "submitted" / "pass_all" / ASSIGNMENT, folder)
             (folder / "timestamp.txt").write_text(stamp + "\n")
-            nbgrader("db", "student", "add", student)
         nbgrader("autograde", ASSIGNMENT)
         nbgrader("export", "--to", "canvas.csv")
         with open(course / "canvas.csv", newline="") as f:
