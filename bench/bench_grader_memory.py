@@ -224,7 +224,11 @@ def main(argv: list[str] | None = None) -> int:
             continue
         with tempfile.TemporaryDirectory(prefix="grader-memory-") as tmp:
             folder = Path(tmp)
-            make(folder)
+            try:
+                make(folder)
+            except Exception as err:  # noqa: BLE001 (a case that cannot be made is reported, the rest run)
+                print(f"{name:52s} could not be made: {type(err).__name__}: {err}")
+                continue
             size = sum(p.stat().st_size for p in folder.glob("*.npz")) / 1e6
             r = judge_folder(assignment, folder, args.limit_mb)
         if r.get("over"):
