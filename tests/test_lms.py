@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import datetime
+import shutil
 
 import pytest
 from nbgrader.api import Gradebook
@@ -59,9 +60,21 @@ def test_a_malformed_extensions_file_says_where_and_what(late, text, expected):
         late(text).late_submission_penalty("alice", 10.0, DAY)
 
 
-def gradebook(tmp_path) -> str:
-    """Two assignments, three students: alice late (penalty 1.5), bob on time, carol absent."""
-    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+@pytest.fixture(scope="module")
+def class_gradebook(tmp_path_factory):
+    """Two assignments, three students: alice late (penalty 1.5), bob on time, carol absent. Made
+    once (a new nbgrader gradebook takes seconds to create); each test gets a copy: its sqlite URL."""
+    made = tmp_path_factory.mktemp("lms") / "gradebook.db"
+    _fill(f"sqlite:///{made}")
+
+    def copy(tmp_path) -> str:
+        shutil.copy(made, tmp_path / "gradebook.db")
+        return f"sqlite:///{tmp_path / 'gradebook.db'}"
+
+    return copy
+
+
+def _fill(url: str) -> None:
     due = datetime.datetime(2026, 1, 1)
     with Gradebook(url) as gb:
         for name, points in (("decoder_block", 11), ("kv_cache", 7)):
@@ -77,7 +90,6 @@ def gradebook(tmp_path) -> str:
             nb.grades[0].auto_score = score
             nb.late_submission_penalty = penalty
         gb.db.commit()
-    return url
 
 
 def export(url, tmp_path, **traits) -> list[list[str]]:
@@ -88,8 +100,8 @@ def export(url, tmp_path, **traits) -> list[list[str]]:
         return list(csv.reader(f))
 
 
-def test_canvas_export_layout_scores_and_points(tmp_path):
-    rows = export(gradebook(tmp_path), tmp_path, canvas_ids={"kv_cache": "4242"})
+def test_canvas_export_layout_scores_and_points(class_gradebook, tmp_path):
+    rows = export(class_gradebook(tmp_path), tmp_path, canvas_ids={"kv_cache": "4242"})
     assert rows[0] == canvas.FIXED + ["decoder_block", "kv_cache (4242)"]
     assert rows[1] == ["Points Possible", "", "", "", "", "11", "7"]
     by_login = {r[3]: r for r in rows[2:]}
@@ -98,8 +110,8 @@ def test_canvas_export_layout_scores_and_points(tmp_path):
     assert by_login["carol"][0].startswith("'=") and by_login["carol"][5:] == ["0", "0"]  # no formula
 
 
-def test_canvas_export_options(tmp_path):
-    rows = export(gradebook(tmp_path), tmp_path, id_column="SIS User ID", missing_as_zero=False,
+def test_canvas_export_options(class_gradebook, tmp_path):
+    rows = export(class_gradebook(tmp_path), tmp_path, id_column="SIS User ID", missing_as_zero=False,
                   student=["carol"], assignment=["kv_cache"])
     assert rows[0] == canvas.FIXED + ["kv_cache"]
     assert rows[2][2] == "carol" and rows[2][3] == "" and rows[2][5] == ""
@@ -109,7 +121,6 @@ def test_canvas_export_options(tmp_path):
 def test_late_policy_and_canvas_export_through_stock_nbgrader(tmp_path):
     """The course configuration as instructors run it: `nbgrader autograde` applies the late policy
     (nbgrader_config.py), `nbgrader export` writes the Canvas file."""
-    import shutil
     import subprocess
     import tempfile
     from pathlib import Path
