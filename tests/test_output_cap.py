@@ -108,6 +108,15 @@ def test_clear_output_and_widget_messages_count_and_errors_are_kept_cut():
     assert len(json.dumps(errors[0])) < 200_000
 
 
+def test_a_message_nested_too_deep_to_measure_is_refused():
+    ex, nb = executor()
+    deep = "x" * 100
+    for _ in range(40):
+        deep = [deep]
+    send(ex, nb, 0, _msg("display_data", {"data": {"application/json": deep}, "metadata": {}}))
+    assert [o["output_type"] for o in nb.cells[0].outputs] == ["stream"]  # only the notice
+
+
 def test_what_is_escaped_on_the_feedback_page_is_charged_as_escaped():
     """`&` becomes `&amp;` in the feedback HTML, a newline an indented line in the notebook's JSON:
     a budget of characters would let them grow the page fivefold."""

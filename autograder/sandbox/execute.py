@@ -25,12 +25,16 @@ from .kernel import KERNEL_NAME, SandboxKernelManager
 from .sandbox import check_available
 
 
+MAX_DEPTH = 32  # a message nested deeper than this is not measured: it is refused (it costs TOO_DEEP)
+TOO_DEEP = 1 << 62
+
+
 def _content_size(content, depth: int = 0) -> int:
     """Characters of text in a message's content (strings, nested in dicts and lists), cheaply."""
     if isinstance(content, str):
         return len(content)
-    if depth > 8:
-        return 0
+    if depth > MAX_DEPTH:
+        return TOO_DEEP
     if isinstance(content, dict):
         return sum(len(str(k)) + _content_size(v, depth + 1) for k, v in content.items())
     if isinstance(content, (list, tuple)):
@@ -50,8 +54,8 @@ def _cost(content, depth: int = 0) -> int:
     """The bytes a message's content can add to the notebook or the feedback page (``_text_cost``)."""
     if isinstance(content, str):
         return _text_cost(content)
-    if depth > 8:
-        return 0
+    if depth > MAX_DEPTH:
+        return TOO_DEEP
     if isinstance(content, dict):
         return sum(_text_cost(str(k)) + _cost(v, depth + 1) for k, v in content.items())
     if isinstance(content, (list, tuple)):
