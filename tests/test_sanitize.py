@@ -65,3 +65,13 @@ def test_output_metadata_keeps_only_numeric_image_sizes_and_markdown_output_is_t
     kept = nb.cells[0].outputs[0]
     assert kept.metadata == {"image/png": {"height": 40}}
     assert "text/markdown" not in kept.data and kept.data["text/plain"] == "[x](javascript:y)"
+
+
+def test_typeset_math_links_nowhere():
+    """MathJax (which the feedback page and the formgrader load) makes a link of ``\\href``."""
+    out = sanitized(r"$\href{http://127.0.0.1:9/m}{x} + \frac{a}{b}$")
+    assert out.startswith(r"$\text{http:") and out.endswith(r"{x} + \frac{a}{b}$") and r"\href" not in out
+    out = nbformat.v4.new_output("display_data", data={"text/latex": r"$\href {javascript:x}{y}$", "text/plain": "y"})
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("", outputs=[out])])
+    nb, _ = SanitizeOutputs().preprocess(nb, {})
+    assert nb.cells[0].outputs[0].data["text/latex"] == r"$\text {javascript:x}{y}$"

@@ -37,7 +37,7 @@ class SanitizeOutputs(SanitizeHTML):
         if cell.cell_type == "markdown":
             # bleach escapes every ">" and "&" it keeps as text, which markdown then shows as
             # "&gt;" (in code spans too: `j > i`). Only "<" can open a tag, and it stays escaped.
-            cell.source = inert_links(cell.source.replace("&gt;", ">").replace("&amp;", "&"))
+            cell.source = inert_math(inert_links(cell.source.replace("&gt;", ">").replace("&amp;", "&")))
             cell.pop("attachments", None)  # a student's attachment is never shown, nor looked up
         return cell, resources
 
@@ -45,13 +45,15 @@ class SanitizeOutputs(SanitizeHTML):
         """nbconvert's rules, and: output metadata reduced to numeric image sizes (the template
         writes a width unquoted, so a string there becomes an attribute of the page), and
         Markdown output shown as its text (a Markdown link or image is a URL the page would follow,
-        or an attachment nbconvert would look up)."""
+        or an attachment nbconvert would look up), and TeX output with no ``\\href``."""
         for output in outputs:
             if output.get("output_type") in ("display_data", "execute_result", "update_display_data"):
                 data = output.get("data", {})
                 if "text/markdown" in data:
                     data.setdefault("text/plain", data["text/markdown"])
                     del data["text/markdown"]
+                if isinstance(data.get("text/latex"), str):
+                    data["text/latex"] = inert_math(data["text/latex"])
                 output["metadata"] = _image_sizes(output.get("metadata"))
         return super().sanitize_code_outputs(outputs)
 
@@ -104,3 +106,13 @@ def inert_links(markdown: str) -> str:
     markdown = _IMAGE.sub(r"\1", markdown)
     markdown = _REMOTE.sub(lambda m: f"{m.group(1)}#", markdown)
     return _BARE_URL.sub("\\1:\u2060", markdown)
+
+
+# MathJax's \href makes a link of typeset math (its Safe extension, which the pages load, still
+# allows web addresses): shown as text instead
+_TEX_LINK = re.compile(r"\\href(?=\s*\{)")
+
+
+def inert_math(tex: str) -> str:
+    """TeX (in Markdown or a ``text/latex`` output) with no link: ``\\href{url}{text}`` is typeset as text."""
+    return _TEX_LINK.sub(r"\\text", tex)
