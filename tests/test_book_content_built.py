@@ -370,3 +370,19 @@ def test_downloaded_exercises_link_nowhere_relative():
                 for target in re.findall(r"\]\(([^)\s]+)", "".join(cell["source"])):
                     assert re.match(r"https?://", target) and not PLACEHOLDER.search(target), \
                         f"{nb.relative_to(ROOT)} links {target!r}"
+
+
+def test_historical_comparison_reports_last_and_best_epoch_and_an_unrecorded_length():
+    """ch12 once said the historical preset "trained for fewer epochs" and, paragraphs later, that
+    the original's length is unrecorded; and it compared one chosen epoch with the original."""
+    import torch  # noqa: F401  (encdec.train needs it)
+
+    from encdec.train import load_run
+
+    _, historical = load_run("historical")
+    last, best = f"{historical['val_token_accuracy']:.4f}", f"{historical['best_val_token_accuracy']:.4f}"
+    for edition, unrecorded in (("en", "does not record how long the notebook trained"), ("zh", "没有记录 notebook 训练了多久")):
+        out = outputs(edition, "ch12_what_you_trained")
+        assert last in out and best in out and f"{historical['best_epoch']}" in out, f"{edition}: last and best epoch"
+        page_text = text(article(edition, "ch12_what_you_trained"))
+        assert unrecorded in page_text and "fewer epochs" not in page_text and "更少的轮" not in page_text, edition
