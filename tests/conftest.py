@@ -45,3 +45,17 @@ def pytest_sessionstart(session):
     from autograder.fixtures.make import built
 
     built()
+
+
+@pytest.fixture(scope="session")
+def stock_batch(request, tmp_path_factory):
+    """The fixture submissions through stock `nbgrader autograde`, graded once a session
+    (grading_course.stock_batch): the union of what the modules that use it name in their
+    `STOCK_BATCH` (handed in from the English release) and `STOCK_BATCH_ZH` (from the Chinese
+    one), among the tests this session runs: a grading_course.StockBatch."""
+    from grading_course import stock_batch as grade
+
+    modules = {item.module for item in request.session.items if "stock_batch" in getattr(item, "fixturenames", ())}
+    names = sorted({n for m in modules for n in getattr(m, "STOCK_BATCH", ())})
+    zh = sorted({n for m in modules for n in getattr(m, "STOCK_BATCH_ZH", ())})
+    return grade(tmp_path_factory.mktemp("stock-batch"), names, zh)

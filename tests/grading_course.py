@@ -1,18 +1,95 @@
-"""A scratch copy of the course for the grading tests that take fixture submissions
-(built from autograder/fixtures/table.py): its folders come from nbgrader's loaded configuration, never typed here."""
+"""What the grading tests that take fixture submissions (built from autograder/fixtures/table.py)
+share: the session's one stock `nbgrader autograde` batch (`stock_batch`, conftest.py), and a
+scratch copy of the course whose folders come from nbgrader's loaded configuration, never typed here."""
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.fixtures import table
 from autograder.fixtures.make import graded_notebook
+from autograder.state import GradingState
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = table.grading()
 PY = sys.executable
+ZH = ROOT / "exercises" / "zh"
+
+
+def zh_submission(name: str) -> str:
+    """An English fixture submission as a student of the Chinese release hands it in: the same code
+    cells (the fixture's edits), the Chinese release's markdown and notebook metadata (a file that
+    is no notebook stays as it is)."""
+    a = MANIFEST[name]["assignment"]
+    text = graded_notebook(name).read_text(encoding="utf-8")
+    try:
+        nb = json.loads(text)
+    except json.JSONDecodeError:
+        return text
+    zh = json.loads((ZH / a / f"{a}.ipynb").read_text(encoding="utf-8"))
+    markdown = {c["id"]: c["source"] for c in zh["cells"] if c["cell_type"] == "markdown"}
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown" and cell.get("id") in markdown:
+            cell["source"] = markdown[cell["id"]]
+    nb["metadata"] = zh["metadata"]
+    return json.dumps(nb, indent=1, ensure_ascii=False)
+
+
+@dataclass
+class StockBatch:
+    """Fixture submissions graded by stock `nbgrader autograde`: each assignment's in a folder of
+    its own (grade_fixtures' layout: submitted/, autograded/, feedback/, its gradebook)."""
+
+    folders: dict[str, Path]  # student -> the folder of its assignment's batch
+    rows: dict  # fixture -> grade_fixtures' row of its English submission
+
+    def state(self, student: str) -> GradingState:
+        return GradingState(self.folders[student])
+
+    def autograded(self, student: str) -> Path:
+        """nbgrader's autograded folder of `student` (<assignment>/ inside)."""
+        return self.state(student).autograded / student
+
+
+def stock_batch(work: Path, names: list[str], zh_names: list[str] = ()) -> StockBatch:
+    """Fixture submissions graded by stock `nbgrader autograde`, one run per assignment for all of
+    them (autograder/grade_fixtures.py): `names` handed in from the English release, `zh_names`
+    from the Chinese one as students `<name>_zh` (`zh_submission`, with that release's references).
+    The assignments are graded side by side, one per core: each kernel is held to one CPU
+    (sandbox/policy.py), so one `nbgrader autograde` at a time leaves a core idle."""
+    from nbgrader.api import Gradebook
+
+    from autograder import edition, grade_fixtures
+
+    by_assignment: dict[str, list[str]] = {}
+    for name in sorted({*names, *zh_names}):
+        by_assignment.setdefault(MANIFEST[name]["assignment"], []).append(name)
+    empty = work / "empty-gradebook.db"
+    with Gradebook(f"sqlite:///{empty}"):  # made once (alembic takes seconds); each assignment's is a copy
+        pass
+    folders = {}
+    for a, fixtures in by_assignment.items():
+        GradingState(work / a).root.mkdir(parents=True)
+        shutil.copy(empty, GradingState(work / a).gradebook)
+        folders.update({n: work / a for n in fixtures})
+        for name in set(fixtures) & set(zh_names):
+            dest = GradingState(work / a).submitted / f"{name}_zh" / a
+            dest.mkdir(parents=True)
+            (dest / f"{a}.ipynb").write_text(zh_submission(name), encoding="utf-8")
+            shutil.copytree(ZH / a / "reference", dest / "reference")
+            folders[f"{name}_zh"] = work / a
+        edition.ensure(a, edition.DEFAULT_OUT)  # made here, not by two graders at once
+    largest_first = sorted(by_assignment, key=lambda a: -len(by_assignment[a]))
+    with ThreadPoolExecutor(max(1, min(len(by_assignment), os.cpu_count() or 1))) as lanes:
+        graded = [lanes.submit(grade_fixtures.grade, work / a, 10, by_assignment[a]) for a in largest_first]
+        rows = {r.name: r for done in graded for r in done.result()}
+    return StockBatch(folders, rows)
 
 
 def scratch_course(dest: Path, assignments: list[str], db_url: str | None = None) -> Path:

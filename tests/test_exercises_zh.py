@@ -16,7 +16,6 @@ import torch
 from autograder import assignments as course
 from autograder import grade_fixtures, release
 from autograder.fixtures import table
-from autograder.fixtures.make import graded_notebook
 from autograder.state import GradingState
 from encdec.grading import checks, language
 from encdec.grading.misconceptions import MISCONCEPTIONS
@@ -208,53 +207,25 @@ def test_the_grader_decides_in_english_and_words_it_in_chinese(check_id, impl, s
     assert language.current() == "en"
 
 
-def zh_submission(name: str) -> str:
-    """An English fixture submission as a student of the Chinese release hands it in: the same code
-    cells (the fixture's edits), the Chinese release's markdown and notebook metadata (a file that
-    is no notebook stays as it is)."""
-    a = MANIFEST[name]["assignment"]
-    try:
-        nb = _nb(graded_notebook(name))
-    except json.JSONDecodeError:
-        return (graded_notebook(name)).read_text(encoding="utf-8")
-    zh = _nb(ZH / a / f"{a}.ipynb")
-    text = {c["id"]: c["source"] for c in zh["cells"] if c["cell_type"] == "markdown"}
-    for cell in nb["cells"]:
-        if cell["cell_type"] == "markdown" and cell.get("id") in text:
-            cell["source"] = text[cell["id"]]
-    nb["metadata"] = zh["metadata"]
-    return json.dumps(nb, indent=1, ensure_ascii=False)
+# graded in the session's stock batch (conftest.py): each of them handed in from both releases
+STOCK_BATCH = STOCK_BATCH_ZH = sorted(MANIFEST) if ALL else list(GRADED)
 
 
-def test_chinese_submissions_grade_exactly_as_the_english_ones(tmp_path):
-    """Stock `nbgrader autograde` with the course's own assignments (English source, gradebook):
-    each fixture, handed in from the English and from the Chinese release, gets the same score, the
-    English feedback stays English and the Chinese one names the same mistake in Chinese (and no
-    diagnosis in English). `make test`: the fixtures of GRADED; ENCDEC_ZH_ALL=1: the whole table."""
+def test_chinese_submissions_grade_exactly_as_the_english_ones(stock_batch):
+    """Stock `nbgrader autograde` with the course's own assignments (English source, gradebook),
+    in the session's stock batch: each fixture, handed in from the English and from the Chinese
+    release, gets the same score, the English feedback stays English and the Chinese one names the
+    same mistake in Chinese (and no diagnosis in English). `make test`: the fixtures of GRADED;
+    ENCDEC_ZH_ALL=1: the whole table."""
     from autograder.integrity import flagged_submissions
     from nbgrader.api import Gradebook, MissingEntry
 
-    names = sorted(MANIFEST) if ALL else list(GRADED)
-    state = GradingState(tmp_path)
-    log = tmp_path / "nbgrader.log"
-    for name in names:
-        a = MANIFEST[name]["assignment"]
-        for student, text, refs in ((name, (graded_notebook(name)).read_text(), ROOT / "exercises" / a),
-                                    (f"{name}_zh", zh_submission(name), ZH / a)):
-            dest = state.submitted / student / a
-            dest.mkdir(parents=True)
-            (dest / f"{a}.ipynb").write_text(text, encoding="utf-8")
-            shutil.copytree(refs / "reference", dest / "reference")
-    args = grade_fixtures.course_args(tmp_path)
-    used = sorted({MANIFEST[n]["assignment"] for n in names})
-    for a in used:
-        assert grade_fixtures.nbgrader("generate_assignment", a, "--force", *args, log=log) == 0, log.read_text()
-        grade_fixtures.nbgrader("autograde", a, "--Execute.timeout=10", *args, log=log)
-    flagged = {f["student"]: sorted(map(str, f["reasons"])) for f in flagged_submissions(state.db_url)}
-
+    flagged = {f["student"]: sorted(map(str, f["reasons"]))
+               for db in {stock_batch.state(n).db_url for n in STOCK_BATCH_ZH} for f in flagged_submissions(db)}
     problems = []  # every fixture compared, then every difference said at once
-    with Gradebook(state.db_url) as gb:
-        for name in names:
+    for name in STOCK_BATCH_ZH:
+        state = stock_batch.state(name)  # both releases' submissions of a fixture are in one gradebook
+        with Gradebook(state.db_url) as gb:
             try:
                 _graded_alike(gb, state, name, flagged)
             except (AssertionError, MissingEntry) as err:

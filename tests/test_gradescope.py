@@ -23,12 +23,13 @@ from autograder.gradescope import build, results
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = table.grading()
-# per assignment, what the run must carry over from nbgrader's: a full score, a named bug, an
-# integrity flag, an unreadable notebook (every fixture goes through `nbgrader autograde` in
+# what the run must carry over from nbgrader's, each once, with every assignment's archive graded:
+# a full score, a named bug (two: the Chinese archive is compared on the first), an integrity flag,
+# an unreadable notebook (every fixture goes through `nbgrader autograde` in
 # tests/test_grading_fixtures.py; one Gradescope run costs a fresh grader, ~15 s)
 CASES = {
-    "decoder_block": ["db_pass_all", "db_bug_mask_after_softmax", "cheat_db_ref_forward", "broken_invalid_json"],
-    "target_slicing": ["ts_bug_no_shift"],
+    "decoder_block": ["db_bug_mask_after_softmax", "cheat_db_ref_forward", "broken_invalid_json"],
+    "target_slicing": ["ts_pass_all"],
     "kv_cache": ["kv_bug_plain_argmax"],
 }
 if os.environ.get("ENCDEC_GRADESCOPE_ALL"):  # `make gradescope-check`: every fixture (about 15 minutes)
@@ -39,6 +40,27 @@ if os.environ.get("ENCDEC_GRADESCOPE_ALL"):  # `make gradescope-check`: every fi
 def archives(tmp_path_factory):
     out = tmp_path_factory.mktemp("gradescope")
     return {a: build.archive(a, out) for a in CASES}
+
+
+@pytest.fixture(scope="module")
+def archive_zh(tmp_path_factory):
+    """The decoder block's archive for the Chinese release."""
+    return build.archive("decoder_block", tmp_path_factory.mktemp("gradescope-zh"), "zh")
+
+
+@pytest.fixture(scope="module")
+def graded(archives, tmp_path_factory):
+    """fixture -> the results.json of its English submission, each run once in the module."""
+    done = {}
+
+    def run(name: str) -> dict:
+        if name not in done:
+            a = MANIFEST[name]["assignment"]
+            done[name] = run_archive(archives[a], tmp_path_factory.mktemp(name) / "autograder", a,
+                                     graded_notebook(name).read_text(encoding="utf-8"))
+        return done[name]
+
+    return run
 
 
 def unpack(archive: Path, root: Path) -> Path:
@@ -80,10 +102,9 @@ def run_archive(archive: Path, root: Path, assignment: str, notebook: str) -> di
 
 @pytest.mark.grading
 @pytest.mark.parametrize("name", [n for names in CASES.values() for n in names])
-def test_run_autograder_scores_like_nbgrader(archives, tmp_path, name):
+def test_run_autograder_scores_like_nbgrader(graded, name):
     spec = MANIFEST[name]
-    notebook = graded_notebook(name).read_text(encoding="utf-8")
-    data = run_archive(archives[spec["assignment"]], tmp_path / "autograder", spec["assignment"], notebook)
+    data = graded(name)
     assert data["score"] == spec["expected_score"], (name, data)
     if data["tests"]:  # a notebook that could not be read has no tests, and says why
         assert sum(t["max_score"] for t in data["tests"]) == spec["max_score"]
@@ -97,9 +118,8 @@ def test_run_autograder_scores_like_nbgrader(archives, tmp_path, name):
         assert "instructor's review" in data["output"]
 
 
-def test_the_chinese_archive_has_the_chinese_release_references(tmp_path):
-    zh = build.archive("decoder_block", tmp_path, "zh")
-    with zipfile.ZipFile(zh) as z:
+def test_the_chinese_archive_has_the_chinese_release_references(archive_zh):
+    with zipfile.ZipFile(archive_zh) as z:
         assert json.loads(z.read("gradescope.json")) == {"assignment": "decoder_block", "language": "zh"}
         refs = sorted(n for n in z.namelist() if n.startswith("exercises/"))
         ours = ROOT / "exercises" / "zh" / "decoder_block" / "reference"
@@ -109,16 +129,16 @@ def test_the_chinese_archive_has_the_chinese_release_references(tmp_path):
 
 
 @pytest.mark.grading
-def test_the_chinese_archive_scores_alike_and_gives_feedback_in_chinese(archives, tmp_path):
+def test_the_chinese_archive_scores_alike_and_gives_feedback_in_chinese(graded, archive_zh, tmp_path):
     """A known bug handed in from each release to its archive: the same items and scores, the
-    diagnosis in each release's language."""
+    diagnosis in each release's language (the English run is test_run_autograder_scores_like_nbgrader's)."""
     from encdec.grading.misconceptions_zh import MISCONCEPTIONS_ZH
-    from test_exercises_zh import zh_submission
+    from grading_course import zh_submission
 
     name, bug = "db_bug_mask_after_softmax", "mask_after_softmax"
     a = MANIFEST[name]["assignment"]
-    en = run_archive(archives[a], tmp_path / "en", a, graded_notebook(name).read_text(encoding="utf-8"))
-    zh = run_archive(build.archive(a, tmp_path / "archive-zh", "zh"), tmp_path / "zh", a, zh_submission(name))
+    en = graded(name)
+    zh = run_archive(archive_zh, tmp_path / "zh", a, zh_submission(name))
     assert en["score"] == zh["score"] == MANIFEST[name]["expected_score"]
     assert [(t["name"], t["score"], t["max_score"], t["visibility"]) for t in en["tests"]] == \
         [(t["name"], t["score"], t["max_score"], t["visibility"]) for t in zh["tests"]]
@@ -137,7 +157,7 @@ def test_results_refuse_what_gradescope_cannot_read():
             results.check_schema(bad)
 
 
-def test_the_wrapper_speaks_the_archive_language(tmp_path):
+def test_the_wrapper_speaks_the_archive_language(archives, archive_zh, tmp_path):
     """results.json's own lines (an item's fallback, a submission that cannot be graded) come from
     the message table, in the archive's release language."""
     from encdec.grading import language
@@ -147,8 +167,7 @@ def test_the_wrapper_speaks_the_archive_language(tmp_path):
         with language.speaking(lang):
             fallbacks = [t["output"] for t in results.build([("a", 1.0, 1.0), ("b", 0.0, 1.0)], {}, set())["tests"]]
         assert fallbacks == [language.MESSAGES[lang]["item_passed"], language.MESSAGES[lang]["item_no_output"]]
-        archive = build.archive("decoder_block", tmp_path / f"archive-{lang}", lang)
-        root = unpack(archive, tmp_path / lang)
+        root = unpack(archives["decoder_block"] if lang == "en" else archive_zh, tmp_path / lang)
         (root / "submission").mkdir()  # nothing uploaded: no notebook to grade
         env = dict(os.environ, AUTOGRADER_ROOT=str(root), ENCDEC_PYTHON=sys.executable)
         run = subprocess.run([str(root / "run_autograder")], env=env, capture_output=True, text=True, timeout=300)

@@ -1,6 +1,7 @@
-"""The grader through the real `nbgrader autograde` (run from the repo root, state in tmp_path):
-every fixture submission gets its expected score and its named diagnosis, broken ones do not stop
-the batch, and the feedback HTML names the mistake without showing hidden test code."""
+"""The grader through the real `nbgrader autograde` (run from the repo root, state in the session's
+stock batch: tests/conftest.py, tests/grading_course.py): every fixture submission gets its expected
+score and its named diagnosis, broken ones do not stop the batch, and the feedback HTML names the
+mistake without showing hidden test code."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 from autograder import grade_fixtures  # noqa: E402
 from autograder.fixtures import table  # noqa: E402
 from autograder.fixtures.make import built, graded_notebook, hostile_folder  # noqa: E402
-from autograder.state import GradingState, grading_state  # noqa: E402
+from autograder.state import grading_state  # noqa: E402
 
 pytestmark = pytest.mark.grading
 MANIFEST = table.grading()
@@ -39,11 +40,12 @@ def test_one_table_names_every_built_submission_once():
     assert made == set(names)
 
 
+STOCK_BATCH = SELECTED  # graded in the session's stock batch (conftest.py), with other modules' fixtures
+
+
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    work = tmp_path_factory.mktemp("grading")
-    rows = grade_fixtures.grade(work, timeout=10, only=SELECTED)
-    return work, {r.name: r for r in rows}
+def graded(stock_batch):
+    return stock_batch, {n: stock_batch.rows[n] for n in SELECTED}
 
 
 def test_manifest_covers_what_the_grader_must_prove():
@@ -73,9 +75,9 @@ def test_no_fixture_is_named_as_a_mistake_it_does_not_have(graded, name):
     several says what was observed and names nothing."""
     from encdec.grading.misconceptions import MISCONCEPTIONS
 
-    work, _ = graded
+    batch, _ = graded
     a = MANIFEST[name]["assignment"]
-    text = " ".join(grade_fixtures._graded_text(GradingState(work).autograded / name / a / f"{a}.ipynb").split())
+    text = " ".join(grade_fixtures._graded_text(batch.autograded(name) / a / f"{a}.ipynb").split())
     expected = MANIFEST[name]["diagnosis"].removeprefix("Diagnosis: ")
     named = {k for k, v in MISCONCEPTIONS.items() if f"Diagnosis: {' '.join(v.split())}" in text}
     assert all(expected in " ".join(MISCONCEPTIONS[k].split()) for k in named), f"{name} is also named {named}"
@@ -93,7 +95,7 @@ def test_every_way_to_the_points_without_the_work_scores_below_full():
 
 
 def test_feedback_names_the_mistake_and_hides_hidden_tests(graded):
-    work, rows = graded
+    _, rows = graded
     html = " ".join(rows["db_bug_mlp_skipped"].feedback_html.read_text().split())
     assert "MLP was skipped" in html
     assert "expected: shape" in html and "first mismatch at index" in html
@@ -107,8 +109,8 @@ def test_feedback_names_the_mistake_and_hides_hidden_tests(graded):
 
 def test_hidden_test_code_never_reaches_the_kernel(graded):
     """A submission that prints its input history shows what the kernel ran: no hidden check."""
-    work, rows = graded
-    nb = (GradingState(work).autograded / "hostile_print_history" / "decoder_block" / "decoder_block.ipynb").read_text()
+    batch, rows = graded
+    nb = (batch.autograded("hostile_print_history") / "decoder_block" / "decoder_block.ipynb").read_text()
     printed = json.loads(nb)["cells"][-1]["outputs"][0]["text"]
     printed = "".join(printed) if isinstance(printed, list) else printed
     assert "checks.run(" in printed  # the history was printed ...
@@ -118,20 +120,24 @@ def test_hidden_test_code_never_reaches_the_kernel(graded):
 
 
 def test_tampering_cannot_flip_the_verdict(graded):
-    work, rows = graded
-    outputs = grade_fixtures._graded_text(GradingState(work).autograded / "tamper_patched" / "decoder_block" / "decoder_block.ipynb")
+    batch, rows = graded
+    outputs = grade_fixtures._graded_text(batch.autograded("tamper_patched") / "decoder_block" / "decoder_block.ipynb")
     assert "MLP was skipped" in " ".join(outputs.split())
     assert "passed: all tests passed" not in outputs  # the fake output printed in test cells was discarded
     assert rows["tamper_patched"].actual == rows["db_bug_mlp_skipped"].actual
 
 
 def test_a_broken_submission_does_not_stop_the_batch(graded):
-    work, rows = graded
+    batch, rows = graded
     assert rows["broken_invalid_json"].actual in (0, None)
     graded_ok = [n for n, r in rows.items() if n != "broken_invalid_json"]
-    assert all((GradingState(work).autograded / n).exists() for n in graded_ok)
+    assert all(batch.autograded(n).exists() for n in graded_ok)
 
 
+# The matrix (`make test-all`): the driver grades with the same unit and single writer as the
+# queue's workers; `make test` has the driver on the hostile batch (tests/test_sandbox_hostile.py)
+# and the writer's integrity flags through the queue (tests/test_grading_queue.py).
+@pytest.mark.matrix
 def test_cheats_score_the_same_through_the_batch_driver(tmp_path):
     """The same fixtures through `python -m autograder.driver` (parallel workers, the zygote)."""
     import shutil
@@ -173,7 +179,7 @@ def test_no_active_content_from_a_submission_reaches_the_formgrader_or_the_feedb
 
     from autograder.fixtures.submissions import XSS
 
-    work, rows = graded
+    batch, rows = graded
     html = rows["hostile_xss"].feedback_html.read_text()
     active = [
         rf"<script[^>]*>[^<]*{XSS}",  # a script element that would run
@@ -183,7 +189,7 @@ def test_no_active_content_from_a_submission_reaches_the_formgrader_or_the_feedb
     for pattern in active:
         assert not re.search(pattern, html, re.I), pattern
     assert XSS in html  # the payload is there, as inert text
-    nb = json.loads((GradingState(work).autograded / "hostile_xss" / "decoder_block" / "decoder_block.ipynb").read_text())
+    nb = json.loads((batch.autograded("hostile_xss") / "decoder_block" / "decoder_block.ipynb").read_text())
     for cell in nb["cells"]:
         text = cell["source"] if cell["cell_type"] == "markdown" else json.dumps(cell.get("outputs", []))
         text = "".join(text) if isinstance(text, list) else text
