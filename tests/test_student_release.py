@@ -12,6 +12,7 @@ with the reference solution's code in the solution cells they pass. The Chinese 
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -37,29 +38,33 @@ SECRET_MARKERS = ("BEGIN SOLUTION", "BEGIN HIDDEN TESTS", "END SOLUTION")
 # release language -> where its exercises are, what a stub's check and a passing one say
 LANGUAGES = {"en": ("exercises", "not implemented yet", "passed"), "zh": ("exercises/zh", "尚未实现", "通过")}
 
-# Runs one exercise notebook's code cells in order, as a kernel would, and reports each visible
-# check (graded cells whose id does not end in _hidden): passed, or the error it raised.
+# Runs exercise notebooks' code cells in order, each notebook in a namespace of its own as a fresh
+# kernel would, and reports each visible check (graded cells whose id does not end in _hidden):
+# passed, or the error it raised. One interpreter for the notebooks of a test: torch is imported once.
 RUNNER = r"""
 import contextlib, io, json, sys
-nb = json.load(open(sys.argv[1], encoding="utf-8"))
-ns, results = {"__name__": "__main__"}, []
-for cell in nb["cells"]:
-    if cell["cell_type"] != "code":
-        continue
-    meta = cell["metadata"].get("nbgrader", {})
-    out = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out):
-            exec(compile("".join(cell["source"]), meta.get("grade_id", "given"), "exec"), ns)
-        ok, message = True, out.getvalue()
-    except Exception as exc:
-        ok, message = False, f"{type(exc).__name__}: {exc}"
-    if meta.get("grade") and not meta["grade_id"].endswith("_hidden"):
-        results.append({"id": meta["grade_id"], "ok": ok, "message": message})
-    elif not ok:
-        raise SystemExit(f"cell {meta.get('grade_id', 'given')} failed: {message}")
+runs = []
+for path in sys.argv[1:]:
+    nb = json.load(open(path, encoding="utf-8"))
+    ns, results = {"__name__": "__main__"}, []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        meta = cell["metadata"].get("nbgrader", {})
+        out = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out):
+                exec(compile("".join(cell["source"]), meta.get("grade_id", "given"), "exec"), ns)
+            ok, message = True, out.getvalue()
+        except Exception as exc:
+            ok, message = False, f"{type(exc).__name__}: {exc}"
+        if meta.get("grade") and not meta["grade_id"].endswith("_hidden"):
+            results.append({"id": meta["grade_id"], "ok": ok, "message": message})
+        elif not ok:
+            raise SystemExit(f"{path}: cell {meta.get('grade_id', 'given')} failed: {message}")
+    runs.append(results)
 import encdec
-print(json.dumps({"results": results, "encdec": encdec.__file__}))
+print(json.dumps({"runs": runs, "encdec": encdec.__file__}))
 """
 
 
@@ -147,13 +152,18 @@ def test_release_checksums_cover_every_file(release):
         assert hashlib.sha256((release / name).read_bytes()).hexdigest() == digest, name
 
 
-def _run_visible_checks(python: Path, folder: Path, notebook: dict) -> dict:
-    (folder / "run.ipynb").write_text(json.dumps(notebook))
+def _run_visible_checks(python: Path, folder: Path, *notebooks: dict) -> tuple[str, list[list[dict]]]:
+    """The notebooks run one after the other in `folder` (RUNNER): where encdec was imported from,
+    and each notebook's visible checks."""
+    names = [f"run{i}.ipynb" for i in range(len(notebooks))]
+    for name, notebook in zip(names, notebooks):
+        (folder / name).write_text(json.dumps(notebook))
     env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "ENCDEC_CHECKPOINTS", "VIRTUAL_ENV"}}
-    done = subprocess.run([str(python), "-c", RUNNER, "run.ipynb"], cwd=folder, env=env,
+    done = subprocess.run([str(python), "-c", RUNNER, *names], cwd=folder, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-2000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    return report["encdec"], report["runs"]
 
 
 def test_fresh_environment_has_the_package_and_not_the_grader(fresh_python, release):
@@ -205,16 +215,15 @@ def test_visible_checks_fail_on_the_stub_and_pass_on_the_solution(fresh_python, 
     where, not_yet, passed = LANGUAGES[lang]
     folder = release / where / assignment
     stub = json.loads((folder / f"{assignment}.ipynb").read_text(encoding="utf-8"))
-    report = _run_visible_checks(fresh_python, folder, stub)
-    assert Path(report["encdec"]).is_relative_to(fresh_python.parent.parent)
-    assert report["results"], f"{assignment}: no visible checks ran"
-    for r in report["results"]:
-        assert not r["ok"] and not_yet in r["message"], r
-
+    solved = copy.deepcopy(stub)
     solutions = solution_sources(assignment)  # the reference solution's code, the nbgrader markers dropped
-    for cell in stub["cells"]:
+    for cell in solved["cells"]:
         grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
         if grade_id in solutions:
             cell["source"] = solutions[grade_id]
-    report = _run_visible_checks(fresh_python, folder, stub)
-    assert report["results"] and all(r["ok"] and passed in r["message"] for r in report["results"]), report
+    encdec, (on_stub, on_solution) = _run_visible_checks(fresh_python, folder, stub, solved)
+    assert Path(encdec).is_relative_to(fresh_python.parent.parent)
+    assert on_stub, f"{assignment}: no visible checks ran"
+    for r in on_stub:
+        assert not r["ok"] and not_yet in r["message"], r
+    assert on_solution and all(r["ok"] and passed in r["message"] for r in on_solution), on_solution
