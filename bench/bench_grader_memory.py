@@ -67,38 +67,49 @@ def impl_names(assignment: str) -> dict[str, str]:
     return dict(re.findall(r'checks\.run\(\\"([\w.]+)\\", (\w+)\)', text))
 
 
+def graded_files(check_id: str) -> list[tuple[str, dict]]:
+    """(file name, inputs) of each file the kernel saves for a check: one, or one per run for a
+    check judged by cost (``Check.runs``: the grader runs its cell once per run)."""
+    from autograder import judge
+
+    inputs = judge.graded_inputs(check_id, SEED)
+    if getattr(judge.checks()[check_id], "runs", None):
+        return [(f"{check_id}@{run}", run_inputs) for run, run_inputs in inputs["runs"].items()]
+    return [(check_id, inputs)]
+
+
 def kernel_files(assignment: str, folder: Path, edits: dict | None = None) -> None:
     """What a kernel running the solution (with ``edits``) saves for every check of ``assignment``."""
+    import contextlib
+    import io
+
     from autograder import judge
     from autograder.preprocessors import deliver, withdraw
     from encdec.grading import checks
 
-    import contextlib
-    import io
-
     ns, names = honest_impls(assignment, edits), impl_names(assignment)
     work = Path(tempfile.mkdtemp(prefix="kernel-", dir=folder))
     for check_id in assignment_checks(assignment):
-        deliver(work, check_id, judge.wire_bytes(check_id, judge.graded_inputs(check_id, SEED)))
-        try:
-            with contextlib.redirect_stdout(io.StringIO()):
-                checks.run(check_id, ns[names[check_id]], work)
-        except AssertionError:
-            pass  # a graded run raises when the student's code did: its outputs are saved
-        saved = withdraw(work, check_id)
-        if saved is not None:
-            (folder / f"{check_id}.npz").write_bytes(saved)
+        for name, inputs in graded_files(check_id):
+            deliver(work, check_id, judge.wire_bytes(check_id, inputs))
+            try:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    checks.run(check_id, ns[names[check_id]], work)
+            except AssertionError:
+                pass  # a graded run raises when the student's code did: its outputs are saved
+            saved = withdraw(work, check_id)
+            if saved is not None:
+                (folder / f"{name}.npz").write_bytes(saved)
 
 
 def forged(folder: Path, check_ids: list[str], arrays_for) -> None:
     """Files written directly (a kernel can write anything in its folder): ``arrays_for(check_id, inputs)``."""
-    from autograder import judge
     from encdec.grading import wire
 
     for check_id in check_ids:
-        inputs = judge.graded_inputs(check_id, SEED)
-        data = wire.to_bytes({"status": "ok"}, arrays_for(check_id, inputs))
-        (folder / f"{check_id}.npz").write_bytes(data[:wire.MAX_BYTES])
+        for name, inputs in graded_files(check_id):
+            data = wire.to_bytes({"status": "ok"}, arrays_for(check_id, inputs))
+            (folder / f"{name}.npz").write_bytes(data[:wire.MAX_BYTES])
 
 
 def _block_shape(inputs: dict) -> tuple:
@@ -165,13 +176,15 @@ folder = Path({str(folder)!r})
 ids = [c for c in judge.checks() if c.startswith({assignment!r} + ".")]
 inputs = {{c: judge.graded_inputs(c, {SEED}) for c in ids}}
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-saved = {{}}
-for c in ids:
-    p = folder / (c + ".npz")
+def read(name):
     try:
-        saved[c] = wire.read_bounded(p)
+        return wire.read_bounded(folder / (name + ".npz"))
     except (OSError, ValueError):
-        saved[c] = None
+        return None
+saved = {{}}
+for c in ids:  # a check judged by cost: one file per run, its CPU time unknown here
+    runs = getattr(judge.checks()[c], "runs", None)
+    saved[c] = {{r: {{"saved": read(c + "@" + r), "cpu": None}} for r in runs}} if runs else read(c)
 t0 = time.perf_counter()
 ok = [judge.verify(c, saved[c], inputs[c]).ok for c in ids]
 print(json.dumps({{"before_kb": before, "peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
