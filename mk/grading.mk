@@ -35,7 +35,7 @@ grading-report: $(VENV)/.installed
 	$(PY) -m autograder.report $(ASSIGNMENTS)
 
 # Every fixture through stock `nbgrader autograde`, the driver and two RQ workers, into PostgreSQL
-# and into SQLite (`make test` runs a few of them; tests/test_grading_queue.py).
+# and into SQLite (tests/test_grading_queue.py; `make test` runs one pair of each kind, each once).
 .PHONY: queue-check
 queue-check: $(VENV)/.installed system
 	ENCDEC_QUEUE_ALL=1 $(PY) -m pytest -q tests/test_grading_queue.py -k fixture_table

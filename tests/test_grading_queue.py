@@ -1,7 +1,7 @@
 """Grading on a real job queue (RQ, with a Redis on 127.0.0.1: tests/redis_server.py) into a real
 PostgreSQL gradebook (tests/pg_server.py): two workers as separate processes grade fixture
-submissions (honest, wrong, crashing, not JSON) to the fixture table's scores; a task delivered
-twice does not count twice; a worker killed mid-task (SIGKILL) leaves no partial result, and the
+submissions (honest, wrong, a flagged cheat, crashing, not JSON) to the fixture table's scores and
+integrity flags; a task delivered twice does not count twice; a worker killed mid-task (SIGKILL) leaves no partial result, and the
 task is graded once a new worker picks it up (RQ's abandoned-job clean-up and retry). And the
 fixture table through stock `nbgrader autograde`, the driver and the queue, into PostgreSQL and
 into SQLite, to the table's scores."""
@@ -25,7 +25,7 @@ from test_sandbox_hostile import course_base
 
 pytestmark = [pytest.mark.grading, pytest.mark.slow]
 A = "decoder_block"
-FIXTURES = ["db_pass_all", "db_bug_mlp_skipped", "broken_raises", "broken_invalid_json"]
+FIXTURES = ["db_pass_all", "db_bug_mlp_skipped", "cheat_db_ref_forward", "broken_raises", "broken_invalid_json"]
 
 
 @pytest.fixture
@@ -99,6 +99,7 @@ def test_two_workers_grade_into_postgresql_and_a_redelivery_counts_once(services
     from rq import Queue
     from rq.job import Job
 
+    from autograder.integrity import flagged_submissions
     from autograder.taskqueue.course import fingerprint, submission_dir
     from autograder.taskqueue.jobs import QUEUE, job_id
 
@@ -110,9 +111,14 @@ def test_two_workers_grade_into_postgresql_and_a_redelivery_counts_once(services
     workers = [worker(course, url, f"w{i}") for i in (1, 2)]
     try:
         done = queue(course, url, "collect", A, "--wait")
-        assert done.returncode == 1 and "graded: 3" in done.stdout and "failed: 1" in done.stdout, done.stdout
+        assert done.returncode == 1 and "graded: 4" in done.stdout and "failed: 1" in done.stdout, done.stdout
         got = scores(course, A)
         assert got == {n: float(MANIFEST[n]["expected_score"]) for n in FIXTURES}, (got, done.stdout)
+        # the single writer replays nbgrader's integrity step: the cheat is held for review, no one else
+        flags = {f["student"]: str(f["reasons"]) for f in flagged_submissions(coursedir(course).db_url)}
+        for n in FIXTURES:
+            assert (MANIFEST[n]["flag"] in flags.get(n, "")) if MANIFEST[n]["flag"] else n not in flags, (n, flags)
+        assert [p for p in course.rglob("gradebook.db") if ".driver" not in p.parts] == []  # nor to a SQLite file
         before = gradebook_rows(course)
 
         # RQ delivers a finished job again (an operator's requeue, a retry after a lost ack).
@@ -167,16 +173,16 @@ def test_a_worker_killed_mid_task_leaves_nothing_and_a_new_worker_grades_it(serv
 
 
 # The fixture table through every engine (stock `nbgrader autograde`, the driver, the queue's
-# workers) into both gradebooks (PostgreSQL, SQLite). In `make test`: one fixture per assignment and
-# verdict kind, on the pairs no other suite runs (tests/test_grading_fixtures.py grades the whole
-# table with stock nbgrader on SQLite, and its cheats through the driver). ENCDEC_QUEUE_ALL=1
-# (`make queue-check`): every fixture, every pair.
+# workers) into both gradebooks (PostgreSQL, SQLite): the matrix (`make test-all`, `make
+# queue-check`). `make test` has one of each elsewhere: the queue into PostgreSQL above (the
+# deployment the design note describes), stock nbgrader on SQLite over the whole table
+# (tests/test_grading_fixtures.py), the driver on SQLite over the hostile batch
+# (tests/test_sandbox_hostile.py). Without ENCDEC_QUEUE_ALL=1: one fixture per assignment and
+# verdict kind; with it, every fixture.
 ALL = os.environ.get("ENCDEC_QUEUE_ALL") == "1"
 TABLE = sorted(MANIFEST) if ALL else ["db_pass_all", "ts_bug_no_shift", "kv_bug_no_cache",
                                       "cheat_kv_forged_structure", "broken_os_exit"]
-# `make test`: the queue into PostgreSQL (the deployment the design note describes); the other pairs
-# are the matrix (`make test-all`, `make queue-check`)
-PAIRS = [pytest.param(e, b, id=f"{e}-{b}", marks=() if (e, b) == ("queue", "postgresql") else pytest.mark.matrix)
+PAIRS = [pytest.param(e, b, id=f"{e}-{b}", marks=pytest.mark.matrix)
          for e in ("stock", "driver", "queue") for b in ("postgresql", "sqlite")]
 
 
