@@ -386,3 +386,22 @@ def test_historical_comparison_reports_last_and_best_epoch_and_an_unrecorded_len
         assert last in out and best in out and f"{historical['best_epoch']}" in out, f"{edition}: last and best epoch"
         page_text = text(article(edition, "ch12_what_you_trained"))
         assert unrecorded in page_text and "fewer epochs" not in page_text and "更少的轮" not in page_text, edition
+
+
+def test_historical_notes_show_no_unrecorded_claim_in_code_either():
+    """The sinusoid's literalinclude leaves out the package docstring, which states the inferred
+    int(2i / M) account as a fact about the notebook; the function's code is all there."""
+    import inspect
+
+    from encdec.model import position_encoding_sinusoid
+
+    body = inspect.getsource(position_encoding_sinusoid).splitlines()
+    for edition in EDITIONS:
+        shown = " ".join(" ".join(pre.get_text() for pre in article(edition, "historical_notes").select("pre")).split())
+        assert "original notebook's formula took" not in shown, edition
+        for line in (body[0], *body[-7:]):  # the signature and the code after the docstring
+            assert " ".join(line.split()) in shown, f"{edition}: the include lost {line.strip()!r}"
+        include = next(pre.get_text() for pre in article(edition, "historical_notes").select("pre")
+                       if pre.get_text().startswith("def position_encoding_sinusoid"))
+        tree = ast.parse(include)  # a line range that cuts the docstring leaves a stray quote
+        assert ast.get_docstring(tree.body[0]) is None and len(tree.body[0].body) == 7, include
