@@ -26,12 +26,24 @@ ASSIGNMENT = "decoder_block"
 PY = sys.executable
 
 
-def course_with(tmp_path: Path, students: list[str]) -> Path:
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory) -> Path:
+    """A copy of the course with the assignment generated (its gradebook and release): each test
+    takes a copy of it, so `nbgrader generate_assignment` runs once for the module."""
     from test_sandbox_hostile import make_course
 
-    course = make_course(tmp_path)
+    course = make_course(tmp_path_factory.mktemp("generated"))
     subprocess.run([PY, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--force"], cwd=course,
                    check=True, capture_output=True)
+    return course
+
+
+def course_with(generated: Path, tmp_path: Path, students: list[str]) -> Path:
+    """The generated course copied into `tmp_path` (its kernels' folder there too), with `students`' submissions."""
+    course = shutil.copytree(generated, tmp_path, dirs_exist_ok=True, symlinks=True)
+    config = course / "nbgrader_config.py"
+    config.write_text(config.read_text().replace(repr(str(generated / "tmp")), repr(str(course / "tmp"))))
+    assert repr(str(course / "tmp")) in config.read_text()
     for s in students:
         shutil.copytree(HOSTILE / "submitted" / s, grading_state(course).submitted / s)
     return course
@@ -39,12 +51,14 @@ def course_with(tmp_path: Path, students: list[str]) -> Path:
 
 @pytest.mark.grading
 # as a plain user the sandbox has no fork server: the zygote case would be the other one again. As
-# root, `make test` grades with the fork server (the default) and the plain-user pass
-# (tests/test_unprivileged.py) with a fresh bwrap per kernel; root's bwrap-per-kernel is the matrix.
-@pytest.mark.parametrize("prefork", [pytest.param("1", id="zygote"),
+# root, `make test` runs this test once, as a plain user (tests/test_unprivileged.py, with a fresh
+# bwrap per kernel); root's two cases are the matrix: stock nbgrader with the fork server grades
+# the whole fixture table (tests/test_grading_fixtures.py), and these hostile students are graded
+# through the fork server in the hostile batch (tests/test_sandbox_hostile.py).
+@pytest.mark.parametrize("prefork", [pytest.param("1", id="zygote", marks=pytest.mark.matrix),
                                      pytest.param("0", id="bwrap-per-kernel", marks=pytest.mark.matrix)]
                          if os.geteuid() == 0 else [pytest.param("0", id="bwrap-per-kernel")])
-def test_stock_nbgrader_autograde_runs_in_the_sandbox(tmp_path, prefork):
+def test_stock_nbgrader_autograde_runs_in_the_sandbox(generated, tmp_path, prefork):
     """Stock `nbgrader autograde` from the course root, with kernels forked from the zygote
     (the default) and with a fresh bwrap per kernel (ENCDEC_SANDBOX_PREFORK=0)."""
     from autograder.fixtures import payloads
@@ -52,7 +66,7 @@ def test_stock_nbgrader_autograde_runs_in_the_sandbox(tmp_path, prefork):
 
     students = ["read_hidden", "write_outside", "network", "os_exit", "fork_bomb", "deep_tree", "chmod_trap",
                 "log_symlink", "fill_folder"]
-    course = course_with(tmp_path, students)
+    course = course_with(generated, tmp_path, students)
     listener = Listener(payloads.LISTEN_PORTS)
     try:
         run = subprocess.run([PY, "-m", "nbgrader", "autograde", ASSIGNMENT], cwd=course, capture_output=True,
@@ -76,7 +90,7 @@ def test_stock_nbgrader_autograde_runs_in_the_sandbox(tmp_path, prefork):
 
 
 @pytest.mark.grading
-def test_regrade_of_a_resubmission_is_not_frozen(tmp_path):
+def test_regrade_of_a_resubmission_is_not_frozen(generated, tmp_path):
     """timestamp_freeze writes a far-future timestamp.txt in its working folder. Nothing of that
     folder reaches nbgrader's, so a later, wrong resubmission is regraded by a plain
     `nbgrader autograde` (not skipped as older than the graded copy) and loses the marks."""
@@ -84,7 +98,7 @@ def test_regrade_of_a_resubmission_is_not_frozen(tmp_path):
     from test_sandbox_hostile import grades, printed
 
     student = "timestamp_freeze"
-    course = course_with(tmp_path, [student])
+    course = course_with(generated, tmp_path, [student])
     sub = grading_state(course).submitted / student / ASSIGNMENT
     graded = grading_state(course).autograded / student / ASSIGNMENT
     expected = table.hostile()
@@ -114,8 +128,8 @@ def test_regrade_of_a_resubmission_is_not_frozen(tmp_path):
 
 
 @pytest.mark.grading
-def test_broken_sandbox_stops_grading(tmp_path):
-    course = course_with(tmp_path, ["pass_all"])
+def test_broken_sandbox_stops_grading(generated, tmp_path):
+    course = course_with(generated, tmp_path, ["pass_all"])
     fake = tmp_path / "fakebin"
     fake.mkdir()
     (fake / "bwrap").write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
@@ -132,7 +146,7 @@ def test_broken_sandbox_stops_grading(tmp_path):
 
 
 @pytest.mark.grading
-def test_killed_batch_is_consistent_and_resumes(tmp_path):
+def test_killed_batch_is_consistent_and_resumes(generated, tmp_path):
     """SIGKILL the driver mid-batch: nothing keeps running, the gradebook is intact, and a
     re-run grades what is left without regrading what was recorded."""
     import signal
@@ -142,7 +156,7 @@ def test_killed_batch_is_consistent_and_resumes(tmp_path):
     from test_sandbox_hostile import grades, sandbox_pids
 
     students = ["pass_all", "stored_outputs", "patched_checks", "os_exit"]
-    course = course_with(tmp_path, students)
+    course = course_with(generated, tmp_path, students)
     state = grading_state(course).autograded / ".driver" / f"{ASSIGNMENT}.json"
     proc = subprocess.Popen([PY, "-m", "autograder.driver", ASSIGNMENT, "--workers", "1"], cwd=course,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
