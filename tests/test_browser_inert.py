@@ -1,7 +1,7 @@
 """Inert output, in Chromium: the hostile rows whose outputs and Markdown carry active content
 (an image whose metadata width is `1 onerror=fetch(...)`, Markdown with a `javascript:` link and a
 remote image, SVG with script and onload, HTML with script, iframe, img onerror, meta refresh,
-form, link and style, attachments, raw HTML in a Markdown cell) are graded together by stock
+form, link and style, a widget, attachments, raw HTML in a Markdown cell) are graded together by stock
 `nbgrader autograde` on a copy of the course, with every address they name moved to a beacon: an
 HTTP server on 127.0.0.1 that records every hit. Their feedback pages (`nbgrader generate_feedback`)
 and the formgrader's view of each submission are opened in Chromium with a listener on every
@@ -155,6 +155,7 @@ def test_what_is_rendered_names_no_active_content():
     for student in ACTIVE:
         nb = json.loads((grading_state(course).autograded / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").read_text())
         assert not any(c.get("attachments") for c in nb["cells"]), student
+        assert "widgets" not in nb["metadata"], student  # no widget state for a page to load a manager for
         rendered = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
         rendered += [str(o.get("data", {}).get(mime, ""))  # text/plain is shown as text
                      for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])

@@ -75,3 +75,11 @@ def test_typeset_math_links_nowhere():
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("", outputs=[out])])
     nb, _ = SanitizeOutputs().preprocess(nb, {})
     assert nb.cells[0].outputs[0].data["text/latex"] == r"$\text {javascript:x}{y}$"
+
+
+def test_no_widget_state_is_kept():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("")],
+                                  metadata={"widgets": {"application/vnd.jupyter.widget-state+json": {"state": {}}},
+                                            "kernelspec": {"name": "python3", "display_name": "Python 3"}})
+    nb, _ = SanitizeOutputs().preprocess(nb, {})
+    assert "widgets" not in nb.metadata and nb.metadata.kernelspec.name == "python3"

@@ -32,6 +32,12 @@ class SanitizeOutputs(SanitizeHTML):
     def _attributes_default(self):
         return {"*": inert_attribute}
 
+    def preprocess(self, nb, resources):
+        # the widget state the kernel left (nbclient keeps it in the notebook's metadata): a page or
+        # a JupyterLab that finds it loads a widget manager and renders the student's models
+        nb.metadata.pop("widgets", None)
+        return super().preprocess(nb, resources)
+
     def preprocess_cell(self, cell, resources, index):
         cell, resources = super().preprocess_cell(cell, resources, index)
         if cell.cell_type == "markdown":
