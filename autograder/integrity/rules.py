@@ -16,6 +16,7 @@ PATCHES = "patches library functions ({})"
 PROBES = "probes the grading environment ({})"
 FILES = "reads or writes files ({})"
 READY_MADE = "uses torch's ready-made layers ({})"
+UNCHECKED = "could not be checked ({})"  # fails closed: what the scan cannot read is listed for review
 
 # (pattern, reason): the pattern must match a whole fact (re.fullmatch).
 RULES: list[tuple[str, str]] = [
@@ -24,16 +25,17 @@ RULES: list[tuple[str, str]] = [
     (r"name:inspect\.(currentframe|stack|getouterframes|getinnerframes|trace|getframeinfo)", FRAMES),
     (r"attr:(f_back|f_locals|f_globals|f_builtins|f_code|tb_frame|tb_next|gi_frame|cr_frame|ag_frame)", FRAMES),
     (r"attr:_(forward|backward)\w*_hooks\w*", HOOKS),  # _forward_hooks, _forward_pre_hooks, _backward_hooks, ...
-    (r"attr:_global_\w+", HOOKS),  # torch.nn.modules.module._global_forward_hooks, ...
+    (r"attr:_global_\w+", HOOKS),
+    (r"str:_(forward|backward)\w*_hooks\w*|str:_global_\w+_hooks?", HOOKS),  # the same names, spelt as strings  # torch.nn.modules.module._global_forward_hooks, ...
     (r"attr:register_\w*hook", HOOKS),  # register_forward_(pre_)hook, register_module_forward_hook, ...
     (r"(name|import):torch\.nn\.modules\.module(\..*)?", HOOKS),
     (r"(name|import):torch\.utils\.hooks(\..*)?", HOOKS),
     (r"(name|assign):torch\.nn\.(modules\.module\.)?Module\.(__call__|_call_impl|_wrapped_call_impl)", HOOKS),
     (r"attr:_(wrapped_)?call_impl", HOOKS),
-    (r"call:forward", HOOKS),  # `layer.forward(x)` runs a module around its hooks (super().forward excepted)
     (r"(name|import):encdec\.grading(\..*)?", GRADER),  # the exact `from encdec.grading import checks` and a
     (r"import:(autograder|nbgrader)(\..*)?", GRADER),  # plain `checks.run(...)` call state no fact
-    (r"str:.*(\.grading|grading-in|reference/|\.npz|seed\.json|gradebook|autograded|submitted).*", GRADING_FILES),
+    # a path, not prose: no white space ("the tokens submitted" in a message is no file name)
+    (r"str:\S*(\.grading|grading-in|reference/|\.npz|seed\.json|gradebook|autograded|submitted)\S*", GRADING_FILES),
     (r"name:gc\.(get_objects|get_referrers|get_referents)", INTERPRETER),
     (r"name:sys\.modules(\..*)?", INTERPRETER),
     (r"(name|import):importlib(\..*)?", INTERPRETER),
@@ -63,6 +65,8 @@ RULES: list[tuple[str, str]] = [
     (r"attr:(TransformerEncoder|TransformerEncoderLayer|TransformerDecoder|TransformerDecoderLayer|MultiheadAttention"
      r"|generate_square_subsequent_mask)", READY_MADE),
     (r"name:torch\.nn\.functional\.(scaled_dot_product_attention|multi_head_attention_forward)", READY_MADE),
+    (r"str:(Transformer(Encoder|Decoder)?(Layer)?|MultiheadAttention|scaled_dot_product_attention)", READY_MADE),
+    (r"unchecked:.*", UNCHECKED),
 ]
 COMPILED_RULES = [(re.compile(pattern, re.S), reason) for pattern, reason in RULES]
 
@@ -71,3 +75,8 @@ DEFAULT_ALIASES = {"F": "torch.nn.functional", "nn": "torch.nn", "np": "numpy", 
 ALLOWED_IMPORT = ("encdec.grading", "checks")  # the given `from encdec.grading import checks`
 PYTHON_MAGICS = {"time", "timeit", "prun", "capture"}  # magics whose text is Python code
 SHELL_MAGICS = {"bash", "sh", "script"}
+# Magics the scan reads (or that run no code of the student's); any other (%%writefile, %run,
+# %load, ...) makes the cell "could not be checked".
+KNOWN_MAGICS = PYTHON_MAGICS | SHELL_MAGICS | {
+    "matplotlib", "autoreload", "load_ext", "precision", "who", "whos", "config", "pip", "env", "set_env", "pwd", "ls",
+    "cd", "sx", "system", "bookmark", "history", "pinfo", "pinfo2", "psearch", "lsmagic", "magic", "xmode"}

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 
-from .rules import ALLOWED_IMPORT, COMPILED_RULES, DEFAULT_ALIASES, PYTHON_MAGICS, SHELL_MAGICS
+from .rules import ALLOWED_IMPORT, COMPILED_RULES, DEFAULT_ALIASES, KNOWN_MAGICS, PYTHON_MAGICS, SHELL_MAGICS
+
+MAX_DEPTH = 4  # magics in magics, code in strings: deeper than this is not read (and says so)
 
 
 @dataclass(frozen=True)
@@ -18,8 +20,9 @@ class Flag:
 
 
 def scan_source(source: str) -> list[str]:
-    """The deduplicated one-line reasons for flagging one code cell ([] when it does not parse)."""
-    facts, _ = _cell_facts(source, DEFAULT_ALIASES)
+    """The deduplicated one-line reasons for flagging one code cell (a cell it cannot read is
+    flagged as not checked: the scan fails closed)."""
+    facts, _ = _safe_facts(source, DEFAULT_ALIASES)
     return _reasons(facts)
 
 
@@ -29,7 +32,7 @@ def scan_notebook(nb: NotebookNode) -> list[Flag]:
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code" or is_test_cell(cell):
             continue
-        facts, aliases = _cell_facts(cell.source, aliases)
+        facts, aliases = _safe_facts(cell.source, aliases)
         label = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
         flags += [Flag(label, reason) for reason in _reasons(facts)]
     return flags
@@ -47,9 +50,7 @@ def _reasons(facts: list[str]) -> list[str]:
         kind, value = fact.split(":", 1)
         for pattern, reason in COMPILED_RULES:
             if pattern.fullmatch(fact):
-                if kind == "call":
-                    shown = f".{value}(...) called directly"
-                elif kind in ("str", "shell"):
+                if kind in ("str", "shell"):
                     shown = repr(value if len(value) <= 40 else value[:37] + "...")
                 elif kind == "attr":  # the whole chain where the cell has one: `m._forward_hooks`
                     shown = next((n for n in names if n.endswith("." + value)), value)
@@ -66,13 +67,23 @@ def _reasons(facts: list[str]) -> list[str]:
     return lines
 
 
-def _cell_facts(source: str, aliases: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+def _safe_facts(source: str, aliases: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """``_cell_facts``, failing closed: a cell too deep or too large to read is not checked."""
+    try:
+        return _cell_facts(source, aliases)
+    except (RecursionError, MemoryError):
+        return ["unchecked:the cell is nested too deeply to read"], aliases
+
+
+def _cell_facts(source: str, aliases: dict[str, str], depth: int = 0) -> tuple[list[str], dict[str, str]]:
     """The facts a cell states, and the aliases in force after it."""
+    if depth > MAX_DEPTH:
+        return ["unchecked:code nested in magics or strings too deeply to read"], aliases
     tree = _parse(source)
     if tree is None:
-        return [], aliases
+        return ["unchecked:the cell does not parse as Python"], aliases
     aliases = _bind(tree, aliases)
-    return _facts(tree, aliases), aliases
+    return _facts(tree, aliases, depth), aliases
 
 
 def _parse(source: str) -> ast.Module | None:
@@ -84,7 +95,7 @@ def _parse(source: str) -> ast.Module | None:
         source = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
     try:
         return ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    except (SyntaxError, ValueError):
         return None
 
 
@@ -131,17 +142,20 @@ def _bind(tree: ast.Module, aliases: dict[str, str]) -> dict[str, str]:
                     out[node.targets[0].id] = target
                     aliased.add(id(node.targets[0]))
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and id(node) not in aliased:
-            out.pop(node.id, None)
+            out[node.id] = LOCAL + node.id  # a name of the cell's own (`open = ...` is not the builtin)
         elif isinstance(node, ast.arg):
-            out.pop(node.arg, None)
+            out[node.arg] = LOCAL + node.arg
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.pop(node.name, None)
+            out[node.name] = LOCAL + node.name
         elif isinstance(node, ast.ExceptHandler) and node.name:
-            out.pop(node.name, None)
+            out[node.name] = LOCAL + node.name
     return out
 
 
-def _facts(tree: ast.AST, aliases: dict[str, str]) -> list[str]:
+LOCAL = "<local>."  # the root of a name the cell binds itself: no rule names it
+
+
+def _facts(tree: ast.AST, aliases: dict[str, str], depth: int = 0) -> list[str]:
     """Every fact of the tree, in source order (`sys._getframe` before `sys._getframe(1).f_back`)."""
     unseen = set()  # docstrings and the plain `checks.run(...)` of the given code
     for node in ast.walk(tree):
@@ -158,11 +172,11 @@ def _facts(tree: ast.AST, aliases: dict[str, str]) -> list[str]:
     for node in ast.walk(tree):
         if id(node) not in unseen:
             where = tuple(getattr(node, k, None) or 0 for k in ("lineno", "col_offset", "end_lineno", "end_col_offset"))
-            found += [(where, fact) for fact in _node_facts(node, aliases)]
+            found += [(where, fact) for fact in _node_facts(node, aliases, depth)]
     return [fact for _, fact in sorted(found, key=lambda item: item[0])]
 
 
-def _node_facts(node: ast.AST, aliases: dict[str, str]):
+def _node_facts(node: ast.AST, aliases: dict[str, str], depth: int = 0):
     if isinstance(node, ast.Name):
         if isinstance(node.ctx, ast.Store):
             yield f"assign:{node.id}"
@@ -190,8 +204,34 @@ def _node_facts(node: ast.AST, aliases: dict[str, str]):
     elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
         value = node.value if isinstance(node.value, str) else node.value.decode("latin-1")
         yield f"str:{value}"
+        yield from _code_in_string(value, aliases, depth)
     elif isinstance(node, ast.Call):
-        yield from _call_facts(node, aliases)
+        yield from _call_facts(node, aliases, depth)
+    elif isinstance(node, ast.BinOp) and (joined := _joined(node)) is not None:
+        yield f"str:{joined}"  # "_forward_" + "pre_hooks" says what "_forward_pre_hooks" says
+
+
+def _joined(node: ast.AST, depth: int = 0) -> str | None:
+    """The value of constant strings joined with `+` (None for anything else)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if depth < 32 and isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _joined(node.left, depth + 1), _joined(node.right, depth + 1)
+        return None if left is None or right is None else left + right
+    return None
+
+
+def _code_in_string(value: str, aliases: dict[str, str], depth: int):
+    """A string that reads as Python with a call or an attribute in it (code handed to `timeit`,
+    `exec` or any runner) states what that code would state."""
+    if len(value) > 100_000 or not any(c in value for c in ".("):
+        return
+    try:
+        tree = ast.parse(value)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return
+    if any(isinstance(n, (ast.Call, ast.Attribute)) for n in ast.walk(tree)):
+        yield from _cell_facts(value, aliases, depth + 1)[0]
 
 
 def _import_facts(module: str):
@@ -200,12 +240,9 @@ def _import_facts(module: str):
     yield from (f"name:{'.'.join(parts[:i])}" for i in range(1, len(parts) + 1))
 
 
-def _call_facts(node: ast.Call, aliases: dict[str, str]):
-    """getattr/setattr with a constant name, dynamic imports, IPython magics and shell commands,
-    and `.forward(...)` called on anything but `super()`."""
-    if (isinstance(node.func, ast.Attribute) and node.func.attr == "forward"
-            and not (isinstance(node.func.value, ast.Call) and _dotted(node.func.value.func, aliases) == "super")):
-        yield "call:forward"
+def _call_facts(node: ast.Call, aliases: dict[str, str], depth: int = 0):
+    """getattr/setattr with a constant name, dynamic imports, IPython magics and shell commands
+    (a magic the scan does not know is not checked)."""
     func = _dotted(node.func, aliases)
     const = [a.value if isinstance(a, ast.Constant) and isinstance(a.value, str) else None for a in node.args]
     if func in ("getattr", "hasattr", "delattr", "setattr") and len(node.args) >= 2:
@@ -224,9 +261,13 @@ def _call_facts(node: ast.Call, aliases: dict[str, str]):
         if method in ("run_line_magic", "run_cell_magic") and const and const[0] is not None:
             yield f"magic:{const[0]}"
             body = const[-1] if len(const) >= 2 else None
+            if const[0] not in KNOWN_MAGICS:
+                yield f"unchecked:%{const[0]}"
             if body is not None and const[0] in PYTHON_MAGICS:
-                yield from _cell_facts(body, aliases)[0]
+                yield from _cell_facts(body, aliases, depth + 1)[0]
             elif body is not None and const[0] in SHELL_MAGICS:
                 yield f"shell:{body}"
         elif method in ("system", "getoutput") and const and const[0] is not None:
             yield f"shell:{const[0]}"
+        elif method in ("run_line_magic", "run_cell_magic", "system", "getoutput", "ex", "ev", "run_cell"):
+            yield f"unchecked:get_ipython().{method} with a name or command the scan cannot read"

@@ -21,8 +21,8 @@ from .hide_integrity_flags import HideIntegrityFlags
 from .safe_overwrite_cells import SafeOverwriteCells
 from .sanitize_outputs import SanitizeOutputs
 from .trusted_grading import TrustedGrading
-from .trusted_verdict import TrustedVerdict, submission_language, untrusted, verdict_outputs
+from .trusted_verdict import TrustedVerdict, submission_language, verdict_outputs
 
 __all__ = ["CHECK_CALL", "VERDICT_KEY", "ClearGradingFiles", "FlagIntegrity", "GradedExecute", "HideHiddenTests",
            "HideIntegrityFlags", "SafeOverwriteCells", "SanitizeOutputs", "TrustedGrading", "TrustedVerdict",
-           "deliver", "submission_language", "untrusted", "verdict_outputs", "withdraw"]
+           "deliver", "submission_language", "verdict_outputs", "withdraw"]

@@ -11,7 +11,6 @@ from __future__ import annotations
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from autograder.integrity import scan_notebook
 from encdec.grading import language
 
 from ._shared import OUTPUTS_KEY, VERDICT_KEY, check_ids, graded_inputs
@@ -45,7 +44,6 @@ class TrustedVerdict(NbGraderPreprocessor):
             raise RuntimeError("TrustedVerdict needs ClearGradingFiles and GradedExecute before it (see nbgrader_config.py)")
         saved = nbg[OUTPUTS_KEY]
         lang = submission_language(nb)
-        flags = None  # the integrity scan, run once if an item measured in the kernel needs it
         for cell in nb.cells:
             ids = check_ids(cell)
             if not ids:
@@ -62,11 +60,9 @@ class TrustedVerdict(NbGraderPreprocessor):
                             unknown = language.text("unknown_check", check_id=check_id)
                         verdict = judge.Verdict(False, unknown, label="unknown_check")
                     else:
+                        # decided from the values the kernel returned and what the grader measured
+                        # outside it; the integrity scan is advice for review and changes no score
                         verdict = judge.verify(check_id, saved.get(check_id), graded_inputs(self, resources, check_id), lang)
-                        if verdict.credit > 0 and judge.CHECKS[check_id].measured_in_kernel:
-                            flags = scan_notebook(nb) if flags is None else flags
-                            if flags:
-                                verdict = untrusted(check_id, flags, lang)
                     verdicts.append((check_id, verdict))
             with language.speaking(lang):
                 cell.outputs = verdict_outputs(cell, [v for _, v in verdicts])
@@ -103,14 +99,3 @@ def submission_language(nb: NotebookNode) -> str:
     meta = nb.metadata.get("encdec") if isinstance(nb.metadata.get("encdec"), dict) else {}
     lang = meta.get("language")
     return lang if isinstance(lang, str) and lang in language.LANGUAGES else language.DEFAULT
-
-
-def untrusted(check_id: str, flags, lang: str = language.DEFAULT) -> "judge.Verdict":
-    """A verdict measured in the student's process, from a submission that touched the instruments
-    (worded in ``lang``)."""
-    from autograder import judge
-
-    with language.speaking(lang):
-        reasons = "; ".join(sorted({language.term(f.reason) for f in flags}))
-        message = language.fill(language.text("instruments", check_id=check_id, reasons=reasons))
-    return judge.Verdict(False, message, label="instruments_touched")
