@@ -108,6 +108,17 @@ def test_clear_output_and_widget_messages_count_and_errors_are_kept_cut():
     assert len(json.dumps(errors[0])) < 200_000
 
 
+def test_an_error_added_from_the_reply_counts_against_the_notebook():
+    """nbgrader adds the execute reply's error when the kernel sent none: 50 cells whose replies
+    carry 1 MB errors leave the notebook within its budget, each cell still failing."""
+    ex, nb = executor(cells=50, max_output_bytes=1_000_000, max_notebook_output_bytes=2_000_000)
+    for i, cell in enumerate(nb.cells):
+        cell.outputs.append(nbformat.v4.new_output("error", ename="ValueError", evalue="e" * 1_000_000, traceback=[]))
+        ex.settle_outputs(cell, i)
+    assert all(any(o["output_type"] == "error" for o in c.outputs) for c in nb.cells)
+    assert size(nb) < 2_000_000 + 50 * 30_000
+
+
 def test_a_message_nested_too_deep_to_measure_is_refused():
     ex, nb = executor()
     deep = "x" * 100

@@ -67,7 +67,8 @@ def _cost(content, depth: int = 0) -> int:
 CHANGES_NOTEBOOK = frozenset({"stream", "display_data", "execute_result", "update_display_data", "clear_output",
                               "error", "comm_open", "comm_msg", "comm_close"})
 MESSAGE_COST = 200  # the least a message that changes the notebook costs (a flood of empty ones ends too)
-ERROR_CHARS, TRACEBACK_LINES = 2000, 40  # an error past the budget is kept (its cell fails), cut to this
+OUTPUT_FIELDS = 64  # what an output adds to its content in the notebook (its type, separators)
+ERROR_CHARS, TRACEBACK_LINES = 1000, 20  # an error past the budget is kept (its cell fails), cut to this
 
 
 def _bounded_error(out: NotebookNode) -> NotebookNode:
@@ -177,7 +178,7 @@ class SandboxedExecute(Execute):
         chars, raw = _content_size(content), sum(len(b) for b in msg.get("buffers") or ())
         cost = None  # the cheap count first: only a message that may fit is measured exactly
         if (chars + raw) * max(1, copies) <= min(cell_left, notebook_left):
-            cost = max(MESSAGE_COST, (_cost(content) + 2 * raw) * max(1, copies))
+            cost = max(MESSAGE_COST, (OUTPUT_FIELDS + _cost(content) + 2 * raw) * max(1, copies))
         if cost is not None and cost <= min(cell_left, notebook_left):
             self._output_bytes[cell_index] = self._output_bytes.get(cell_index, 0) + cost
             self._notebook_bytes += cost
@@ -192,6 +193,15 @@ class SandboxedExecute(Execute):
                              else (self.max_output_bytes, "this cell"))
             cell.outputs.append(_cut_notice(f"more than {budget} bytes for {whose}"))
         return None
+
+    def settle_outputs(self, cell, index: int) -> None:
+        """After a cell: what reached its outputs without a message charged for it (nbgrader adds
+        the reply's error when the kernel sent none) is charged too, and the outputs are cut to
+        what the cell's and the notebook's budgets leave."""
+        charged = self._output_bytes.get(index, 0)
+        left = max(0, self.max_notebook_output_bytes - self._notebook_bytes)
+        _cap_outputs(cell, min(self.max_output_bytes, charged + left))
+        self._notebook_bytes += max(0, len(json.dumps(cell.get("outputs", []))) - charged)
 
     def create_kernel_manager(self):
         km = super().create_kernel_manager()
@@ -212,7 +222,7 @@ class SandboxedExecute(Execute):
             return cell, self.resources
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
-            _cap_outputs(cell, self.max_output_bytes)
+            self.settle_outputs(cell, index)
             return cell, resources
         except DeadKernelError:
             self._stopped = ("the kernel died in an earlier cell (os._exit, a crash, or the memory, "
