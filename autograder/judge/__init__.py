@@ -42,6 +42,8 @@ def __getattr__(name: str):
 def graded_inputs(check_id: str, seed: int) -> dict:
     """The inputs of one check in a graded run: drawn from ``seed``, visible sizes for visible checks."""
     check = checks()[check_id]
+    if check.runs:  # one set of inputs per run of the cell (judged by cost, see Check.runs)
+        return {"runs": {name: build(seed) for name, build in check.runs.items()}}
     return check.build(seed)
 
 
@@ -88,7 +90,26 @@ def verify(check_id: str, saved: bytes | None, inputs: dict, lang: str = languag
     return verdict
 
 
-def _verify(check: Check, saved: bytes | None, inputs: dict) -> Verdict:
+def _verify(check: Check, saved, inputs: dict) -> Verdict:
+    if check.runs:  # saved: {run: {"saved": bytes | None, "cpu": seconds | None}}
+        try:
+            return check.judge(saved if isinstance(saved, dict) else {}, None, inputs)
+        except Exception as exc:  # noqa: BLE001 (malformed outputs: wrong dtypes, odd shapes)
+            return Verdict(False, language.text("unjudgeable", check_id=check.id, error=f"{type(exc).__name__}: {exc}"),
+                           label="unreadable_outputs")
+    got = loaded(check, saved, inputs)
+    if isinstance(got, Verdict):
+        return got
+    try:
+        return check.judge(got, check.reference(inputs), inputs)
+    except Exception as exc:  # noqa: BLE001 (malformed outputs: wrong dtypes, odd shapes)
+        return Verdict(False, language.text("unjudgeable", check_id=check.id, error=f"{type(exc).__name__}: {exc}"),
+                       label="unreadable_outputs")
+
+
+def loaded(check: Check, saved: bytes | None, inputs: dict) -> dict | Verdict:
+    """What the kernel saved for one run of a check, as arrays; or the verdict when it saved nothing
+    usable (the cell did not run, the file is unreadable, the code raised or is not written)."""
     check_id = check.id
     if saved is None:
         return Verdict(False, language.text("did_not_run", check_id=check_id), label="did_not_run")
@@ -115,8 +136,4 @@ def _verify(check: Check, saved: bytes | None, inputs: dict) -> Verdict:
             return check.judge_failed(got, inputs, origin, failed)
         except Exception:  # noqa: BLE001 (malformed partial outputs: the failure stands)
             return failed
-    try:
-        return check.judge(got, check.reference(inputs), inputs)
-    except Exception as exc:  # noqa: BLE001 (malformed outputs: wrong dtypes, odd shapes)
-        return Verdict(False, language.text("unjudgeable", check_id=check_id, error=f"{type(exc).__name__}: {exc}"),
-                       label="unreadable_outputs")
+    return got

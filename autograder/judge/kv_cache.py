@@ -3,8 +3,10 @@ decoding: inputs, references, judges."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
+import time
 
 import numpy as np
 import torch
@@ -21,7 +23,6 @@ from encdec.generate import greedy_decode, pick_next
 from . import stages as St
 from . import variants as Var
 from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, randomize_, same, state_arrays
-from .labels import label_of
 
 CHECKS: list[Check] = []
 
@@ -229,7 +230,9 @@ def _decode_variants(inputs) -> dict:
     return {k: {"tokens": v[0].numpy(), "step_logits": v[1].numpy()} for k, v in out.items()}
 
 
-def _expected_structure(what: str):
+def _expected_counts(what: str):
+    """What the student's own run of a visible structure check expects its counters to read (the
+    counters word the student's own feedback; a graded run is judged by cost, below)."""
     def expected(inputs):
         if what == "encoder":
             return {"encoder_calls": np.array(1)}
@@ -256,8 +259,8 @@ def _judge_tokens(check):
             # Same tokens: the logits of every step must match too (a random model often repeats one
             # token, so a wrong position or a lost cache can hide behind the argmax).
             k = 0 if steps is None or steps.ndim != 3 else min(len(steps), len(ref["step_logits"]))
-            if k == 0:
-                return Verdict(False, language.text("no_step_logits", check_id=check.id))
+            if k == 0:  # logits computed without calling proj_to_vocab: the tokens decide alone
+                return r
             r = compare(check, "the logits of each decoding step (last position)", steps[:k], ref["step_logits"][:k],
                         candidates=lambda: {n: steps[:k] for n, t in confirmed().items() if same(tok, t, True)})
         if not r.ok and language.head("diagnosis") not in r.message:
@@ -315,57 +318,251 @@ def _blame(got, inputs, origin) -> str | None:
     return cache_blame(got.get("cache_shapes"), inputs["ques"].shape[0], cfg.num_heads, cfg.emb_dim // cfg.num_heads, origin)
 
 
-def _failed_decode(check, what: str):
-    """A decoding run that raised: the tokens are lost, but whether the encoder ran once and the
-    decoder was fed one token per step can be judged on the steps that ran, when the failure came
-    from KVCache.update (an item costs only the function it tests)."""
+def _failed_decode(check):
+    """A decoding run that raised: the tokens are lost; the feedback says when the failure came
+    from KVCache.update (it raised, or it returned keys of the wrong shape)."""
     def judge_failed(got, inputs, origin, failed):
         blame = _blame(got, inputs, origin)
-        if blame is None:
-            return failed
-        failed.message += "\n" + blame
-        failed.label = "raised_in_update"
-        if what == "tokens":
-            return failed
-        steps = len(got.get("decoder_lengths", ()))
-        if steps < 2:
-            return Verdict(False, failed.message + language.text("too_few_steps", steps=steps), label=failed.label)
-        r = _judge_structure(check, what, need_tokens=False)(got, None, inputs)
-        if r.ok:
-            return Verdict(True, language.text("ok_before_failure", title=check.title, steps=steps))
-        # the blame quotes the student's function name: the label comes from the structure verdict alone
-        return Verdict(False, r.message + language.text("in_parens", text=blame), parts=r.parts, label=label_of(r.message))
+        if blame is not None:
+            failed.message += "\n" + blame
+            failed.label = "raised_in_update"
+        return failed
     return judge_failed
 
 
-def _judge_structure(check, what: str, need_tokens: bool = True):
-    def judge(got, ref, inputs):
-        n = inputs["n"]
-        results, parts = [], []
-        tok = got.get("tokens")
-        shaped = not need_tokens or (tok is not None and tok.shape == ref["tokens"].shape)
-        if not shaped:
-            results.append(Verdict(False, language.text("decode_shape", check_id=check.id, exp=ref["tokens"].shape,
-                                                        got=None if tok is None else tok.shape)))
-        if what in ("encoder", "both"):
-            calls = int(got.get("encoder_calls", np.array(-1)))
-            parts.append(("the encoder runs once", calls == 1))
-            if calls != 1:
-                name = "encoder_every_step" if calls > 1 else None
-                results.append(Verdict(False, language.text("encoder_calls", check_id=check.id, calls=calls, n=n)
-                                       + diagnosis(name)))
-        if what in ("cache", "both"):
-            lens = [int(x) for x in got.get("decoder_lengths", np.array([], dtype=np.int64)).reshape(-1)]
-            ok = len(lens) >= 1 and lens[0] == 1 and all(x == 1 for x in lens[1:])
-            parts.append(("one new token per decoder step", ok))
-            if not ok:
-                growing = len(lens) > 1 and lens[1] > 1
-                results.append(Verdict(False, language.text("decoder_lengths", check_id=check.id, lens=lens)
-                                       + diagnosis("no_cache" if growing else None)))
-        if results:
-            # an item that checks both earns each part on its own, once the decoding returned its tokens
-            return dataclasses.replace(first_failure(*results), parts=tuple(parts) if what == "both" and shaped else ())
-        return Verdict(True, language.text("ok", title=check.title))
+# --- the structure: encoder once, one token per step, judged by cost -----------------------------
+# A cached and an uncached decoder return the same tokens, so the structure is judged by what it
+# costs: each run is the test cell executed on a model the grader builds for it, whose CPU time the
+# grader reads from outside the kernel (its cgroup; autograder/preprocessors/graded_execute.py).
+# "encoder": an encoder that dominates the cost (a long question, four layers), so running it at
+# every step multiplies the time; "cache": a wide decoder, a long answer and a one-token question,
+# so re-running the prefix at every step costs its square while re-encoding costs little (each run
+# decides its own part: the other mistake stays well under its bound). A run passes when it returns the reference tokens (up to
+# the first near-tie) within a bound set between the lesson's structure and the wrong one, both
+# timed in the grader's process (one thread, as the kernel has) on the same model.
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    part: str  # the part of the item the run decides
+    config: ModelConfig
+    N: int  # questions
+    Kq: int  # question length
+    n: int  # tokens to decode
+    wrong: str  # the message key of the wrong structure's cost
+
+
+RUNS = {
+    "encoder": Run("the encoder runs once", ModelConfig(emb_dim=64, num_heads=4, feedforward_dim=256, num_enc_layers=4,
+                                                        num_dec_layers=1, dropout=0.1, position_encoding="sinusoid"),
+                   N=8, Kq=256, n=12, wrong="wrong_encoder"),
+    # (the inputs file holds the model: it stays under the kernel's 4 MB read limit, encdec.grading.wire)
+    "cache": Run("one new token per decoder step", ModelConfig(emb_dim=128, num_heads=4, feedforward_dim=512,
+                                                               num_enc_layers=1, num_dec_layers=1, dropout=0.1,
+                                                               position_encoding="sinusoid"),
+                 N=64, Kq=1, n=64, wrong="wrong_cache"),  # a one-token question: re-encoding costs little here
+}
+
+
+def _build_run(name: str, seed: int) -> dict:
+    """A run's model and questions: random weights, a readout that makes the tokens follow the
+    decoder's state (so a decoding with a wrong position or a lost cache returns other tokens), and
+    an EOS logit no row reaches (every row decodes all n tokens: the cost is the structure's)."""
+    run = RUNS[name]
+    with _one_thread():
+        for attempt in range(_ATTEMPTS):
+            inputs = _draw_run(run, name, seed + 100_003 * attempt)
+            if _discriminates(inputs):
+                return inputs
+    raise RuntimeError(f"kv_cache run {name}, seed {seed}: no model whose tokens tell the known mistakes apart "
+                       f"in {_ATTEMPTS} draws")
+
+
+@contextlib.contextmanager
+def _one_thread():
+    """Torch on one thread, as in the kernel: the runs' costs are timed so, and a grader process
+    that shares its cores with kernels and other graders is not slowed by idle threads spinning."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _draw_run(run: "Run", name: str, s: int) -> dict:
+    """One draw of a run's model (seed ``s``), its readout sharpened."""
+    g = gen(s + 4243 * (1 + list(RUNS).index(name)))
+    model = randomize_(Mdl.Transformer(run.config), s)
+    ques = torch.randint(0, 16, (run.N, run.Kq), generator=g)
+    _sharpen_readout(model, ques, run.n, g)
+    return {"model": model, "config": run.config, "ques": ques, "n": run.n, "dims": {"N": run.N, "n": run.n}}
+
+
+@torch.no_grad()
+def _sharpen_readout(model, ques, n, g) -> None:
+    """proj_to_vocab reads the decoder state's deviation from its mean (over random prefixes), with
+    a gain that puts the logits' spread at about 3: the greedy token then changes with the state."""
+    M = model.config.emb_dim
+    tokens = torch.randint(0, 16, (ques.shape[0], n + 1), generator=g)  # (N, 1 + n)
+    h = _states(model, ques, tokens).reshape(-1, M)  # (N * n, M)
+    mean, spread = h.mean(0), (h - h.mean(0)).std()
+    W = torch.randn(model.config.vocab_size, M, generator=g) * (3.0 / (spread * math.sqrt(M)))  # (V, M)
+    model.proj_to_vocab.weight.copy_(W)
+    model.proj_to_vocab.bias.copy_(-(W @ mean))
+    model.proj_to_vocab.weight[EOS_ID] = 0.0
+    model.proj_to_vocab.bias[EOS_ID] = -1e4
+
+
+_MIN_ROWS = 3  # rows in which each known mistake must change a token before the first near-tie
+
+
+@torch.no_grad()
+def _discriminates(inputs: dict) -> bool:
+    """Each known decoding mistake (positions not advanced, one ahead, a cache that keeps only the
+    newest keys) changes the greedy token, before the first near-tie, in at least _MIN_ROWS rows:
+    then a decoding with that mistake cannot return the reference tokens. Checked teacher-forced
+    along the reference tokens (one pass a mistake, not a decoding)."""
+    model, ques, n = inputs["model"], inputs["ques"], inputs["n"]
+    ref, first = inputs["reference"] = _run_reference(inputs)  # (N, 1 + n), (N,): kept for the judge
+    tokens = torch.from_numpy(ref)
+    memory = model.encode(ques)
+    emb = model.emb_layer(tokens[:, :-1])  # (N, n, M)
+    pos = model.positions(2 + n)  # (1, 2 + n, M): one more, for the position one ahead
+    causal = A.get_subsequent_mask(tokens[:, :-1])  # (N, n, n)
+    newest_only = ~torch.eye(n, dtype=torch.bool).expand_as(causal)  # each position sees itself only
+    mistakes = {"pos_not_advanced": (emb + pos[:, :1], causal), "pos_ahead": (emb + pos[:, 1 : n + 1], causal),
+                "cache_overwrites": (emb + pos[:, :n], newest_only)}
+    window = torch.arange(n)[None, :] < torch.from_numpy(first)[:, None]  # (N, n): steps before the near-tie
+    for x, mask in mistakes.values():
+        logits = model.proj_to_vocab(model.decoder(x, memory, mask))  # (N, n, V)
+        logits[..., EOS_ID] = -math.inf
+        changed = (logits.argmax(-1) != tokens[:, 1:]) & window  # (N, n)
+        if int(changed.any(dim=1).sum()) < _MIN_ROWS:
+            return False
+    return True
+
+
+def _cpu(fn, repeat: int = 1) -> float:
+    """The least CPU time (s) of ``fn()`` over ``repeat`` calls, on one thread as in the kernel."""
+    with _one_thread():
+        best = math.inf
+        for _ in range(repeat):
+            start = time.process_time()
+            fn()
+            best = min(best, time.process_time() - start)
+        return best
+
+
+@torch.no_grad()
+def _encoder_every_step(model, ques, n) -> Tensor:
+    """The wrong structure of the "encoder" run: a cached decoder that encodes again at each step."""
+    N = ques.shape[0]
+    tokens = torch.full((N, 1), BOS_ID, dtype=torch.long)
+    pos = model.positions(1 + n)
+    caches = [(A.KVCache(), A.KVCache(static=True)) for _ in model.decoder.layers]
+    for t in range(n):
+        memory = model.encode(ques)  # (N, Kq, M), again
+        h = model.decoder(model.emb_layer(tokens[:, -1:]) + pos[:, t : t + 1], memory, None, caches=caches)
+        tokens = torch.cat([tokens, model.proj_to_vocab(h[:, -1]).argmax(-1, keepdim=True)], dim=1)
+    return tokens
+
+
+_FLOOR = 0.2  # a reading below this share of the lesson's cost cannot be the run's: it was not measured
+_COSTS: dict[str, tuple[float, float, float]] = {}  # run -> (kernel overhead, lesson's, wrong): timed once a process
+
+
+def _costs(name: str, inputs: dict) -> tuple[float, float, float]:
+    """What the run costs in the grader's process: the kernel's own work around the student's call
+    (building the model from the file, saving what came back), the lesson's structure, the wrong one.
+    The sizes of a run never change, so they are timed once per grading process."""
+    if name not in _COSTS:
+        model, ques, n = inputs["model"], inputs["ques"], inputs["n"]
+        state = model.state_dict()
+        overhead = _cpu(lambda: Mdl.Transformer(inputs["config"]).load_state_dict(state), repeat=2)
+        with torch.no_grad():
+            ok = _cpu(lambda: greedy_decode(model, ques, n, use_cache=True), repeat=2)
+            wrong = _cpu(lambda: (_encoder_every_step(model, ques, n) if name == "encoder"
+                                  else greedy_decode(model, ques, n, use_cache=False)))
+        _COSTS[name] = (overhead, ok, wrong)
+    return _COSTS[name]
+
+
+def bound(name: str, inputs: dict) -> tuple[float, float, float]:
+    """(the lesson's cost, the wrong cost, the bound): the bound sits at the geometric mean of the
+    two decoding costs, plus the kernel's own work (counted twice: it runs in Python, with hooks)."""
+    overhead, ok, wrong = _costs(name, inputs)
+    return ok, wrong, 2 * overhead + 0.05 + math.sqrt(ok * wrong)
+
+
+@torch.no_grad()
+def _run_reference(inputs: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The reference tokens (N, 1+n) and, per row, the first step whose greedy choice is a near-tie
+    (n where none is): a correct decoder that rounds in another order may differ from there on."""
+    model, ques, n = inputs["model"], inputs["ques"], inputs["n"]
+    tokens = greedy_decode(model, ques, n, use_cache=True)  # (N, 1 + n)
+    top2 = _teacher_forced_logits(model, ques, tokens).topk(2, dim=-1).values  # (n, N, 2)
+    tie = (top2[..., 0] - top2[..., 1]) < _TIE  # (n, N)
+    first = torch.where(tie.any(0), tie.int().argmax(0), n)  # (N,)
+    return tokens.numpy(), first.numpy()
+
+
+def _judge_run(check: Check, name: str, result: dict | None, inputs: dict) -> Verdict:
+    """One run: the reference tokens, at a cost under the bound."""
+    from . import loaded
+
+    run = RUNS[name]
+    part = language.term(run.part)
+    got = loaded(check, (result or {}).get("saved"), inputs)
+    if isinstance(got, Verdict):
+        return got
+    tok = got.get("tokens")
+    if "reference" not in inputs:
+        with _one_thread():
+            inputs["reference"] = _run_reference(inputs)
+    ref, first = inputs["reference"]
+    if tok is None or tok.shape != ref.shape:
+        return Verdict(False, language.text("decode_shape", check_id=check.id, exp=ref.shape,
+                                            got=None if tok is None else tok.shape))
+    steps = np.arange(ref.shape[1])[None, :]  # (1, 1 + n)
+    compared = steps <= first[:, None]  # (N, 1 + n): up to and including the near-tie step's input
+    bad = (tok != ref) & compared
+    if bad.any():
+        row, step = (int(i) for i in np.argwhere(bad)[0])
+        return Verdict(False, language.text("cost_tokens", check_id=check.id, part=part, row=row, step=step))
+    cpu = (result or {}).get("cpu")
+    ok, wrong, limit = bound(name, inputs)
+    if cpu is None or cpu < _FLOOR * ok:  # no reading, or one too small for the work done: not measured
+        return Verdict(False, language.text("cost_unmeasured", check_id=check.id, part=part), label="not_measured")
+    if cpu > limit:
+        counted = _counted(got, name)  # what the kernel's instruments saw: words the diagnosis only
+        return Verdict(False, language.text("cost_over", check_id=check.id, part=part, cpu=f"{cpu:.2f}", ok=f"{ok:.2f}",
+                                            wrong_what=language.text(run.wrong), wrong=f"{wrong:.2f}",
+                                            bound=f"{limit:.2f}") + diagnosis(counted))
+    return Verdict(True, language.text("cost_ok", title=check.title, cpu=f"{cpu:.2f}", bound=f"{limit:.2f}"))
+
+
+def _counted(got: dict, name: str) -> str | None:
+    """The misconception the kernel's counters point to, when they agree with the cost (feedback only)."""
+    try:
+        if name == "encoder" and int(got.get("encoder_calls", np.array(0))) > 1:
+            return "encoder_every_step"
+        lens = got.get("decoder_lengths", np.array([], dtype=np.int64)).reshape(-1)
+        if name == "cache" and len(lens) > 1 and int(lens[1]) > 1:
+            return "no_cache"
+    except (TypeError, ValueError):
+        return None
+    return None
+
+
+def _judge_runs(check: Check):
+    def judge(results: dict, ref, inputs) -> Verdict:
+        verdicts = [(RUNS[name].part, _judge_run(check, name, results.get(name), inputs["runs"][name]))
+                    for name in check.runs]
+        if all(v.ok for _, v in verdicts):
+            return Verdict(True, language.text("ok", title=check.title))
+        failed = first_failure(*[v for _, v in verdicts])
+        parts = tuple((part, v.ok) for part, v in verdicts) if len(verdicts) > 1 else ()
+        return dataclasses.replace(failed, parts=parts, label=next(v.label for _, v in verdicts if not v.ok))
     return judge
 
 
@@ -376,12 +573,13 @@ for _cid, _hidden, _seed, _what, _title in (
     ("kv_cache.tokens_hidden", True, 0, "tokens", "cached greedy decoding on a fresh model"),
     ("kv_cache.structure_hidden", True, 0, "both", "encoder once and one token per step on a fresh model"),
 ):
+    _runs = () if _what == "tokens" else ("encoder", "cache") if _what == "both" else (_what,)
     _c = Check(id=_cid, title=_title, task="greedy_decode_cached(model, ques_b, max_new_tokens)", kind="decode",
                hidden=_hidden, seed=_seed, build=(lambda s, h=_hidden: _build_decode(s, h)), wire=_wire_decode,
                reference=_ref_decode, variants=_decode_variants if _what == "tokens" else (lambda inputs: {}),
-               expected=None if _what in ("tokens", "both") else _expected_structure(_what),
+               expected=_expected_counts(_what) if _what in ("encoder", "cache") else None,
                when_larger={"encoder_calls": "encoder_every_step", "decoder_lengths": "no_cache"},
-               measured_in_kernel=_what != "tokens", judge_failed=None)
-    _c.judge_failed = _failed_decode(_c, _what)
-    _c.judge = _judge_tokens(_c) if _what in ("tokens",) else _judge_structure(_c, _what)
+               runs={name: (lambda s, name=name: _build_run(name, s)) for name in _runs})
+    _c.judge_failed = _failed_decode(_c) if not _runs else None
+    _c.judge = _judge_tokens(_c) if not _runs else _judge_runs(_c)
     CHECKS.append(_c)

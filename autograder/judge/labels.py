@@ -21,7 +21,9 @@ OUTCOMES = {  # label -> what it means, for the report
     "did_not_run": "the check did not run to the end (an earlier error, the kernel died or timed out)",
     "deleted": "the test cell was deleted from the submission",
     "package_code": "called the package's own implementation, which is not available in a graded run",
-    "instruments_touched": "integrity flag: the code touched the instruments of an item measured in the kernel",
+    "instruments_touched": "integrity flag: the code touched the instruments of an item measured in the kernel "
+                           "(older gradebooks only: a flag changes no score now)",
+    "not_measured": "the grader could not measure the kernel's CPU time for a structure item",
     "unreadable_outputs": "the outputs the kernel saved could not be read or judged",
     "raised_in_update": "raised: the failure came from the student's KVCache.update",
     "raised": "raised an exception that matches no known mistake",

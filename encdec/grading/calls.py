@@ -160,8 +160,9 @@ def raised_in(exc: BaseException) -> dict:
 def call_decode(impl, meta, a) -> dict:
     """Cached greedy decoding on the given model, counting what the decoder is fed.
 
-    The counts come from hooks on the given model in this process: see autograder/README.md
-    for what that means for a student who tampers with them.
+    The counts come from hooks on the given model in this process: they word the feedback and
+    never decide a score (the grader judges the tokens returned, and the structure by the CPU time
+    it measures outside this process; autograder/README.md).
     """
     from ..model import Transformer
 
@@ -176,7 +177,9 @@ def call_decode(impl, meta, a) -> dict:
     def dec_hook(mod, args, kwargs):
         x = args[0] if args else kwargs.get("dec_inp")
         counts["dec"].append(int(x.shape[1]))
-        if len(counts["fed"]) < _MAX_STEPS:  # what this step fed the decoder: token embeddings + positions
+        # what this step fed the decoder (token embeddings + positions), within a budget of values
+        if len(counts["fed"]) < _MAX_STEPS and counts.setdefault("fed_values", 0) + x.numel() <= _MAX_FED:
+            counts["fed_values"] += x.numel()
             counts["fed"].append(x.detach().cpu().numpy().astype(np.float32))
 
     def vocab_hook(mod, args, y):
@@ -221,6 +224,7 @@ def call_decode(impl, meta, a) -> dict:
 
 
 _MAX_STEPS = 64  # steps whose decoder input is recorded
+_MAX_FED = 500_000  # values of decoder input recorded in all (the outputs file stays under wire.MAX_BYTES)
 
 
 def _steps_fed(counts: dict, layers: int) -> dict[str, np.ndarray]:

@@ -88,9 +88,17 @@ MESSAGES = {
         "encoder_calls": "{check_id}: the encoder ran {calls} times for one call that decoded {n} tokens; expected exactly once.",
         "decoder_lengths": ("{check_id}: the decoder was fed {lens} tokens per step; expected the BOS prefix once, then "
                             "1 token per step ([1, 1, 1, ...])."),
-        "instruments": ("{check_id}: this item is measured inside your notebook's process, and your code touched the "
-                        "instruments that measure it ({reasons}), so it scores 0 until an instructor reviews the "
-                        "submission."),
+        # structure judged by cost (autograder/judge/kv_cache.py): CPU time measured outside the kernel
+        "cost_ok": "{title}: ok (the right tokens, in {cpu} s of CPU time; the bound is {bound} s).",
+        "cost_tokens": ("{check_id}: {part}: judged on a decoding that returns the right tokens, and on the "
+                        "grader's model yours returned other tokens (first at row {row}, step {step})."),
+        "cost_over": ("{check_id}: {part}: your decoding took {cpu} s of CPU time on the grader's model, measured "
+                      "outside your notebook's process; the lesson's structure takes about {ok} s there and {wrong_what} "
+                      "about {wrong} s (the bound is {bound} s)."),
+        "cost_unmeasured": ("{check_id}: {part}: the grader could not measure your kernel's CPU time on this machine; "
+                            "an instructor decides this item."),
+        "wrong_encoder": "running the encoder at every step",
+        "wrong_cache": "re-running the whole prefix at every step",
         # stage by stage (autograder.judge.stages): what the student's block, model or decoding did
         "stage_supporting": "Stage by stage, the first stage that differs from the lesson's {what} is {stage}",
         "stage_observed": "Observed: the first stage that differs from the lesson's {what} is {stage}",
@@ -215,8 +223,14 @@ MESSAGES = {
         "encoder_calls": "{check_id}：一次解码 {n} 个词元的调用中，编码器运行了 {calls} 次；应当只运行一次。",
         "decoder_lengths": ("{check_id}：每步送入解码器的词元数为 {lens}；应当先送入一次 BOS 前缀，"
                             "之后每步 1 个词元（[1, 1, 1, ...]）。"),
-        "instruments": ("{check_id}：这一项是在你的 notebook 进程内测量的，而你的代码动了测量它的工具（{reasons}），"
-                        "因此在教师审阅这份提交之前它得 0 分。"),
+        "cost_ok": "{title}：通过（词元正确，用了 {cpu} 秒 CPU 时间；上限为 {bound} 秒）。",
+        "cost_tokens": ("{check_id}：{part}：这一项以返回正确词元的解码为前提，而在批改程序的模型上，你的解码返回了"
+                        "不同的词元（第一处在第 {row} 行、第 {step} 步）。"),
+        "cost_over": ("{check_id}：{part}：在批改程序的模型上，你的解码用了 {cpu} 秒 CPU 时间（在你的 notebook "
+                      "进程之外测得）；按课程的结构大约需要 {ok} 秒，而{wrong_what}大约需要 {wrong} 秒（上限为 {bound} 秒）。"),
+        "cost_unmeasured": "{check_id}：{part}：批改程序在这台机器上无法测量内核的 CPU 时间；这一项由教师决定。",
+        "wrong_encoder": "每一步都运行编码器",
+        "wrong_cache": "每一步都重新运行整个前缀",
         "stage_supporting": "逐阶段看，与课程的{what}第一处不同的阶段是 {stage}",
         "stage_observed": "观察到：与课程的{what}第一处不同的阶段是 {stage}",
         "stage_random": "逐阶段看：{stage}",
@@ -310,5 +324,6 @@ TERMS = {
         "probes the grading environment ({})": "探查批改环境（{}）",
         "reads or writes files ({})": "读写文件（{}）",
         "uses torch's ready-made layers ({})": "使用 torch 现成的层（{}）",
+        "could not be checked ({})": "无法检查（{}）",
     },
 }
