@@ -4,8 +4,9 @@ carry the same limits, on the hostile fixtures the cgroup exists for.
 The payloads are those of the hostile submissions (autograder/fixtures/payloads.py):
 `memfd_hoard` (4.5 GiB in memfds, never mapped), `children_memory` (two children of 2.25 GiB
 each), `cpu_hog` (four spinning children), `fork_bomb`. Each runs as a plain `python -c` under
-the policy's cgroup limits (`Policy().cgroup_limits()`: 4 GiB, 64 processes, 1 CPU) and no
-rlimits, so only the cgroup can stop it, once per carrier:
+the policy's cgroup limits (`Policy().cgroup_limits()`: 4 GiB, 64 processes, 1 CPU; `cpu_hog`
+gets a quarter of a CPU, so that the cap binds on a busy machine) and no rlimits, so only the
+cgroup can stop it, once per carrier:
 
 - `ours`: cgroups.create, the child joins before it execs, cgroups.close afterwards;
 - `nsjail`: its own cgroup options (`--cgroup_mem_max`, `--cgroup_pids_max`,
@@ -16,7 +17,8 @@ rlimits, so only the cgroup can stop it, once per carrier:
 
 A carrier that cannot run here says why in one line. For each run: what the payload reports
 or how it ended, and how many of its processes are still alive when the carrier is done, its
-own clean-up included (the policy: none; the bench then kills them). Needs root (as the grader), about a minute.
+own clean-up included (the policy: none; the bench then kills them). Needs root (as the
+grader); about a minute.
 
     python bench/bench_cgroups.py
 """
@@ -44,7 +46,12 @@ PAYLOADS = {
     "cpu_hog": payloads.CPU_HOG,
     "fork_bomb": payloads.FORK_BOMB,
 }
-INTENT = {"memfd_hoard": "killed", "children_memory": "one child killed", "cpu_hog": "<= 1.3 CPUs",
+# cpu_hog gets a quarter of a CPU instead of the policy's one: on a busy machine four spinners may
+# get less than one CPU anyway, and a cap that does not bind shows nothing (the no-cgroup row says
+# what the machine gave); the hostile suite checks the policy's own quota in a kernel
+CPU_HOG_CPUS = 0.25
+CPU_HOG_MAX = round(CPU_HOG_CPUS * 1.3, 2)  # the hostile suite's tolerance: 1.3 times the quota
+INTENT = {"memfd_hoard": "killed", "children_memory": "one child killed", "cpu_hog": f"<= {CPU_HOG_MAX} CPUs",
           "fork_bomb": "refused < 64"}
 
 
@@ -58,6 +65,10 @@ def alive_in(folder: Path) -> list[int]:
         except OSError:
             pass
     return out
+
+
+def limits_for(name: str) -> dict:
+    return dict(LIMITS, cpus=CPU_HOG_CPUS) if name == "cpu_hog" else LIMITS
 
 
 def run_to_end(cmd: list[str], **kw) -> tuple[int, str]:
@@ -90,20 +101,21 @@ def met(name: str, got: str) -> bool:
     if name == "children_memory":
         return got == "one child killed"
     if name == "cpu_hog":
-        return got.endswith("CPUs") and float(got.split()[0]) <= 1.3
+        return got.endswith("CPUs") and float(got.split()[0]) <= CPU_HOG_MAX
     return got.startswith("refused at") and int(got.split()[2]) < LIMITS["pids"]
 
 
 # ------------------------------------------------------------------------------ the carriers
-# Each: (why it cannot run here, or "") and run(argv, folder) -> (exit code, output, alive after).
+# Each: (why it cannot run here, or "") and run(argv, folder, lim) -> (exit code, output, alive
+# after), `lim` the cgroup limits (LIMITS, or those of `limits_for`).
 
 def ours():
     h = cgroups.probe(**LIMITS)
     if h is None:
         return "no usable cgroup (cgroups.probe said why)", None
 
-    def run(argv, folder):
-        cg = cgroups.create(h, 0, **LIMITS)
+    def run(argv, folder, lim):
+        cg = cgroups.create(h, 0, **lim)
         try:
             code, out = run_to_end(argv, cwd=folder, preexec_fn=cg.join)
         finally:
@@ -125,11 +137,11 @@ def nsjail():
         where = [f"--cgroup_{'mem' if c == 'memory' else c}_mount={h.mounts[c]}" for c in cgroups.CONTROLLERS]
     else:
         where = ["--use_cgroupv2", f"--cgroupv2_mount={h.mounts['memory']}"]
-    limits = [f"--cgroup_mem_max={LIMITS['memory_bytes']}", f"--cgroup_pids_max={LIMITS['pids']}",
-              f"--cgroup_cpu_ms_per_sec={round(LIMITS['cpus'] * 1000)}"]
     lifted = [f"--rlimit_{r}=max" for r in ("as", "core", "cpu", "fsize", "nofile", "nproc", "stack")]
 
-    def run(argv, folder):
+    def run(argv, folder, lim):
+        limits = [f"--cgroup_mem_max={lim['memory_bytes']}", f"--cgroup_pids_max={lim['pids']}",
+                  f"--cgroup_cpu_ms_per_sec={round(lim['cpus'] * 1000)}"]
         cmd = [binary, "-Mo", "-q", "--chroot", "/", "--rw", "--disable_clone_newuser", "--keep_env",
                "--cwd", str(folder), "--time_limit", "300", *where, *limits, *lifted, "--", *argv]
         return (*run_to_end(cmd), alive_in(folder))
@@ -143,13 +155,13 @@ def libcgroup():
     if h is None:
         return why, None
     controllers = ",".join(cgroups.CONTROLLERS)
-    quota = round(LIMITS["cpus"] * cgroups.CPU_PERIOD_US)
-    settings = ({"memory.max": LIMITS["memory_bytes"], "memory.swap.max": 0, "pids.max": LIMITS["pids"],
-                 "cpu.max": f"{quota} {cgroups.CPU_PERIOD_US}"} if h.version == 2 else
-                {"memory.limit_in_bytes": LIMITS["memory_bytes"], "pids.max": LIMITS["pids"],
-                 "cpu.cfs_period_us": cgroups.CPU_PERIOD_US, "cpu.cfs_quota_us": quota})
 
-    def run(argv, folder):
+    def run(argv, folder, lim):
+        quota = round(lim["cpus"] * cgroups.CPU_PERIOD_US)
+        settings = ({"memory.max": lim["memory_bytes"], "memory.swap.max": 0, "pids.max": lim["pids"],
+                     "cpu.max": f"{quota} {cgroups.CPU_PERIOD_US}"} if h.version == 2 else
+                    {"memory.limit_in_bytes": lim["memory_bytes"], "pids.max": lim["pids"],
+                     "cpu.cfs_period_us": cgroups.CPU_PERIOD_US, "cpu.cfs_quota_us": quota})
         group = f"encdec-bench-libcgroup/{os.getpid()}-{folder.name}"
         subprocess.run(["cgcreate", "-g", f"{controllers}:{group}"], check=True)
         subprocess.run(["cgset", *(a for k, v in settings.items() for a in ("-r", f"{k}={v}")), group], check=True)
@@ -170,10 +182,9 @@ def systemd_run():
     probe = subprocess.run(["systemd-run", "--scope", "--quiet", "true"], capture_output=True, text=True)
     if probe.returncode != 0:
         return (probe.stderr.strip().splitlines() or ["failed"])[0], None
-    props = [f"MemoryMax={LIMITS['memory_bytes']}", "MemorySwapMax=0", f"TasksMax={LIMITS['pids']}",
-             f"CPUQuota={round(LIMITS['cpus'] * 100)}%"]
-
-    def run(argv, folder):
+    def run(argv, folder, lim):
+        props = [f"MemoryMax={lim['memory_bytes']}", "MemorySwapMax=0", f"TasksMax={lim['pids']}",
+                 f"CPUQuota={round(lim['cpus'] * 100)}%"]
         return (*run_to_end(["systemd-run", "--scope", "--quiet", *(a for p in props for a in ("-p", p)),
                              "--", *argv], cwd=folder), alive_in(folder))
     return "", run
@@ -190,7 +201,7 @@ def main() -> int:
         folder = Path(tmp).resolve()
         code, out = run_to_end([sys.executable, "-c", PAYLOADS["cpu_hog"]], cwd=folder)
         print(f"{'no cgroup':<13}{'cpu_hog':<17}{verdict('cpu_hog', code, out, folder):<20}"
-              "(the machine's share now: the cap shows only where this is above 1.3)")
+              f"(what the machine gives now: the cap binds where this is above {CPU_HOG_MAX})")
     misses = 0
     try:
         misses = run_all()
@@ -215,7 +226,7 @@ def run_all() -> int:
             with tempfile.TemporaryDirectory(prefix=f"bench-cg-{name}-") as tmp:
                 folder = Path(tmp).resolve()
                 start = time.monotonic()
-                status, out, left = run([sys.executable, "-c", code], folder)
+                status, out, left = run([sys.executable, "-c", code], folder, limits_for(name))
                 took = time.monotonic() - start
                 got = verdict(name, status, out, folder)
                 ok = met(name, got) and not left
