@@ -14,14 +14,16 @@ ROOT = Path(__file__).resolve().parents[1]
 # `make test` writes one "label seconds" line per set-up step here (scripts/timed.sh)
 SETUP_TIMES = ROOT / "build" / "make-test-blocks.txt"
 _seconds: dict[str, float] = defaultdict(float)
+_shared: dict[str, float] = defaultdict(float)  # session fixtures several modules use: a block each
 _started = time.monotonic()
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    start = time.monotonic()
+    start, shared = time.monotonic(), sum(_shared.values())
     yield
-    _seconds[item.nodeid.split("::")[0]] += time.monotonic() - start
+    # a shared fixture made during this test is its own block, not the module's that came first
+    _seconds[item.nodeid.split("::")[0]] += time.monotonic() - start - (sum(_shared.values()) - shared)
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -33,7 +35,8 @@ def pytest_terminal_summary(terminalreporter):
         for line in SETUP_TIMES.read_text().splitlines():
             label, seconds = line.rsplit(" ", 1)
             write(f"{float(seconds):8.1f} s  set-up: {label}")
-    for module, seconds in sorted(_seconds.items(), key=lambda kv: -kv[1]):
+    blocks = {**_seconds, **{f"{name} (shared, tests/conftest.py)": t for name, t in _shared.items()}}
+    for module, seconds in sorted(blocks.items(), key=lambda kv: -kv[1]):
         write(f"{seconds:8.1f} s  {module}")
     write(f"{time.monotonic() - _started:8.1f} s  pytest in all")
 
@@ -58,4 +61,8 @@ def stock_batch(request, tmp_path_factory):
     modules = {item.module for item in request.session.items if "stock_batch" in getattr(item, "fixturenames", ())}
     names = sorted({n for m in modules for n in getattr(m, "STOCK_BATCH", ())})
     zh = sorted({n for m in modules for n in getattr(m, "STOCK_BATCH_ZH", ())})
-    return grade(tmp_path_factory.mktemp("stock-batch"), names, zh)
+    start = time.monotonic()
+    try:
+        return grade(tmp_path_factory.mktemp("stock-batch"), names, zh)
+    finally:
+        _shared["stock nbgrader batch"] += time.monotonic() - start
