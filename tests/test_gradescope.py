@@ -19,27 +19,26 @@ import pytest
 
 from autograder.fixtures import table
 from autograder.fixtures.make import graded_notebook
+from autograder import assignments
 from autograder.gradescope import build, results
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = table.grading()
-# what the run must carry over from nbgrader's, each once, with every assignment's archive graded:
-# a full score, a named bug (two: the Chinese archive is compared on the first), an integrity flag,
-# an unreadable notebook (every fixture goes through `nbgrader autograde` in
-# tests/test_grading_fixtures.py; one Gradescope run costs a fresh grader, ~15 s)
-CASES = {
-    "decoder_block": ["db_bug_mask_after_softmax", "cheat_db_ref_forward", "broken_invalid_json"],
-    "target_slicing": ["ts_pass_all"],
-    "kv_cache": ["kv_bug_plain_argmax"],
-}
+ASSIGNMENTS = assignments.names()
+# what the run must carry over from nbgrader's, each once: a full score, a named bug (the Chinese
+# archive is compared on it), an integrity flag, an unreadable notebook. Every fixture goes through
+# `nbgrader autograde` in tests/test_grading_fixtures.py, and every assignment's archive is the same
+# code on other files (test_every_archive_holds_what_grading_needs_and_nothing_more); one Gradescope
+# run costs a fresh grader, ~15 s.
+CASES = {"decoder_block": ["db_pass_all", "db_bug_mask_after_softmax", "cheat_db_ref_forward", "broken_invalid_json"]}
 if os.environ.get("ENCDEC_GRADESCOPE_ALL"):  # `make gradescope-check`: every fixture (about 15 minutes)
-    CASES = {a: sorted(n for n, spec in MANIFEST.items() if spec["assignment"] == a) for a in CASES}
+    CASES = {a: sorted(n for n, spec in MANIFEST.items() if spec["assignment"] == a) for a in ASSIGNMENTS}
 
 
 @pytest.fixture(scope="module")
 def archives(tmp_path_factory):
     out = tmp_path_factory.mktemp("gradescope")
-    return {a: build.archive(a, out) for a in CASES}
+    return {a: build.archive(a, out) for a in ASSIGNMENTS}
 
 
 @pytest.fixture(scope="module")
@@ -75,16 +74,23 @@ def unpack(archive: Path, root: Path) -> Path:
     return root
 
 
-def test_archive_holds_what_grading_needs_and_nothing_more(archives):
-    names = zipfile.ZipFile(archives["decoder_block"]).namelist()
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_every_archive_holds_what_grading_needs_and_nothing_more(archives, assignment):
+    with zipfile.ZipFile(archives[assignment]) as z:
+        names = z.namelist()
+        assert json.loads(z.read("gradescope.json")) == {"assignment": assignment, "language": "en"}
+        refs = sorted(n for n in names if n.startswith("exercises/"))
+        ours = ROOT / "exercises" / assignment / "reference"
+        assert refs == sorted(f"exercises/{assignment}/reference/{p.name}" for p in ours.glob("*.npz"))
+        assert all(z.read(n) == (ours / Path(n).name).read_bytes() for n in refs)
+        for script in ("setup.sh", "run_autograder"):
+            assert subprocess.run(["bash", "-n"], input=z.read(script).decode(), text=True).returncode == 0, script
     assert {"setup.sh", "run_autograder", "gradescope.json", "nbgrader_config.py", "constraints.txt",
-            "solutions/decoder_block/decoder_block.ipynb", "build/grading-edition/decoder_block/STAMP"} <= set(names)
+            f"solutions/{assignment}/{assignment}.ipynb", f"build/grading-edition/{assignment}/STAMP"} <= set(names)
     assert any(n.startswith("encdec/") for n in names) and any(n.startswith("autograder/sandbox/") for n in names)
+    others = [f"solutions/{a}/" for a in ASSIGNMENTS if a != assignment]
     assert not [n for n in names if "/fixtures/" in n or "/hostile/" in n or "course-secret" in n
-                or "gradebook.db" in n or "solutions/kv_cache" in n or "__pycache__" in n]
-    for script in ("setup.sh", "run_autograder"):
-        text = zipfile.ZipFile(archives["decoder_block"]).read(script).decode()
-        assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0, script
+                or "gradebook.db" in n or n.startswith(tuple(others)) or "__pycache__" in n]
 
 
 def run_archive(archive: Path, root: Path, assignment: str, notebook: str) -> dict:
