@@ -95,16 +95,25 @@ def test_every_way_to_the_points_without_the_work_scores_below_full():
 
 
 def test_feedback_names_the_mistake_and_hides_hidden_tests(graded):
+    from autograder import judge
+
     _, rows = graded
     html = " ".join(rows["db_bug_mlp_skipped"].feedback_html.read_text().split())
     assert "MLP was skipped" in html
     assert "expected: shape" in html and "first mismatch at index" in html
+    hidden = [c for c, check in judge.CHECKS.items() if check.hidden]
     for name, row in rows.items():
         if row.feedback_html is None:
             continue
         text = row.feedback_html.read_text()
+        visible = [c for c, check in judge.CHECKS.items() if c.startswith(f"{row.assignment}.") and not check.hidden]
+        assert any(c in text for c in visible), f"{name}: no visible test is shown"
         assert "BEGIN HIDDEN TESTS" not in text, name
         assert "_hidden&quot;" not in text, f"{name}: a hidden check call is shown"
+        # a diagnosis may name a hidden check, but its code (the quoted call) never shows
+        for check_id in hidden:
+            for quoted in (f'"{check_id}"', f"&quot;{check_id}&quot;", f"&#34;{check_id}&#34;", f"'{check_id}'"):
+                assert quoted not in text, (name, quoted)
 
 
 def test_hidden_test_code_never_reaches_the_kernel(graded):

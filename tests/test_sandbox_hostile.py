@@ -337,6 +337,10 @@ def test_rerun_is_idempotent(batch):
     assert {s: grades(course, s) for s in EXPECTED} == before
 
 
+# The matrix: feedback is made from the assignment's source, whatever graded it; make test checks
+# every fixture's feedback from the stock batch (tests/test_grading_fixtures.py), and the feedback
+# of a notebook the driver graded here (test_kernel_files_never_reach_nbgrader_folders).
+@pytest.mark.matrix
 def test_feedback_hides_hidden_tests(batch):
     course = batch["course"]
     for student in ["pass_all", "patched_asserts"]:
