@@ -121,8 +121,14 @@ ATTACKS = [
     ("mask = torch.nn.Transformer.generate_square_subsequent_mask(K)", "generate_square_subsequent_mask"),
     ("nn.TransformerEncoderLayer(16, 2)", "ready-made layers (torch.nn.TransformerEncoderLayer)"),
     # running a module around its hooks
-    ("for layer in model.decoder.layers:\n    h = layer.forward(h, memory, mask)", "hook machinery (.forward(...) called directly)"),
-    ("ref.DecoderBlock.forward(self, dec_inp, enc_inp, mask)", ".forward(...) called directly"),
+    # names reached through strings, code handed over in strings
+    ("d = getattr(m, '_forward_' + 'pre_hooks')", "hook machinery ('_forward_pre_hooks')"),
+    ("import timeit\ntimeit.timeit('sys._getframe(1)', number=1)", "stack frames (sys._getframe)"),
+    ("Layer = getattr(torch.nn, 'TransformerDecoder' + 'Layer')", "'TransformerDecoderLayer'"),
+    # what the scan cannot read is listed for review: it fails closed
+    ("%%writefile helper.py\nimport sys", "could not be checked (%writefile)"),
+    ("def f(:\n    sys._getframe()", "could not be checked (the cell does not parse as Python)"),
+    ("%time " * 300 + "x = 1", "could not be checked"),
     # hidden in magics
     ("%time caller = sys._getframe(1)", "stack frames (sys._getframe)"),
     ("%%capture\nimport gc\ngc.get_objects()", "interpreter (gc.get_objects)"),
@@ -130,6 +136,13 @@ ATTACKS = [
 
 # Honest code that looks like the attacks in some way: never flagged.
 HONEST = [
+    "for layer in model.decoder.layers:\n    h = layer.forward(h, memory, mask)",  # .forward on a given module
+    "out_2 = self.layer_norm_1.forward(x + self.attention_self.forward(x, x, x, mask))",
+    "def f(x):\n    open = x > 0  # a name of mine\n    return open",
+    "assert ok, 'the tokens submitted differ from the reference'",
+    "import inspect\nn_args = len(inspect.signature(f).parameters)",
+    "import functools\n@functools.lru_cache(maxsize=None)\ndef pos(K):\n    return K",
+    "class Stepper:\n    def __init__(self, model):\n        self.model = model",
     "scores = x.masked_fill(mask, float('-inf'))",
     "mask = torch.triu(torch.ones(K, K, dtype=torch.bool), diagonal=1)",
     "frame = x[:, -1]\nframe.shape",
@@ -198,8 +211,13 @@ def test_reasons_are_deduplicated_and_name_what_was_used():
         "reads interpreter stack frames (sys._getframe, f_back)"]
 
 
-def test_cell_that_does_not_parse_is_not_flagged():
-    assert scan_source("def f(:\n    sys._getframe()") == []
+def test_the_scan_fails_closed_and_never_scores():
+    """What it cannot read is listed for review ("could not be checked"), and no verdict reads it:
+    the grader's code that decides a score never imports the scan."""
+    assert scan_source("def f(:\n    sys._getframe()") == ["could not be checked (the cell does not parse as Python)"]
+    for module in ("judge/__init__.py", "judge/core.py", "judge/kv_cache.py", "preprocessors/trusted_verdict.py"):
+        text = (ROOT / "autograder" / module).read_text()
+        assert "autograder.integrity" not in text and "import integrity" not in text, module
 
 
 def test_scan_notebook_skips_test_cells_labels_cells_and_carries_imports():

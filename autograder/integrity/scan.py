@@ -56,6 +56,7 @@ def _reasons(facts: list[str]) -> list[str]:
                     shown = next((n for n in names if n.endswith("." + value)), value)
                 else:
                     shown = value
+                shown = shown.replace(LOCAL, "")  # the cell's own name, as the cell writes it
                 values = found.setdefault(reason, [])
                 if shown not in values:
                     values.append(shown)

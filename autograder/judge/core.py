@@ -72,9 +72,6 @@ class Check:
     # run's inputs, and the grader reads the kernel's CPU time around each from outside it
     # (GradedExecute); the judge gets {run: {"saved": bytes | None, "cpu": seconds | None}}.
     runs: dict[str, Callable[[int], dict]] = field(default_factory=dict)
-    # Measured by hooks inside the student's process: a flagged submission lost it. Kept, with no
-    # effect where nothing sets it, while the judges that set it move to ``runs`` (issue 22).
-    measured_in_kernel: bool = False
     error_patterns: dict[str, str] = field(default_factory=dict)  # misconception -> substrings of an error
     # (got, inputs, raised_in, verdict) -> verdict: what can still be judged when the student's code
     # raised part-way (got: what the kernel observed until then; verdict: the failure as reported)
