@@ -44,7 +44,7 @@ window.MathJax = {
 STUDENTS = {
     "pass_all": (HOSTILE / "submitted" / "pass_all" / "decoder_block" / "decoder_block.ipynb", 11),
     "wrong_block": (HOSTILE / "submitted" / "h_honest_wrong" / "decoder_block" / "decoder_block.ipynb", 5),
-    "flagged": (BUILT / "fixtures" / "cheat_db_ref_forward" / "decoder_block.ipynb", 4),
+    "flagged": (BUILT / "fixtures" / "cheat_db_stack_walk" / "decoder_block.ipynb", 4),  # flagged: reads stack frames
 }
 
 

@@ -94,7 +94,7 @@ MESSAGES = {
                         "grader's model yours returned other tokens (first at row {row}, step {step})."),
         "cost_over": ("{check_id}: {part}: your decoding took {cpu} s of CPU time on the grader's model, measured "
                       "outside your notebook's process; the lesson's structure takes about {ok} s there and {wrong_what} "
-                      "about {wrong} s (the bound is {bound} s)."),
+                      "about {wrong} s (expected at most {bound} s)."),
         "cost_unmeasured": ("{check_id}: {part}: the grader could not measure your kernel's CPU time on this machine; "
                             "an instructor decides this item."),
         "wrong_encoder": "running the encoder at every step",
@@ -227,7 +227,7 @@ MESSAGES = {
         "cost_tokens": ("{check_id}：{part}：这一项以返回正确词元的解码为前提，而在批改程序的模型上，你的解码返回了"
                         "不同的词元（第一处在第 {row} 行、第 {step} 步）。"),
         "cost_over": ("{check_id}：{part}：在批改程序的模型上，你的解码用了 {cpu} 秒 CPU 时间（在你的 notebook "
-                      "进程之外测得）；按课程的结构大约需要 {ok} 秒，而{wrong_what}大约需要 {wrong} 秒（上限为 {bound} 秒）。"),
+                      "进程之外测得）；按课程的结构大约需要 {ok} 秒，而{wrong_what}大约需要 {wrong} 秒（应不超过 {bound} 秒）。"),
         "cost_unmeasured": "{check_id}：{part}：批改程序在这台机器上无法测量内核的 CPU 时间；这一项由教师决定。",
         "wrong_encoder": "每一步都运行编码器",
         "wrong_cache": "每一步都重新运行整个前缀",
