@@ -207,20 +207,33 @@ def notebook_pages() -> list[str]:
 
 
 def expected_launch_links(page: str) -> dict[str, tuple[str, dict]]:
-    """(address, query) of each launch button of ``page``, from _config.yml's one repository
-    setting: Colab, Binder and JupyterHub open the page's notebook copy, ``<page>.ipynb``."""
+    """(address, query) of each launch button of ``page``, from the book's repository (_config.yml's
+    `repository.url`, else the checkout's GitHub origin: scripts/book_repository.py): Colab, Binder
+    and JupyterHub open the page's notebook copy, ``<page>.ipynb``. None at all where no repository
+    is known, and no JupyterHub button while its address is a placeholder."""
+    import sys
+
     import yaml
 
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from book_repository import PLACEHOLDER_HOST, repository_url
+
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
-    repo_url, branch = config["repository"]["url"].rstrip("/"), config["repository"]["branch"]
+    repo_url = repository_url(ROOT)
+    if repo_url is None:
+        return {}
+    repo_url, branch = repo_url.rstrip("/"), config["repository"]["branch"]
     org, repo = urlparse(repo_url).path.strip("/").split("/")
     launch, notebook = config["launch_buttons"], f"{page}.ipynb"
-    return {
+    links = {
         "Colab": (f"{launch['colab_url']}/github/{org}/{repo}/blob/{branch}/{notebook}", {}),
         "Binder": (f"{launch['binderhub_url']}/v2/gh/{org}/{repo}/{branch}", {"urlpath": [f"lab/tree/{notebook}"]}),
         "JupyterHub": (f"{launch['jupyterhub_url']}/hub/user-redirect/git-pull",
                        {"repo": [repo_url], "branch": [branch], "urlpath": [f"lab/tree/{repo}/{notebook}"]}),
     }
+    if PLACEHOLDER_HOST.match(launch.get("jupyterhub_url") or ""):
+        del links["JupyterHub"]
+    return links
 
 
 def fmt(x: float, digits: int = 3) -> str:
