@@ -168,10 +168,11 @@ class ArithmeticData:
 
 
 def generate_pairs(num_pairs: int = NUM_PAIRS, seed: int = DATA_SEED) -> list[tuple[str, str]]:
-    """``num_pairs`` (question, answer) texts drawn uniformly, with replacement, as the original.
+    """``num_pairs`` (question, answer) texts drawn uniformly, with replacement (the lesson cards
+    record only "5,000 pairs": how the original drew them is inferred, chapter 12's historical notes).
 
     Drawing with replacement from 99 x 2 x 99 = 19,602 questions is why about one validation
-    question in five also appears in training (chapter 12's historical notes).
+    question in five also appears in training.
     """
     rng = random.Random(seed)
     pairs = []

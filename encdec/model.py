@@ -33,8 +33,8 @@ def position_encoding_simple(K: int, M: int) -> Tensor:
 def position_encoding_sinusoid(K: int, M: int) -> Tensor:
     """Sinusoids of "Attention Is All You Need": PE[p, 2i] = sin(p / 10000^(2i/M)), cos at 2i+1. (1, K, M).
 
-    The original notebook's formula took ``int(2i / M)``, which is 0 for every feature, so all
-    its frequencies collapsed to sin(p) and cos(p) (chapter 12's historical notes).
+    The historical notes infer (no record shows the original's code) that the original took
+    ``int(2i / M)``, which is 0 for every feature and collapses every frequency to sin(p) and cos(p).
     """
     pos = torch.arange(K, dtype=torch.float32)[:, None]  # (K, 1)
     two_i = torch.arange(0, M, 2, dtype=torch.float32)  # (ceil(M/2),)
