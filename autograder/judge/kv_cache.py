@@ -337,9 +337,10 @@ def _failed_decode(check):
 # "encoder": an encoder that dominates the cost (a long question, four layers), so running it at
 # every step multiplies the time; "cache": a wide decoder, a long answer and a one-token question,
 # so re-running the prefix at every step costs its square while re-encoding costs little (each run
-# decides its own part: the other mistake stays well under its bound). A run passes when it returns the reference tokens (up to
-# the first near-tie) within a bound set between the lesson's structure and the wrong one, both
-# timed in the grader's process (one thread, as the kernel has) on the same model.
+# decides its own part: the other mistake stays well under its bound). A run passes when it
+# returns the reference tokens (up to the first near-tie) within a bound set between the lesson's
+# structure and the wrong one, both timed in the grader's process (one thread, as the kernel has)
+# on the same model.
 
 @dataclasses.dataclass(frozen=True)
 class Run:
@@ -367,10 +368,9 @@ def _build_run(name: str, seed: int) -> dict:
     """A run's model and questions: random weights, a readout that makes the tokens follow the
     decoder's state (so a decoding with a wrong position or a lost cache returns other tokens), and
     an EOS logit no row reaches (every row decodes all n tokens: the cost is the structure's)."""
-    run = RUNS[name]
     with _one_thread():
         for attempt in range(_ATTEMPTS):
-            inputs = _draw_run(run, name, seed + 100_003 * attempt)
+            inputs = _draw_run(name, seed + 100_003 * attempt)
             if _discriminates(inputs):
                 return inputs
     raise RuntimeError(f"kv_cache run {name}, seed {seed}: no model whose tokens tell the known mistakes apart "
@@ -389,8 +389,9 @@ def _one_thread():
         torch.set_num_threads(threads)
 
 
-def _draw_run(run: "Run", name: str, s: int) -> dict:
+def _draw_run(name: str, s: int) -> dict:
     """One draw of a run's model (seed ``s``), its readout sharpened."""
+    run = RUNS[name]
     g = gen(s + 4243 * (1 + list(RUNS).index(name)))
     model = randomize_(Mdl.Transformer(run.config), s)
     ques = torch.randint(0, 16, (run.N, run.Kq), generator=g)
@@ -522,10 +523,7 @@ def _judge_run(check: Check, name: str, result: dict | None, inputs: dict) -> Ve
     if isinstance(got, Verdict):
         return got
     tok = got.get("tokens")
-    if "reference" not in inputs:
-        with _one_thread():
-            inputs["reference"] = _run_reference(inputs)
-    ref, first = inputs["reference"]
+    ref, first = inputs["reference"]  # computed when the run was drawn (_discriminates)
     if tok is None or tok.shape != ref.shape:
         return Verdict(False, language.text("decode_shape", check_id=check.id, exp=ref.shape,
                                             got=None if tok is None else tok.shape))

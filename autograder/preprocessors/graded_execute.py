@@ -29,12 +29,7 @@ class GradedExecute(SandboxedExecute):
         # A hidden check runs under a one-time name: neither its id nor its code enters the kernel.
         names = {i: f"check_{secrets.token_hex(8)}" if judge.CHECKS[i].hidden else i for i in ids}
         for check_id in ids:
-            try:
-                if workdir is None:
-                    raise FileNotFoundError("no kernel is running")
-                deliver(workdir, names[check_id], judge.wire_bytes(check_id, graded_inputs(self, resources, check_id)))
-            except OSError as err:  # the kernel replaced the folder by something else: the check scores 0
-                self.log.warning("could not hand %s its inputs (%s); it scores 0", check_id, err)
+            self._hand_over(workdir, names[check_id], check_id, graded_inputs(self, resources, check_id))
         source = cell.source
         if any(names[i] != i for i in ids):
             cell.source = _as_run(source, names)
@@ -51,21 +46,13 @@ class GradedExecute(SandboxedExecute):
         """A check judged by cost (``Check.runs``): the cell runs once per run, each on its own
         inputs under a one-time name, and the kernel's CPU time around each run is read from
         outside the kernel (``SandboxKernelManager.cpu_time_used``)."""
-        from autograder import judge
-
         inputs = graded_inputs(self, resources, check_id)["runs"]
         results: dict[str, dict] = {}
         source = cell.source
         try:
             for run, run_inputs in inputs.items():
                 name = f"check_{secrets.token_hex(8)}"
-                workdir = self._kernel_folder(resources)
-                try:
-                    if workdir is None:
-                        raise FileNotFoundError("no kernel is running")
-                    deliver(workdir, name, judge.wire_bytes(check_id, run_inputs))
-                except OSError as err:
-                    self.log.warning("could not hand %s its inputs (%s); it scores 0", check_id, err)
+                self._hand_over(self._kernel_folder(resources), name, check_id, run_inputs)
                 cell.source = _as_run(source, {check_id: name})
                 before = self._cpu()
                 cell, resources = super().preprocess_cell(cell, resources, index)
@@ -79,6 +66,18 @@ class GradedExecute(SandboxedExecute):
             cell.source = source
         resources.setdefault("nbgrader", {}).setdefault(OUTPUTS_KEY, {})[check_id] = results
         return cell, resources
+
+    def _hand_over(self, workdir: Path | None, name: str, check_id: str, inputs: dict) -> None:
+        """Write a check's inputs into the kernel's folder under ``name``; a folder the kernel
+        replaced by something else (or no kernel) leaves the check without inputs: it scores 0."""
+        from autograder import judge
+
+        try:
+            if workdir is None:
+                raise FileNotFoundError("no kernel is running")
+            deliver(workdir, name, judge.wire_bytes(check_id, inputs))
+        except OSError as err:
+            self.log.warning("could not hand %s its inputs (%s); it scores 0", check_id, err)
 
     def _cpu(self) -> float | None:
         km = getattr(self, "km", None)

@@ -59,7 +59,6 @@ MESSAGES = {
                         "({N}, {H}, T, {Dh}) and grows along T (dim=2)."),
         "keys": "keys",
         "values": "values",
-        "in_parens": "\n({text})",
         "row_sums": "\n  rows must sum to 1; row sums range from {low} to {high}",
         "block_shape_ok": "{title}: output shape {exp} (N, Ka, M) and finite values.",
         "block_shape_bad": "{check_id}: DecoderBlock output should have shape (N, Ka, M) = {exp} with finite values; got {got}.",
@@ -69,7 +68,6 @@ MESSAGES = {
         "logits_shape_bad": "{check_id}: logits should have shape (N, Ka-1, V) = {exp}; got {got}.",
         "logits_not_causal": "{check_id}: logits at positions 0..{last} changed when only answer tokens {j}.. changed.",
         "logits_ignore_question": "{check_id}: the logits did not change when the question changed.",
-        "no_step_logits": "{check_id}: no logits of model.proj_to_vocab were recorded; decode with the model's own parts.",
         "observed_step_logits": ("\nObserved: the logits of decoding step {step} (row {row}) differ from what the model "
                                  "gives for the same prefix (your tokens so far, run uncached); the {t} step(s) before it "
                                  "matched. What step {step} fed the decoder was wrong: the token, its position "
@@ -79,10 +77,6 @@ MESSAGES = {
         "observed_not_argmax": ("\nObserved: the logits of every step were right, but at step {step} row {row} got token "
                                 "{token} where the largest logit is token {best}: greedy decoding picks the argmax "
                                 "(pick_next)."),
-        "too_few_steps": ("\nOnly {steps} decoding step(s) ran before the failure: too few to judge the structure of "
-                          "greedy_decode_cached."),
-        "ok_before_failure": ("{title}: ok on the {steps} decoding steps that ran before KVCache.update failed (the "
-                              "failure costs the items that test KVCache.update and the tokens)."),
         "ok": "{title}: ok.",
         "decode_shape": "{check_id}: greedy_decode_cached should return ids of shape (N, 1 + max_new_tokens) = {exp}; got {got}.",
         "encoder_calls": "{check_id}: the encoder ran {calls} times for one call that decoded {n} tokens; expected exactly once.",
@@ -198,7 +192,6 @@ MESSAGES = {
                         "缓存存放的是 (N, H, T, Dh) = ({N}, {H}, T, {Dh})，并沿 T 增长（dim=2）。"),
         "keys": "键",
         "values": "值",
-        "in_parens": "\n（{text}）",
         "row_sums": "\n  每一行之和必须为 1；各行之和在 {low} 到 {high} 之间",
         "block_shape_ok": "{title}：输出形状为 {exp} (N, Ka, M)，且全部为有限值。",
         "block_shape_bad": "{check_id}：DecoderBlock 的输出形状应为 (N, Ka, M) = {exp}，且全部为有限值；实际为 {got}。",
@@ -208,16 +201,12 @@ MESSAGES = {
         "logits_shape_bad": "{check_id}：logits 的形状应为 (N, Ka-1, V) = {exp}；实际为 {got}。",
         "logits_not_causal": "{check_id}：只改变了回答词元 {j}.. 之后，位置 0..{last} 的 logits 也变了。",
         "logits_ignore_question": "{check_id}：改变问题之后，logits 没有变化。",
-        "no_step_logits": "{check_id}：没有记录到 model.proj_to_vocab 的 logits；请用模型自己的各个部分来解码。",
         "observed_step_logits": ("\n观察到：第 {step} 个解码步（第 {row} 行）的 logits 与模型在同一前缀上给出的不同"
                                  "（用你到此为止的词元、不带缓存地运行）；它之前的 {t} 步都一致。第 {step} 步送入解码器的东西"
                                  "有误：词元、它的位置（ans_pos[:, {t}:{step}]）或缓存的键和值。"),
         "observed_after_eos": "\n观察到：每一步的 logits 都正确，但第 {row} 行已经生成了 EOS，之后在第 {step} 步又得到词元 {token}。",
         "observed_not_argmax": ("\n观察到：每一步的 logits 都正确，但在第 {step} 步第 {row} 行得到词元 {token}，"
                                 "而最大的 logit 属于词元 {best}：贪心解码选取 argmax（pick_next）。"),
-        "too_few_steps": "\n失败之前只运行了 {steps} 个解码步：太少，无法评判 greedy_decode_cached 的结构。",
-        "ok_before_failure": ("{title}：在 KVCache.update 失败之前运行的 {steps} 个解码步上正确"
-                              "（这次失败只让测试 KVCache.update 的项目和词元失分）。"),
         "ok": "{title}：正确。",
         "decode_shape": "{check_id}：greedy_decode_cached 返回的 id 形状应为 (N, 1 + max_new_tokens) = {exp}；实际为 {got}。",
         "encoder_calls": "{check_id}：一次解码 {n} 个词元的调用中，编码器运行了 {calls} 次；应当只运行一次。",
