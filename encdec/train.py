@@ -76,13 +76,46 @@ def _scheduler(opt, tc: TrainConfig, total_steps: int):
     raise ValueError(f"unknown schedule {tc.schedule!r}: expected onecycle, step_warmup or constant")
 
 
+def _save_state(path: Path, epoch, model, opt, sched, generator, history, train_seconds, model_config, tc) -> None:
+    """Everything a run needs to go on from ``epoch``, written whole or not at all."""
+    blob = {"epoch": epoch, "model": model.state_dict(), "optimizer": opt.state_dict(),
+            "scheduler": None if sched is None else sched.state_dict(), "generator": generator.get_state(),
+            "torch_rng": torch.get_rng_state(), "history": history, "train_seconds": train_seconds,
+            "configs": json.dumps([asdict(model_config), asdict(tc)])}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    torch.save(blob, partial)
+    os.replace(partial, path)
+
+
+def _resume(path: Path, model, opt, sched, generator, model_config, tc) -> tuple[int, list[dict], float]:
+    """Load a saved run state into the fresh objects; (the next epoch, the history, seconds so far)."""
+    blob = torch.load(path, map_location="cpu", weights_only=True)
+    if blob.get("configs") != json.dumps([asdict(model_config), asdict(tc)]):
+        raise ValueError(f"{path} holds a run of another recipe: expected the state of this preset's run "
+                         "(delete the file to start afresh)")
+    model.load_state_dict(blob["model"])
+    opt.load_state_dict(blob["optimizer"])
+    if sched is not None:
+        sched.load_state_dict(blob["scheduler"])
+    generator.set_state(blob["generator"])
+    torch.set_rng_state(blob["torch_rng"])
+    return blob["epoch"] + 1, blob["history"], blob["train_seconds"]
+
+
 def train(
     model_config: ModelConfig,
     train_config: TrainConfig,
     data: ArithmeticData | None = None,
     progress: bool = True,
+    state: str | Path | None = None,
+    save_every: int = 25,
 ) -> tuple[Transformer, dict]:
-    """Train a fresh Transformer; return it (in eval mode) and its metrics."""
+    """Train a fresh Transformer; return it (in eval mode) and its metrics.
+
+    ``state``: a file where the run saves everything it needs to go on (weights, optimiser,
+    schedule, random streams, history) every ``save_every`` epochs; a run started with a state
+    file that exists continues from it, bit for bit the run it would have been."""
     tc = train_config
     data = data or load_arithmetic()
     torch.manual_seed(tc.seed)
@@ -100,9 +133,13 @@ def train(
     space = problem_space() if tc.stop_when_space_exact else None  # (19602, Kq), (19602, Ka)
     reached_at = None
     train_seconds = 0.0
+    start_epoch = 1
+    if state is not None and Path(state).is_file():
+        start_epoch, history, train_seconds = _resume(Path(state), model, opt, sched, generator, model_config, tc)
     # In a log (no terminal) redraw every 10 s rather than every epoch.
     redraw = 0.1 if sys.stderr.isatty() else 10.0
-    bar = tqdm(range(1, tc.epochs + 1), desc="epochs", disable=not progress, unit="ep", mininterval=redraw)
+    bar = tqdm(range(start_epoch, tc.epochs + 1), desc="epochs", disable=not progress, unit="ep",
+               mininterval=redraw, initial=start_epoch - 1, total=tc.epochs)
     for epoch in bar:
         model.train()
         start = time.perf_counter()
@@ -137,6 +174,8 @@ def train(
                     reached_at = epoch
         history.append(row)
         bar.set_postfix({k: round(v, 4) for k, v in row.items() if k not in ("epoch", "train_seconds")}, refresh=False)
+        if state is not None and (epoch % save_every == 0 or reached_at is not None or last):
+            _save_state(Path(state), epoch, model, opt, sched, generator, history, train_seconds, model_config, tc)
         if reached_at is not None:
             break
     model.eval()
@@ -220,6 +259,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--epochs", type=int, help="override the preset's number of epochs")
     parser.add_argument("--seed", type=int, help="override the preset's seed")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    parser.add_argument("--state", help="save the run's state to this file as it goes, and continue from it "
+                        "when it exists (a long run survives an interruption)")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -228,10 +269,14 @@ def main(argv: list[str] | None = None) -> dict:
         train_config.epochs = args.epochs
     if args.seed is not None:
         train_config.seed = args.seed
-    model, metrics = train(model_config, train_config)
+    model, metrics = train(model_config, train_config, state=args.state)
     metrics["preset"] = args.preset
     # the command that made this run, as a user retypes it (no machine's paths)
-    metrics["command"] = " ".join(["python -m encdec.train", *(argv if argv is not None else sys.argv[1:])])
+    given = list(argv if argv is not None else sys.argv[1:])
+    if "--state" in given:  # where a run kept its state does not change the run
+        del given[given.index("--state") : given.index("--state") + 2]
+    given = [a for a in given if not a.startswith("--state=")]
+    metrics["command"] = " ".join(["python -m encdec.train", *given])
     metrics["model_config"] = asdict(model_config)
     metrics["train_config"] = asdict(train_config)
     metrics["original"] = {
@@ -242,6 +287,8 @@ def main(argv: list[str] | None = None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     save_checkpoint(model, out / "model.pt")
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    if args.state:  # the run is written: its state has done its job (a new run starts afresh)
+        Path(args.state).unlink(missing_ok=True)
     summary = {k: metrics[k] for k in ("val_token_accuracy", "val_exact_match", "val_unseen_exact_match", "train_seconds")}
     print(json.dumps({"preset": args.preset, **summary}))
     return metrics

@@ -61,3 +61,43 @@ def test_checkpoint_round_trip_and_errors(tmp_path):
     torch.save({"weights": 1}, tmp_path / "other.pt")
     with pytest.raises(ValueError, match="not an encdec checkpoint"):
         load_checkpoint(tmp_path / "other.pt")
+
+
+def _small_run():
+    """A short run with dropout, a shuffled order and a warm-up schedule: every random stream and
+    every piece of optimiser state a resumed run must carry over."""
+    data = load_arithmetic()
+    model_config = ModelConfig(emb_dim=16, num_heads=2, feedforward_dim=16, num_enc_layers=1, num_dec_layers=1,
+                               dropout=0.2)
+    _, train_config = get_preset("historical")
+    train_config.epochs, train_config.train_subset, train_config.warmup_steps = 4, 64, 5
+    return model_config, train_config, data
+
+
+def test_a_run_resumed_from_its_state_is_the_run_uninterrupted(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    import encdec.train as T
+
+    model_config, train_config, data = _small_run()
+    whole, whole_metrics = T.train(model_config, train_config, data, progress=False)
+    state = tmp_path / "run.state"
+    save = T._save_state
+
+    def save_then_stop(path, epoch, *args):  # an interruption right after epoch 2's state is saved
+        save(path, epoch, *args)
+        if epoch == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(T, "_save_state", save_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        T.train(model_config, train_config, data, progress=False, state=state, save_every=1)
+    monkeypatch.setattr(T, "_save_state", save)
+    with pytest.raises(ValueError, match="another recipe"):  # a state is only resumed by its own recipe
+        T.train(model_config, replace(train_config, lr=2e-3), data, progress=False, state=state)
+    resumed, resumed_metrics = T.train(model_config, train_config, data, progress=False, state=state)
+    for (name, p), (_, q) in zip(whole.state_dict().items(), resumed.state_dict().items()):
+        assert torch.equal(p, q), name
+    strip = lambda h: [{k: v for k, v in row.items() if k != "train_seconds"} for row in h]  # noqa: E731
+    assert strip(resumed_metrics["history"]) == strip(whole_metrics["history"])
+    assert resumed_metrics["epochs_run"] == 4
