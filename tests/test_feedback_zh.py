@@ -253,3 +253,19 @@ def test_every_integrity_reason_has_its_chinese_words():
     for reason in {r for _, r in RULES}:
         assert reason in language.TERMS["zh"], reason
         assert CJK.search(language.TERMS["zh"][reason])
+
+
+def record(names: list[str] | None = None) -> None:
+    """Write the English feedback of the cases named (every case when none is) to feedback_en.json."""
+    import tempfile
+
+    recorded = json.loads(RECORDED.read_text(encoding="utf-8")) if RECORDED.exists() else {}
+    for name in names or list(CASES):
+        with tempfile.TemporaryDirectory() as workdir:
+            check_id, got, inputs = saved(name, Path(workdir))
+            recorded[name] = J.verify(check_id, got, inputs).message
+    RECORDED.write_text(json.dumps(recorded, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":  # re-record after an intended change of wording: python tests/test_feedback_zh.py [case ...]
+    record(sys.argv[1:] or None)

@@ -98,3 +98,68 @@ def test_a_crash_in_the_decoder_itself_still_costs_the_structure_items(workdir):
     for check_id in ("kv_cache.encoder_once", "kv_cache.structure_hidden"):
         verdict, _ = graded(check_id, broken, workdir)
         assert not verdict.ok and "raised IndexError" in verdict.message and "came from KVCache" not in verdict.message
+
+
+# --- the tokens alone decide (nothing recorded inside the kernel changes a score) ---------------
+
+def _recorded_replaced(saved: bytes, step_logits) -> bytes:
+    """The kernel's outputs with its recorded step logits (a hook on proj_to_vocab) replaced:
+    removed when ``step_logits`` is None."""
+    from encdec.grading import wire
+
+    meta, arrays = wire.loads(saved)
+    arrays.pop("step_logits", None)
+    if step_logits is not None:
+        arrays["step_logits"] = step_logits
+    return wire.to_bytes(meta, arrays)
+
+
+@pytest.mark.parametrize("check_id", ["kv_cache.tokens", "kv_cache.tokens_hidden"])
+def test_the_recorded_step_logits_never_change_a_decoding_score(check_id, workdir):
+    """A right decoding whose recorded logits are garbage or missing still passes; a wrong one
+    whose recorded logits are forged to the reference's still fails."""
+    import numpy as np
+
+    from grading_support import _run_once
+
+    inputs = J.graded_inputs(check_id, 7)
+    right, _ = _run_once(check_id, cached_decoder(), workdir, inputs)
+    ahead, _ = _run_once(check_id, cached_decoder(position=lambda t: t + 1), workdir, inputs)
+    ref_logits = J.loaded(J.CHECKS[check_id], right, inputs)["step_logits"]
+    for forged in (None, np.zeros_like(ref_logits), ref_logits + 1.0):
+        assert J.verify(check_id, _recorded_replaced(right, forged), inputs).ok
+    for forged in (None, ref_logits):
+        verdict = J.verify(check_id, _recorded_replaced(ahead, forged), inputs)
+        assert not verdict.ok and "position encodings one ahead" in " ".join(verdict.message.split())
+
+
+class _DropsOldest(A.KVCache):
+    """Keeps all but the oldest key once it holds three: a cache mistake no judge names."""
+
+    def update(self, k_new, v_new):
+        k, v = super().update(k_new, v_new)
+        return (k[:, :, 1:], v[:, :, 1:]) if k.shape[2] > 2 else (k, v)
+
+
+class _ScalesValues(A.KVCache):
+    def update(self, k_new, v_new):
+        k, v = super().update(k_new, v_new)
+        return k, v * 1.05
+
+
+@pytest.mark.parametrize("name, decode", [
+    ("positions skip one from step 2", cached_decoder(position=lambda t: t if t < 2 else t + 1)),
+    ("positions stop advancing at 3", cached_decoder(position=lambda t: min(t, 3))),
+    ("the oldest key dropped", cached_decoder(cache=_DropsOldest)),
+    ("values scaled by 1.05", cached_decoder(cache=_ScalesValues)),
+])
+def test_mistakes_no_judge_lists_return_other_tokens_for_every_student(name, decode):
+    """The inputs are drawn so that the listed mistakes change the tokens; mistakes nobody listed
+    must change them too, or the tokens could not decide alone (bench/bench_decode_detection.py
+    prints the rate over many more students)."""
+    secret = b"a course secret for this test only"
+    for check_id in ("kv_cache.tokens", "kv_cache.tokens_hidden"):
+        for student in STUDENTS[:10]:
+            inputs = J.graded_inputs(check_id, J.check_seed(secret, student, "kv_cache", check_id))
+            ref = greedy_decode(inputs["model"], inputs["ques"], inputs["n"], use_cache=False)
+            assert not torch.equal(decode(inputs["model"], inputs["ques"], inputs["n"]), ref), (name, check_id, student)
