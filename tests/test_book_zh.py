@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import sys
+from html import escape as html_escape
 
 import pytest
 import yaml
@@ -74,6 +75,31 @@ def test_glossary_has_one_translation_per_term():
     zh = [t["zh"] for t in GLOSSARY]
     en = [t["en"].lower() for t in GLOSSARY]
     assert len(set(zh)) == len(zh) and len(set(en)) == len(en)
+
+
+def test_glossary_defines_every_term_in_one_line_in_each_language():
+    for t in GLOSSARY:
+        assert {"zh", "en", "en_def", "zh_def"} <= set(t), f"{t.get('en')}: a term needs zh, en, en_def and zh_def"
+        for key in ("en_def", "zh_def"):
+            assert t[key].strip() and "\n" not in t[key].strip(), f"{t['en']}: {key} is one line"
+        assert re.search(r"[\u4e00-\u9fff]", t["zh_def"]) and not re.search(r"[\u4e00-\u9fff]", t["en_def"]), t["en"]
+
+
+# Everything a reader of the Chinese edition reads: its pages, the display strings of their code,
+# the widgets' strings, the grader's feedback and the Chinese exercises' texts.
+CHINESE_TEXTS = [*ZH.glob("*.md"), *(ZH / "strings").glob("*.yml"), ROOT / "encdec" / "widgets" / "strings" / "zh.json",
+                 ROOT / "encdec" / "grading" / "messages.py", *ROOT.glob("solutions/*/zh.yml")]
+
+
+def test_no_chinese_text_uses_another_translation_of_a_term():
+    """One Chinese word per term: the glossary lists the other words a term has been given
+    (``avoid``), and none of them appears anywhere a reader of the Chinese edition reads."""
+    avoided = {word: t["zh"] for t in GLOSSARY for word in t.get("avoid", [])}
+    assert avoided, "the glossary lists no other translation to avoid"
+    for path in CHINESE_TEXTS:
+        text = path.read_text(encoding="utf-8")
+        for word, term in avoided.items():
+            assert word not in text, f"{path.relative_to(ROOT)} says {word}: the glossary's word is {term}"
 
 
 CODE_INFO = re.compile(r"^(\{(code-cell|code-block|code|literalinclude|math)\}.*|[\w+-]*)$")
@@ -173,5 +199,6 @@ def test_each_page_has_its_language_and_a_link_to_the_other_edition(site, page):
 @pytest.mark.parametrize("page", ["book/glossary", "book/zh/glossary"])
 def test_the_glossary_page_shows_every_term(site, page):
     html = (site / f"{page}.html").read_text(encoding="utf-8")
-    shown = re.findall(r'<tr><td>([^<]+)</td><td lang="zh-CN">([^<]+)</td></tr>', html)
-    assert [(zh, en) for en, zh in shown] == [(t["zh"], t["en"]) for t in GLOSSARY]
+    shown = re.findall(r'<tr><td>([^<]+)</td><td lang="zh-CN">([^<]+)</td><td>([^<]+)</td></tr>', html)
+    definition = "zh_def" if "/zh/" in page else "en_def"  # each edition shows its own language's
+    assert [(zh, en, d) for en, zh, d in shown] == [(t["zh"], t["en"], html_escape(t[definition])) for t in GLOSSARY]
