@@ -405,3 +405,26 @@ def test_historical_notes_show_no_unrecorded_claim_in_code_either():
                        if pre.get_text().startswith("def position_encoding_sinusoid"))
         tree = ast.parse(include)  # a line range that cuts the docstring leaves a stray quote
         assert ast.get_docstring(tree.body[0]) is None and len(tree.body[0].body) == 7, include
+
+
+def test_lesson_12s_connection_to_decoder_only_qa_is_a_section():
+    """Lesson 12 closes on "is QA another objective?": the same pair as one decoder-only sequence,
+    the loss on the answer's positions, the same factors. A section of its own in both editions,
+    its cell printing the running example both ways."""
+    for edition, heading in (("en", "is QA another objective?"), ("zh", "问答是另一种目标吗？")):
+        headings = [text(h) for h in article(edition, "ch12_what_you_trained").find_all("h2")]
+        assert any(heading in h for h in headings), f"{edition}: no section {heading!r}"
+        out = outputs(edition, "ch12_what_you_trained")
+        assert "BOS NEGATIVE 3 0 subtract NEGATIVE 3 4 EOS POSITIVE 0 4" in out, edition
+
+
+def test_each_chapter_ends_with_a_recap_table():
+    """A recap table in each chapter's summary, in both editions: the three attentions, one
+    training step, the phases of generation."""
+    expect = {"ch11_cross_attention": ("[N, H, Ka, Kq]", "[N, H, Kq, Kq]"),
+              "ch12_what_you_trained": ("(N, Ka − 1, V)",), "ch13_generation": ("[N, Kq, M]",)}
+    for edition in EDITIONS:
+        for page, cells in expect.items():
+            tables = article(edition, page).find_all("table")
+            shown = " ".join(text(t) for t in tables)
+            assert all(c in shown for c in cells), f"{edition}/{page}: no recap table with {cells}"
