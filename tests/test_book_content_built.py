@@ -428,3 +428,15 @@ def test_each_chapter_ends_with_a_recap_table():
             tables = article(edition, page).find_all("table")
             shown = " ".join(text(t) for t in tables)
             assert all(c in shown for c in cells), f"{edition}/{page}: no recap table with {cells}"
+
+
+def test_lesson_11s_walkthrough_at_subtract_is_the_hypothesis_the_measurement_tests():
+    """Lesson 11's conceptual walkthrough at `subtract` comes back as a hypothesis, stated before
+    the cells that measure the trained encoder, which print each head's weight on its slots."""
+    for edition, measured in (("en", "weight on the six slots of signs and digits"), ("zh", "符号和数字这六个槽位上的权重")):
+        page = article(edition, "ch11_cross_attention")
+        whole = text(page)
+        assert "operator identity + sign 1 + operand 1 + sign 2 + operand 2" in whole, edition
+        out = outputs(edition, "ch11_cross_attention")
+        assert measured in out, f"{edition}: the measurement of the hypothesis is not printed"
+        assert whole.index("operator identity + sign 1") < whole.index(measured), edition
