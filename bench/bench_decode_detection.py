@@ -22,29 +22,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from autograder import judge as J  # noqa: E402
 from autograder.judge import variants as Var  # noqa: E402
-from encdec import attention as A  # noqa: E402
 from encdec.generate import greedy_decode  # noqa: E402
-from grading_support import cached_decoder  # noqa: E402
-
-
-class DropsOldest(A.KVCache):
-    def update(self, k_new, v_new):
-        k, v = super().update(k_new, v_new)
-        return (k[:, :, 1:], v[:, :, 1:]) if k.shape[2] > 2 else (k, v)
-
-
-class ScalesValues(A.KVCache):
-    def update(self, k_new, v_new):
-        k, v = super().update(k_new, v_new)
-        return k, v * 1.05
+from grading_support import DropsOldestCache, ScalesValuesCache, cached_decoder  # noqa: E402
 
 
 UNLISTED = {
     "positions skip one from step 2": cached_decoder(position=lambda t: t if t < 2 else t + 1),
     "positions stop advancing at 3": cached_decoder(position=lambda t: min(t, 3)),
     "positions stop advancing at 6": cached_decoder(position=lambda t: min(t, 6)),
-    "the oldest key dropped": DropsOldest,
-    "values scaled by 1.05": ScalesValues,
+    "the oldest key dropped": DropsOldestCache,
+    "values scaled by 1.05": ScalesValuesCache,
 }
 
 

@@ -132,3 +132,19 @@ def cached_decoder(position=lambda t: t, encoder_every_step=False, cache=Appendi
         return tokens
 
     return decode
+
+
+class DropsOldestCache(AppendingCache):
+    """Keeps all but the oldest key once it holds three: a cache mistake no judge names."""
+
+    def update(self, k_new, v_new):
+        k, v = super().update(k_new, v_new)
+        return (k[:, :, 1:], v[:, :, 1:]) if k.shape[2] > 2 else (k, v)
+
+
+class ScalesValuesCache(AppendingCache):
+    """Returns its values scaled by 1.05: another cache mistake no judge names."""
+
+    def update(self, k_new, v_new):
+        k, v = super().update(k_new, v_new)
+        return k, v * 1.05

@@ -12,7 +12,7 @@ from encdec import attention as A
 from encdec.data import EOS_ID
 from encdec.generate import greedy_decode, new_caches
 
-from grading_support import cached_decoder, graded, own_run, plain_argmax
+from grading_support import DropsOldestCache, ScalesValuesCache, cached_decoder, graded, own_run, plain_argmax
 
 
 @pytest.fixture()
@@ -133,25 +133,11 @@ def test_the_recorded_step_logits_never_change_a_decoding_score(check_id, workdi
         assert not verdict.ok and "position encodings one ahead" in " ".join(verdict.message.split())
 
 
-class _DropsOldest(A.KVCache):
-    """Keeps all but the oldest key once it holds three: a cache mistake no judge names."""
-
-    def update(self, k_new, v_new):
-        k, v = super().update(k_new, v_new)
-        return (k[:, :, 1:], v[:, :, 1:]) if k.shape[2] > 2 else (k, v)
-
-
-class _ScalesValues(A.KVCache):
-    def update(self, k_new, v_new):
-        k, v = super().update(k_new, v_new)
-        return k, v * 1.05
-
-
 @pytest.mark.parametrize("name, decode", [
     ("positions skip one from step 2", cached_decoder(position=lambda t: t if t < 2 else t + 1)),
     ("positions stop advancing at 3", cached_decoder(position=lambda t: min(t, 3))),
-    ("the oldest key dropped", cached_decoder(cache=_DropsOldest)),
-    ("values scaled by 1.05", cached_decoder(cache=_ScalesValues)),
+    ("the oldest key dropped", cached_decoder(cache=DropsOldestCache)),
+    ("values scaled by 1.05", cached_decoder(cache=ScalesValuesCache)),
 ])
 def test_mistakes_no_judge_lists_return_other_tokens_for_every_student(name, decode):
     """The inputs are drawn so that the listed mistakes change the tokens; mistakes nobody listed
