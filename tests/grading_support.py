@@ -7,6 +7,7 @@ package's ``KVCache.update`` is an exercise target.
 """
 from __future__ import annotations
 
+import functools
 import shutil
 import time
 from pathlib import Path
@@ -26,10 +27,17 @@ ROOT = Path(__file__).resolve().parents[1]
 SEED = 12345
 
 
+@functools.lru_cache(maxsize=None)
+def graded_inputs(check_id: str, seed: int) -> dict:
+    """The grader's inputs of one check for one seed, drawn once per test session (drawing the
+    decoding checks' takes about a second; nothing a run does changes them)."""
+    return J.graded_inputs(check_id, seed)
+
+
 def graded(check_id, impl, workdir, seed=SEED):
     """A graded run of one check, as the grader does it: inputs in, the student's code, verdict.
     Returns the verdict and the error the kernel side raised (None when the student's code ran)."""
-    inputs = J.graded_inputs(check_id, seed)
+    inputs = graded_inputs(check_id, seed)
     if not J.CHECKS[check_id].runs:
         saved, kernel_error = _run_once(check_id, impl, workdir, inputs)
         return J.verify(check_id, saved, inputs), kernel_error

@@ -12,7 +12,8 @@ from encdec import attention as A
 from encdec.data import EOS_ID
 from encdec.generate import greedy_decode, new_caches
 
-from grading_support import DropsOldestCache, ScalesValuesCache, cached_decoder, graded, own_run, plain_argmax
+from grading_support import (DropsOldestCache, ScalesValuesCache, cached_decoder, graded, graded_inputs, own_run,
+                             plain_argmax)
 
 
 @pytest.fixture()
@@ -39,7 +40,7 @@ def test_decoding_inputs_have_rows_that_finish_early_and_rows_that_never_finish(
     # (the structure checks' runs decode every row to the end by design: no EOS, the cost is the structure's)
     for check_id in ("kv_cache.tokens", "kv_cache.tokens_hidden"):
         for student in STUDENTS:
-            inputs = J.graded_inputs(check_id, J.check_seed(secret, student, "kv_cache", check_id))
+            inputs = graded_inputs(check_id, J.check_seed(secret, student, "kv_cache", check_id))
             tokens = greedy_decode(inputs["model"], inputs["ques"], inputs["n"], use_cache=False)  # (N, 1 + n)
             eos = tokens[:, 1:] == EOS_ID  # (N, n)
             assert (~eos.any(dim=1)).any(), f"{check_id}/{student}: every row finishes"
@@ -122,7 +123,7 @@ def test_the_recorded_step_logits_never_change_a_decoding_score(check_id, workdi
 
     from grading_support import _run_once
 
-    inputs = J.graded_inputs(check_id, 7)
+    inputs = graded_inputs(check_id, 7)
     right, _ = _run_once(check_id, cached_decoder(), workdir, inputs)
     ahead, _ = _run_once(check_id, cached_decoder(position=lambda t: t + 1), workdir, inputs)
     ref_logits = J.loaded(J.CHECKS[check_id], right, inputs)["step_logits"]
@@ -146,6 +147,6 @@ def test_mistakes_no_judge_lists_return_other_tokens_for_every_student(name, dec
     secret = b"a course secret for this test only"
     for check_id in ("kv_cache.tokens", "kv_cache.tokens_hidden"):
         for student in STUDENTS[:10]:
-            inputs = J.graded_inputs(check_id, J.check_seed(secret, student, "kv_cache", check_id))
+            inputs = graded_inputs(check_id, J.check_seed(secret, student, "kv_cache", check_id))
             ref = greedy_decode(inputs["model"], inputs["ques"], inputs["n"], use_cache=False)
             assert not torch.equal(decode(inputs["model"], inputs["ques"], inputs["n"]), ref), (name, check_id, student)

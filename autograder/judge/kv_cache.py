@@ -105,7 +105,8 @@ def _build_decode(seed: int, hidden: bool) -> dict:
                 model.emb_layer.weight.mul_(_EMB_SCALE)
             ques = torch.randint(0, 16, (N, 9), generator=g)
             _sharpen_readout(model, ques, n, g)
-            if _set_eos_readout(model, ques, n, g) and _tells_mistakes_apart(model, ques, n):
+            found = _set_eos_readout(model, ques, n, g)  # (the reference tokens, the clear gap) or None
+            if found is not None and _tells_mistakes_apart(model, ques, n, *found):
                 return {"model": model, "config": cfg, "ques": ques, "n": n, "dims": {"N": N, "n": n}}
     raise RuntimeError(f"kv_cache seed {seed}: no model whose tokens tell the known mistakes apart, with a row that "
                        f"finishes early, in {_ATTEMPTS} draws")
@@ -135,14 +136,16 @@ def _best_other(logits: Tensor) -> Tensor:
 
 
 @torch.no_grad()
-def _set_eos_readout(model, ques, n, g) -> bool:
+def _set_eos_readout(model, ques, n, g) -> tuple[Tensor, float] | None:
     """Choose the EOS row of ``proj_to_vocab`` (which ``_sharpen_readout`` left losing everywhere)
     so that EOS wins at one step of one row, before the last step, and nowhere else on the greedy
     path, nor at the step after that EOS (the model would go on with another token there: only
     pick_next keeps the row at EOS). The EOS logit is k (<u, h> - c) on the decoder state h, with
     u pointing from the other states to the chosen one, c halfway between it and the nearest other
     state along u, and k just large enough. The EOS row changes only the EOS logit, so the greedy
-    path that never picks EOS stays as it was. False (row restored) when no step works."""
+    path that never picks EOS stays as it was. Returns the greedy tokens (N, 1 + n) with that row
+    and the gap a choice needs to be clear on this model (``_clear``); None (row restored) when no
+    step works."""
     proj = model.proj_to_vocab
     w0, b0 = proj.weight[EOS_ID].clone(), proj.bias[EOS_ID].clone()
     path = greedy_decode(model, ques, n, use_cache=False)  # (N, 1 + n): EOS never wins yet
@@ -167,36 +170,37 @@ def _set_eos_readout(model, ques, n, g) -> bool:
         # k gap / 2 above the early step's best other logit, and below every other one by _SPLIT
         k = 2 * (max(float(top[r, s]), float(-rest_top.min()), 0.0) + _SPLIT) / gap
         proj.weight[EOS_ID], proj.bias[EOS_ID] = k * u, -k * c
+        tokens = greedy_decode(model, ques, n, use_cache=False)  # (N, 1 + n): the reference now
+        logits = _teacher_forced_logits(model, ques, tokens)  # (n, N, V)
         # a near-tie would let a correct cached decoder, which rounds in another order, pick another token
-        if _exercises_eos(model, ques, n) and _min_margins(model, ques, n).min() >= _clear(model, ques, n):
-            return True
+        clear = _clear(model, ques, tokens, logits)
+        if _exercises_eos(tokens, logits) and _min_margins(logits).min() >= clear:
+            return tokens, clear
     proj.weight[EOS_ID], proj.bias[EOS_ID] = w0, b0
-    return False
+    return None
 
 
 @torch.no_grad()
-def _clear(model, ques, n) -> float:
+def _clear(model, ques, tokens, single) -> float:
     """The smallest gap between the best and second-best logit that counts as a clear choice on
-    this model: _TIE, or ten times the model's own float rounding along the greedy path (float32
-    against float64, the tokens other than EOS), whichever is larger."""
+    this model: _TIE, or ten times the model's own float rounding along the greedy ``tokens``
+    (N, 1 + n) (their float32 logits ``single`` (n, N, V) against float64, the tokens other than
+    EOS), whichever is larger."""
     import copy
 
-    tokens = greedy_decode(model, ques, n, use_cache=False)  # (N, 1 + n)
-    single = _teacher_forced_logits(model, ques, tokens).double()  # (n, N, V)
     double = _teacher_forced_logits(copy.deepcopy(model).double(), ques, tokens)  # (n, N, V)
-    off = (single - double).abs()  # (n, N, V)
+    off = (single.double() - double).abs()  # (n, N, V): single, the float32 logits along tokens
     off[..., EOS_ID] = 0  # EOS is kept _SPLIT away from the best other logit on the path (_set_eos_readout)
     return max(_TIE, 10 * float(off.max()))
 
 
 @torch.no_grad()
-def _tells_mistakes_apart(model, ques, n) -> bool:
+def _tells_mistakes_apart(model, ques, n, ref: Tensor, clear: float) -> bool:
     """Each known decoding mistake (``variants.decode_variants``) returns other tokens than the
     reference and than every other mistake, and its first token off the reference is a clear choice
     of its own (no near-tie): a decoder with that mistake cannot return the reference tokens,
-    however it rounds."""
-    ref = greedy_decode(model, ques, n, use_cache=False)  # (N, 1 + n)
-    clear = _clear(model, ques, n)
+    however it rounds. ``ref``: the reference tokens (N, 1 + n); ``clear``: the gap a clear choice
+    needs (``_clear``)."""
     variants = Var.decode_variants(model, ques, n)
     if len({tuple(tokens.flatten().tolist()) for tokens, _ in variants.values()}) < len(variants):
         return False  # two mistakes with the same tokens could not be named apart
@@ -213,11 +217,11 @@ def _tells_mistakes_apart(model, ques, n) -> bool:
 
 
 @torch.no_grad()
-def _exercises_eos(model, ques, n) -> bool:
-    """Some row finishes before the last step and the model's own next choice for it is not EOS
-    (so a decoder that ignores finished rows answers differently), and some row never finishes."""
-    tokens = greedy_decode(model, ques, n, use_cache=False)  # (N, 1 + n)
-    logits = _teacher_forced_logits(model, ques, tokens)  # (n, N, V)
+def _exercises_eos(tokens: Tensor, logits: Tensor) -> bool:
+    """Along the greedy tokens (N, 1 + n) and their step logits (n, N, V): some row finishes before
+    the last step and the model's own next choice for it is not EOS (so a decoder that ignores
+    finished rows answers differently), and some row never finishes."""
+    n = logits.shape[0]
     is_eos = tokens[:, 1:] == EOS_ID  # (N, n)
     never = ~is_eos.any(dim=1)  # (N,)
     first = torch.where(is_eos.any(dim=1), is_eos.int().argmax(dim=1), n)  # (N,) step of the first EOS
@@ -233,10 +237,10 @@ def _wire_decode(inputs):
             {**state_arrays(inputs["model"]), "ques": inputs["ques"].numpy()})
 
 
-def _min_margins(model, ques, n) -> Tensor:
-    """Per question, the smallest gap between the best and second-best logit along the greedy path."""
-    tokens = greedy_decode(model, ques, n, use_cache=False)
-    top2 = _teacher_forced_logits(model, ques, tokens).topk(2, dim=-1).values  # (n, N, 2)
+def _min_margins(logits: Tensor) -> Tensor:
+    """Per question, the smallest gap between the best and second-best logit along the greedy
+    path, from its step logits (n, N, V)."""
+    top2 = logits.topk(2, dim=-1).values  # (n, N, 2)
     return (top2[..., 0] - top2[..., 1]).min(dim=0).values  # (N,)
 
 
