@@ -4,6 +4,7 @@ decoding: inputs, references, judges."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import math
 import time
@@ -181,15 +182,20 @@ def _set_eos_readout(model, ques, n, g) -> tuple[Tensor, float] | None:
 
 
 @torch.no_grad()
+def _rounding(model, ques, tokens, single: Tensor) -> Tensor:
+    """How far the float32 step logits ``single`` (n, N, V) along ``tokens`` (N, 1 + n) are from
+    the same model's in float64: (n, N, V), the model's own rounding."""
+    double = _teacher_forced_logits(copy.deepcopy(model).double(), ques, tokens)  # (n, N, V)
+    return (single.double() - double).abs()
+
+
+@torch.no_grad()
 def _clear(model, ques, tokens, single) -> float:
     """The smallest gap between the best and second-best logit that counts as a clear choice on
     this model: _TIE, or ten times the model's own float rounding along the greedy ``tokens``
     (N, 1 + n) (their float32 logits ``single`` (n, N, V) against float64, the tokens other than
     EOS), whichever is larger."""
-    import copy
-
-    double = _teacher_forced_logits(copy.deepcopy(model).double(), ques, tokens)  # (n, N, V)
-    off = (single.double() - double).abs()  # (n, N, V): single, the float32 logits along tokens
+    off = _rounding(model, ques, tokens, single)  # (n, N, V)
     off[..., EOS_ID] = 0  # EOS is kept _SPLIT away from the best other logit on the path (_set_eos_readout)
     return max(_TIE, 10 * float(off.max()))
 
@@ -317,13 +323,11 @@ def _observed(inputs, tok, steps) -> str:
     N = ques.shape[0]
     if not _replayable(inputs, tok):
         return ""  # no prefix to replay: the shapes above say what is wrong
-    import copy
-
     tokens = torch.from_numpy(tok.astype(np.int64))
-    own = _teacher_forced_logits(model, ques, tokens).numpy()  # (n, N, V) along the student's tokens
+    own32 = _teacher_forced_logits(model, ques, tokens)  # (n, N, V) along the student's tokens
+    own = own32.numpy()
     # off the reference path this model's float rounding may pass ATOL: ten times it is the tolerance
-    own64 = _teacher_forced_logits(copy.deepcopy(model).double(), ques, tokens).numpy()  # (n, N, V)
-    tol = max(ATOL, 10 * float(np.abs(own - own64).max()))
+    tol = max(ATOL, 10 * float(_rounding(model, ques, tokens, own32).max()))
     k = 0 if steps is None or steps.ndim != 3 or steps.shape[1:] != own.shape[1:] else min(len(steps), n)
     for t in range(k):
         bad = ~np.isclose(steps[t], own[t], atol=tol, rtol=ATOL).all(axis=-1)  # (N,)
