@@ -45,15 +45,20 @@ unit: venv
 # `matrix`); it closes with its slowest tests and its time by block (tests/conftest.py), where the
 # 25-minute budget is watched. `make test-all` runs the matrices too, and every fixture of the
 # named checks (zh-check, queue-check, gradescope-check): the scheduled workflow runs it.
+# The suite on two workers (pytest-xdist): a module, or the modules of one XDIST_GROUP, is one unit
+# of work, the long ones handed out first (tests/conftest.py). TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder)
+
 test:
 	@mkdir -p build && rm -f build/make-test-blocks.txt
 	@bash scripts/timed.sh "virtual environment" $(MAKE) --no-print-directory venv
 	@bash scripts/timed.sh "Debian packages" $(MAKE) --no-print-directory system
 	@bash scripts/timed.sh "book, both editions" $(MAKE) --no-print-directory book
-	ENCDEC_SETUP_TIMED=1 $(PY) -m pytest -q -m "not matrix" --durations=25 tests
+	ENCDEC_SETUP_TIMED=1 $(PY) -m pytest -q $(XDIST) -m "not matrix" --durations=25 tests
 
 test-all: venv system book
-	ENCDEC_ZH_ALL=1 ENCDEC_QUEUE_ALL=1 ENCDEC_GRADESCOPE_ALL=1 $(PY) -m pytest -q --durations=25 tests
+	ENCDEC_ZH_ALL=1 ENCDEC_QUEUE_ALL=1 ENCDEC_GRADESCOPE_ALL=1 $(PY) -m pytest -q $(XDIST) --durations=25 tests
 
 bench: venv
 	$(PY) bench/run_all.py

@@ -69,7 +69,12 @@ def nbgrader(*args: str, log: Path) -> int:
         return subprocess.run(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT).returncode
 
 
-def grade(work: Path, timeout: int = 10, only: list[str] | None = None) -> list[Row]:
+# seconds a cell may run: the wrong structures of the kv_cache cost runs (the cheats that re-run the
+# prefix) take up to about 10 s of CPU in the kernel, more on a busy machine; the course's own is 60
+TIMEOUT = 30
+
+
+def grade(work: Path, timeout: int = TIMEOUT, only: list[str] | None = None) -> list[Row]:
     """Grade the fixtures of the table (``fixtures/table.py``) inside ``work``; return one row per fixture."""
     from nbgrader.api import Gradebook, MissingEntry
 
@@ -137,7 +142,7 @@ def _graded_text(path: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--work", type=Path, help="folder for the nbgrader state (default: a temporary one)")
-    p.add_argument("--timeout", type=int, default=10, help="seconds per cell (nbgrader's Execute.timeout)")
+    p.add_argument("--timeout", type=int, default=TIMEOUT, help="seconds per cell (nbgrader's Execute.timeout)")
     p.add_argument("--only", nargs="*", help="fixture names (default: all)")
     args = p.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="encdec-grading-"))

@@ -1,5 +1,10 @@
 """The suite's budget, visible: seconds per block (each test module, and the set-up steps that
-`make test` timed before pytest started) close the report, beside pytest's slowest tests."""
+`make test` timed before pytest started) close the report, beside pytest's slowest tests.
+
+`make test` runs the suite on two pytest-xdist workers (`--dist loadgroup`): a module is one unit
+of work, so its module fixtures are made once, and modules that share a session fixture or a fixed
+port name one group in `XDIST_GROUP` (they run in one worker, one after another). The long groups
+are handed out first (`LONG_FIRST`), so the last unit to start is a short one."""
 
 from __future__ import annotations
 
@@ -13,17 +18,44 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # `make test` writes one "label seconds" line per set-up step here (scripts/timed.sh)
 SETUP_TIMES = ROOT / "build" / "make-test-blocks.txt"
+# the groups (XDIST_GROUP, else the module's path) that take longest, longest first (the time by
+# block of a fresh-clone run): the rest follow in collection order
+LONG_FIRST = ["listen-ports", "stock-batch", "tests/test_contributing_recipe.py", "tests/test_gradescope.py",
+              "tests/test_browser.py", "tests/test_grading_queue.py", "tests/test_exercises_notebooks.py",
+              "tests/test_browser_inert.py", "tests/test_grading_decoding.py", "tests/test_formgrader.py"]
+SHARED = "encdec-shared-block"  # a user property: (SHARED, (name, seconds)) of a session fixture made in a test's set-up
 _seconds: dict[str, float] = defaultdict(float)
-_shared: dict[str, float] = defaultdict(float)  # session fixtures several modules use: a block each
+_made: list[tuple[str, float]] = []  # session fixtures made in the set-up under way: (block, seconds)
 _started = time.monotonic()
 
 
+def _group(item) -> str:
+    return getattr(item.module, "XDIST_GROUP", None) or item.nodeid.split("::")[0]
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the marks
+def pytest_collection_modifyitems(config, items):
+    rank = {g: i for i, g in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: rank.get(_group(item), len(rank)))  # stable: the rest keep their order
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(_group(item)))
+
+
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item, nextitem):
-    start, shared = time.monotonic(), sum(_shared.values())
+def pytest_runtest_setup(item):
+    """A session fixture made in this set-up goes into the set-up's report (the one xdist sends)."""
     yield
-    # a shared fixture made during this test is its own block, not the module's that came first
-    _seconds[item.nodeid.split("::")[0]] += time.monotonic() - start - (sum(_shared.values()) - shared)
+    item.user_properties.extend((SHARED, made) for made in _made)
+    _made.clear()
+
+
+def pytest_runtest_logreport(report):
+    """Every phase's seconds to its module (in the process that reports: xdist's controller, or the
+    one process); a shared session fixture made in a set-up is a block of its own."""
+    shared = [value for name, value in report.user_properties if name == SHARED] if report.when == "setup" else []
+    for block, seconds in shared:
+        _seconds[f"{block} (shared, tests/conftest.py)"] += seconds
+    _seconds[report.nodeid.split("::")[0]] += report.duration - sum(s for _, s in shared)
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -35,12 +67,14 @@ def pytest_terminal_summary(terminalreporter):
         for line in SETUP_TIMES.read_text().splitlines():
             label, seconds = line.rsplit(" ", 1)
             write(f"{float(seconds):8.1f} s  set-up: {label}")
-    blocks = {**_seconds, **{f"{name} (shared, tests/conftest.py)": t for name, t in _shared.items()}}
-    for module, seconds in sorted(blocks.items(), key=lambda kv: -kv[1]):
-        write(f"{seconds:8.1f} s  {module}")
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT") or getattr(terminalreporter.config.option, "numprocesses", None)
+    for block, seconds in sorted(_seconds.items(), key=lambda kv: -kv[1]):
+        write(f"{seconds:8.1f} s  {block}")
+    write(f"{sum(_seconds.values()):8.1f} s  the blocks together" + (f" (on {workers} workers)" if workers else ""))
     write(f"{time.monotonic() - _started:8.1f} s  pytest in all")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist starts its workers, which find them made
 def pytest_sessionstart(session):
     """The fixture submissions are products of their table, made into build/ (never committed):
     made again here whenever the table, the release or the solutions changed, so every test, and
@@ -65,4 +99,4 @@ def stock_batch(request, tmp_path_factory):
     try:
         return grade(tmp_path_factory.mktemp("stock-batch"), names, zh)
     finally:
-        _shared["stock nbgrader batch"] += time.monotonic() - start
+        _made.append(("stock nbgrader batch", time.monotonic() - start))
