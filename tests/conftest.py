@@ -1,10 +1,9 @@
 """The suite's budget, visible: seconds per block (each test module, and the set-up steps that
 `make test` timed before pytest started) close the report, beside pytest's slowest tests.
 
-`make test` runs the suite on two pytest-xdist workers (`--dist loadgroup`): a module is one unit
-of work, so its module fixtures are made once, and modules that share a session fixture or a fixed
-port name one group in `XDIST_GROUP` (they run in one worker, one after another). The long groups
-are handed out first (`LONG_FIRST`), so the last unit to start is a short one."""
+`make test` runs the suite on two pytest-xdist workers: a module is one unit of work, so its
+module fixtures are made once, and the modules of one of `GROUPS` (they share a session fixture or a
+fixed port) are one unit together. The long units are handed out first (`LONG_FIRST`)."""
 
 from __future__ import annotations
 
@@ -18,27 +17,43 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # `make test` writes one "label seconds" line per set-up step here (scripts/timed.sh)
 SETUP_TIMES = ROOT / "build" / "make-test-blocks.txt"
-# the groups (XDIST_GROUP, else the module's path) that take longest, longest first (the time by
-# block of a fresh-clone run): the rest follow in collection order
-LONG_FIRST = ["listen-ports", "stock-batch", "tests/test_contributing_recipe.py", "tests/test_gradescope.py",
-              "tests/test_browser.py", "tests/test_grading_queue.py", "tests/test_exercises_notebooks.py",
-              "tests/test_browser_inert.py", "tests/test_grading_decoding.py", "tests/test_formgrader.py"]
+# Modules that share a session fixture or a fixed port: each group runs in one worker, one module
+# after another. The stock batch (`stock_batch` below) is made once for the modules that read it;
+# the hostile fixtures connect to payloads.LISTEN_PORTS, where one listener at a time counts them.
+GROUPS = {"stock-batch": ["tests/test_grading_fixtures.py", "tests/test_exercises_zh.py", "tests/test_report.py"],
+          "listen-ports": ["tests/test_sandbox.py", "tests/test_sandbox_hostile.py", "tests/test_unprivileged.py"]}
+GROUP_OF = {module: group for group, modules in GROUPS.items() for module in modules}
+# the units (a group, else a module) that take longest, longest first (the time by block of a
+# fresh-clone run): handed out first, so the last unit to start is a short one
+LONG_FIRST = ["listen-ports", "stock-batch", "tests/test_browser.py", "tests/test_gradescope.py",
+              "tests/test_contributing_recipe.py", "tests/test_grading_queue.py", "tests/test_grading_decoding.py",
+              "tests/test_browser_inert.py", "tests/test_formgrader.py", "tests/test_feedback_zh.py",
+              "tests/test_exercises_notebooks.py", "tests/test_browser_zh.py", "tests/test_browser_gallery.py"]
 SHARED = "encdec-shared-block"  # a user property: (SHARED, (name, seconds)) of a session fixture made in a test's set-up
 _seconds: dict[str, float] = defaultdict(float)
 _made: list[tuple[str, float]] = []  # session fixtures made in the set-up under way: (block, seconds)
 _started = time.monotonic()
 
 
-def _group(item) -> str:
-    return getattr(item.module, "XDIST_GROUP", None) or item.nodeid.split("::")[0]
+def _unit(nodeid: str) -> str:
+    module = nodeid.split("::")[0]
+    return GROUP_OF.get(module, module)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the marks
 def pytest_collection_modifyitems(config, items):
-    rank = {g: i for i, g in enumerate(LONG_FIRST)}
-    items.sort(key=lambda item: rank.get(_group(item), len(rank)))  # stable: the rest keep their order
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(_group(item)))
+    rank = {u: i for i, u in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: rank.get(_unit(item.nodeid), len(rank)))  # stable: the rest keep their order
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's scope scheduling with a unit per group or module (`_unit`), in collection order."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit(nodeid)
+
+    return ByUnit(config, log)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -209,7 +209,6 @@ def test_the_grader_decides_in_english_and_words_it_in_chinese(check_id, impl, s
 
 # graded in the session's stock batch (conftest.py): each of them handed in from both releases
 STOCK_BATCH = STOCK_BATCH_ZH = sorted(MANIFEST) if ALL else list(GRADED)
-XDIST_GROUP = "stock-batch"  # one worker makes the batch for every module that reads it (conftest.py)
 
 
 def test_chinese_submissions_grade_exactly_as_the_english_ones(stock_batch):

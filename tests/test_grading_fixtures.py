@@ -41,7 +41,6 @@ def test_one_table_names_every_built_submission_once():
 
 
 STOCK_BATCH = SELECTED  # graded in the session's stock batch (conftest.py), with other modules' fixtures
-XDIST_GROUP = "stock-batch"  # one worker makes the batch for every module that reads it (conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,6 @@ SOURCE = ROOT / "solutions"
 
 
 STOCK_BATCH = FIXTURES  # graded in the session's stock batch (conftest.py)
-XDIST_GROUP = "stock-batch"  # one worker makes the batch for every module that reads it (conftest.py)
 
 
 @pytest.fixture(scope="module")

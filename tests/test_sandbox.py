@@ -24,8 +24,6 @@ ROOT = Path(__file__).resolve().parents[1]
 HOSTILE = BUILT / "hostile"  # made from autograder/fixtures/table.py (conftest.py)
 ASSIGNMENT = "decoder_block"
 PY = sys.executable
-# the hostile fixtures connect to payloads.LISTEN_PORTS, where one listener at a time counts them
-XDIST_GROUP = "listen-ports"
 
 
 @pytest.fixture(scope="module")

@@ -41,8 +41,6 @@ EXPECTED = table.hostile()
 PY = sys.executable
 
 pytestmark = [pytest.mark.grading, pytest.mark.slow]
-# the hostile fixtures connect to payloads.LISTEN_PORTS, where one listener at a time counts them
-XDIST_GROUP = "listen-ports"
 
 
 def tree_digest(*folders: Path) -> dict[str, str]:

@@ -39,8 +39,6 @@ SELECT = os.environ.get("ENCDEC_UNPRIVILEGED_ARGS", "").split()
 
 pytestmark = [pytest.mark.grading, pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="run as a plain user, every test is unprivileged already")]
-# the hostile fixtures connect to payloads.LISTEN_PORTS, where one listener at a time counts them
-XDIST_GROUP = "listen-ports"
 
 
 def ensure_user() -> pwd.struct_passwd:
