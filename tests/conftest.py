@@ -17,15 +17,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # `make test` writes one "label seconds" line per set-up step here (scripts/timed.sh)
 SETUP_TIMES = ROOT / "build" / "make-test-blocks.txt"
-# Modules that share a session fixture or a fixed port: each group runs in one worker, one module
-# after another. The stock batch (`stock_batch` below) is made once for the modules that read it;
-# the hostile fixtures connect to payloads.LISTEN_PORTS, where one listener at a time counts them.
-GROUPS = {"stock-batch": ["tests/test_grading_fixtures.py", "tests/test_exercises_zh.py", "tests/test_report.py"],
-          "listen-ports": ["tests/test_sandbox.py", "tests/test_sandbox_hostile.py", "tests/test_unprivileged.py"]}
+# Modules that share a session fixture or a fixed port, or must not run beside each other: each
+# group runs in one worker, one module after another. The stock batch (`stock_batch` below) is made
+# once for the modules that read it; the hostile fixtures connect to payloads.LISTEN_PORTS, where one
+# listener at a time counts them; and the sandbox's batch tests beside the stock batch once saw a
+# fork server fail to start (exit 1) and a memory fixture's outcome change, so the two batches take
+# turns.
+GROUPS = {"grading-batches": ["tests/test_sandbox.py", "tests/test_sandbox_hostile.py", "tests/test_unprivileged.py",
+                              "tests/test_grading_fixtures.py", "tests/test_exercises_zh.py", "tests/test_report.py"]}
 GROUP_OF = {module: group for group, modules in GROUPS.items() for module in modules}
 # the units (a group, else a module) that take longest, longest first (the time by block of a
 # fresh-clone run): handed out first, so the last unit to start is a short one
-LONG_FIRST = ["listen-ports", "stock-batch", "tests/test_browser.py", "tests/test_gradescope.py",
+LONG_FIRST = ["grading-batches", "tests/test_browser.py", "tests/test_gradescope.py",
               "tests/test_contributing_recipe.py", "tests/test_grading_queue.py", "tests/test_grading_decoding.py",
               "tests/test_browser_inert.py", "tests/test_formgrader.py", "tests/test_feedback_zh.py",
               "tests/test_exercises_notebooks.py", "tests/test_browser_zh.py", "tests/test_browser_gallery.py"]
