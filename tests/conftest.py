@@ -44,6 +44,8 @@ def _unit(nodeid: str) -> str:
 
 
 def pytest_collection_modifyitems(config, items):
+    if not hasattr(config, "workerinput"):  # not an xdist worker: the tests keep their order
+        return
     rank = {u: i for i, u in enumerate(LONG_FIRST)}
     items.sort(key=lambda item: rank.get(_unit(item.nodeid), len(rank)))  # stable: the rest keep their order
 
