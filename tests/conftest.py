@@ -1,9 +1,9 @@
 """The suite's budget, visible: seconds per block (each test module, and the set-up steps that
 `make test` timed before pytest started) close the report, beside pytest's slowest tests.
 
-`make test` runs the suite on two pytest-xdist workers: a module is one unit of work, so its
-module fixtures are made once, and the modules of one of `GROUPS` (they share a session fixture or a
-fixed port) are one unit together. The long units are handed out first (`LONG_FIRST`)."""
+`make test TEST_WORKERS=2` runs the suite on two pytest-xdist workers: a module is one unit of
+work, so its module fixtures are made once, and the modules of one of `GROUPS` (they share a session
+fixture or a fixed port) are one unit together. The long units are handed out first (`LONG_FIRST`)."""
 
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ def pytest_terminal_summary(terminalreporter):
         for line in SETUP_TIMES.read_text().splitlines():
             label, seconds = line.rsplit(" ", 1)
             write(f"{float(seconds):8.1f} s  set-up: {label}")
-    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT") or getattr(terminalreporter.config.option, "numprocesses", None)
+    workers = getattr(terminalreporter.config.option, "numprocesses", None)  # xdist's -n (None without it)
     for block, seconds in sorted(_seconds.items(), key=lambda kv: -kv[1]):
         write(f"{seconds:8.1f} s  {block}")
     write(f"{sum(_seconds.values()):8.1f} s  the blocks together" + (f" (on {workers} workers)" if workers else ""))

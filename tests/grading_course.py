@@ -87,7 +87,7 @@ def stock_batch(work: Path, names: list[str], zh_names: list[str] = ()) -> Stock
         edition.ensure(a, edition.DEFAULT_OUT)  # made here, not by two graders at once
     largest_first = sorted(by_assignment, key=lambda a: -len(by_assignment[a]))
     with ThreadPoolExecutor(max(1, min(len(by_assignment), os.cpu_count() or 1))) as lanes:
-        graded = [lanes.submit(grade_fixtures.grade, work / a, grade_fixtures.TIMEOUT, by_assignment[a]) for a in largest_first]
+        graded = [lanes.submit(grade_fixtures.grade, work / a, only=by_assignment[a]) for a in largest_first]
         rows = {r.name: r for done in graded for r in done.result()}
     return StockBatch(folders, rows)
 
