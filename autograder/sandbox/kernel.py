@@ -21,7 +21,9 @@ import dataclasses
 import json
 import os
 import subprocess
+import sys
 import tempfile
+import threading
 from pathlib import Path
 
 from jupyter_client import kernelspec
@@ -289,6 +291,17 @@ def tree_cpu_seconds(root: int) -> float | None:
     return total
 
 
+def _relay(stream, said: list[str], keep: int = 20) -> None:
+    """Copy the fork server's stderr to the grader's, keeping its first ``keep`` lines in ``said``."""
+    for raw in iter(stream.readline, b""):
+        text = raw.decode(errors="replace")
+        if len(said) < keep:
+            said.append(text)
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    stream.close()
+
+
 def _sweep(base: str) -> None:
     """Once per grader and folder: remove the kernel folders that killed graders left there."""
     if base in _swept:
@@ -320,12 +333,17 @@ class Zygote:
         self.control = ctl / "zygote.sock"
         torch_files = edition.torch_files(edition.DEFAULT_OUT) if torch_files is None else torch_files
         self.proc = subprocess.Popen(zygote_command(self.workbase, self.sockbase, self.control, editions, torch_files),
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        said: list[str] = []  # its first lines of stderr, for the error below; all of it reaches ours
+        relay = threading.Thread(target=_relay, args=(self.proc.stderr, said), daemon=True)
+        relay.start()
         line = self.proc.stdout.readline()
         self.proc.stdout.close()  # nothing else comes that way (the zygote moves stdout to stderr)
         if b"zygote ready" not in line:
             self.stop()
-            raise SandboxUnavailable(f"the sandbox's fork server did not start (exit {self.proc.wait()})")
+            relay.join(timeout=5)
+            why = " ".join(s.strip() for s in said[-5:]) or "it said nothing"
+            raise SandboxUnavailable(f"the sandbox's fork server did not start (exit {self.proc.wait()}): {why}")
         atexit.register(self.stop)
 
     @classmethod
