@@ -29,7 +29,8 @@ def _arrays(path: Path) -> dict:
 
 def test_make_references_regenerates_the_stored_files(tmp_path):
     """The same files, keys, metadata and integers; floats equal up to the last bits a CPU's own
-    summation order changes (another CPU gives outputs 1e-6 apart, never a different answer)."""
+    summation order changes (another CPU gives outputs 1e-6 apart, relative to their size, never a
+    different answer: the readout scale that divides by a small gap is a power of two)."""
     import numpy as np
 
     subprocess.run([sys.executable, "autograder/make_references.py", "--out", str(tmp_path)], cwd=ROOT, check=True,
@@ -46,7 +47,7 @@ def test_make_references_regenerates_the_stored_files(tmp_path):
                 y = stored[key]
                 assert x.dtype == y.dtype and x.shape == y.shape, f"{a}/{name}:{key}"
                 if x.dtype.kind == "f":
-                    assert np.allclose(x, y, rtol=0, atol=1e-5), f"{a}/{name}:{key} differs from a fresh run"
+                    assert np.allclose(x, y, rtol=1e-5, atol=1e-5), f"{a}/{name}:{key} differs from a fresh run"
                 else:
                     assert np.array_equal(x, y), f"{a}/{name}:{key} differs from a fresh run"
 
