@@ -353,3 +353,35 @@ def test_every_limit_is_a_setting_of_the_kernel_manager_declared_once():
     changed = {f.name: f.default * 2 for f in dataclasses.fields(Limits)}
     manager = SandboxKernelManager(config=Config({"SandboxKernelManager": changed}))
     assert manager.limits() == Limits(**changed)
+
+
+def test_socket_folders_go_where_their_addresses_fit(tmp_path, monkeypatch):
+    """A socket's address holds at most 107 bytes: under a deep temporary folder (a course under a
+    long path, a test's folder under an xdist worker's) the fork server once failed to bind its
+    control socket ("AF_UNIX path too long"). Socket folders then go to a short folder."""
+    import socket
+    import tempfile
+
+    from autograder.sandbox.kernel import SOCKET_PATH_MAX, SOCKET_TAIL, socket_base
+
+    monkeypatch.setattr(tempfile, "tempdir", "/tmp")
+    deep = tmp_path / ("d" * 40) / ("e" * 40)
+    deep.mkdir(parents=True)
+    assert socket_base(str(deep)) == "/tmp"
+    assert socket_base("/srv/c") == "/srv/c" and socket_base("") == "/tmp"
+    # the longest address the kernel makes under the longest base that is taken binds
+    base = Path(tempfile.mkdtemp(dir="/tmp"))
+    try:
+        longest = base / ("x" * (SOCKET_PATH_MAX - SOCKET_TAIL - len(str(base)) - 1))
+        longest.mkdir()
+        assert socket_base(str(longest)) == str(longest) and socket_base(str(longest) + "x") == "/tmp"
+        folder = Path(tempfile.mkdtemp(prefix="encdec-z-9999999-", dir=longest)) / "tmpabcdefgh"
+        folder.mkdir()
+        address = folder / "k-65535"
+        assert len(str(address)) <= SOCKET_PATH_MAX
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.bind(str(address))
+    finally:
+        import shutil
+
+        shutil.rmtree(base)

@@ -64,7 +64,9 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
     )
     temp_dir = Unicode(
         "", help="Where the grader makes each kernel's private folders (its scratch working folder and its "
-                 "socket folder) and the zygote's; default: the system's temporary folder."
+                 "socket folder) and the zygote's; default: the system's temporary folder. Socket folders go to "
+                 "the system's temporary folder instead when this path is too long for a socket's address "
+                 "(socket_base)."
     ).tag(config=True)
     workdir_max_files = Integer(
         2000, help="Files of nbgrader's working folder copied into the kernel's scratch folder, at most; a "
@@ -150,9 +152,10 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
         torch_files = self.torch_edition()
         check_available()
         _sweep(self.temp_dir or tempfile.gettempdir())
+        _sweep(socket_base(self.temp_dir))
         self._workdir = Path(kw.get("cwd") or os.getcwd()).resolve()
         try:
-            self._sockdir = Path(tempfile.mkdtemp(prefix=mounts.folder_prefix("k"), dir=self.temp_dir or None))
+            self._sockdir = Path(tempfile.mkdtemp(prefix=mounts.folder_prefix("k"), dir=socket_base(self.temp_dir)))
             self._slot = UidSlot()
             self._prepare(overlay, torch_files)
         except BaseException:
@@ -302,6 +305,22 @@ def _relay(stream, said: list[str], keep: int = 20) -> None:
     stream.close()
 
 
+# A socket's address holds at most 107 bytes (AF_UNIX): the zygote's control socket and the
+# kernels' ZeroMQ ipc sockets sit at most SOCKET_TAIL bytes below the folder their socket folders
+# are made in ("/encdec-z-<pid>-<8>/tmp<8>/k-<port>", "/encdec-z-<pid>-<8>/ctl/zygote.sock").
+SOCKET_PATH_MAX, SOCKET_TAIL = 107, 48
+
+
+def socket_base(temp_dir: str) -> str:
+    """Where socket folders are made: ``temp_dir`` (else the system's temporary folder) when its
+    sockets' addresses fit, else the system's temporary folder, else /tmp. A course under a deep
+    path (a test's temporary folder, a deployment's) would otherwise fail to bind its sockets."""
+    for base in (temp_dir, tempfile.gettempdir(), "/tmp"):
+        if base and len(os.fsencode(base)) + SOCKET_TAIL <= SOCKET_PATH_MAX:
+            return base
+    return "/tmp"
+
+
 def _sweep(base: str) -> None:
     """Once per grader and folder: remove the kernel folders that killed graders left there."""
     if base in _swept:
@@ -324,7 +343,7 @@ class Zygote:
     _running: dict[tuple, "Zygote"] = {}
 
     def __init__(self, editions: Path, temp_dir: str = "", torch_files: list | None = None) -> None:
-        self.sockbase = Path(tempfile.mkdtemp(prefix=mounts.folder_prefix("z"), dir=temp_dir or None))
+        self.sockbase = Path(tempfile.mkdtemp(prefix=mounts.folder_prefix("z"), dir=socket_base(temp_dir)))
         self.workbase = Path(tempfile.mkdtemp(prefix=mounts.folder_prefix("zw"), dir=temp_dir or None))
         for base in (self.sockbase, self.workbase):  # each kernel's tmpfs made there reaches the zygote
             mounts.make_shared(str(base))
