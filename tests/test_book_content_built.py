@@ -459,3 +459,22 @@ def test_the_seeds_prefill_decode_branch_is_shown_and_watched_in_a_real_library(
             at = [out.find(step) for step in steps]
             assert -1 not in at and at == sorted(at), f"{edition}: prefix of {P}: {steps}"
         assert out.count("the same tokens without the cache: True" if edition == "en" else "不用缓存得到的词元相同： True") == 2
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+@pytest.mark.parametrize("name", [*CHAPTERS, "historical_notes"])
+def test_no_assertion_is_shown_in_a_lesson(edition, name):
+    """The build's checks of the text (asserts) run in hidden cells: no shown code starts a line
+    with `assert`."""
+    shown = "\n".join(pre.get_text() for pre in article(edition, name).select("pre"))
+    lines = [line for line in shown.splitlines() if line.startswith("assert ")]
+    assert not lines, f"{edition}/{name}: {lines}"
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_no_build_talk_in_a_lesson(edition, name):
+    """How the project builds and tests itself (its files, make targets, CI) is no part of a lesson."""
+    whole = text(article(edition, name))
+    said = [w for w in ("metrics.json", "make checkpoints", "make test", "make book", "CI ") if w in whole]
+    assert not said, f"{edition}/{name}: {said}"
