@@ -1,4 +1,5 @@
-"""Give the launch buttons' notebook copies (book/<chapter>.ipynb) their first cell.
+"""Give the launch buttons' notebook copies (book/<chapter>.ipynb) their first cell, and leave out
+the build's own checks (cells tagged remove-cell).
 
 A chapter opened on Colab, Binder or a JupyterHub starts without the course package. The copies
 that the buttons open therefore begin with one cell that installs the student wheel (the package
@@ -88,7 +89,9 @@ def add_install_cell(path: Path, url: str | None) -> None:
     nb = nbformat.read(path, as_version=4)
     cell = nbformat.v4.new_code_cell(install_source(url), id=CELL_ID)
     cell.metadata["tags"] = ["launch-setup"]
-    nb.cells = [cell, *(c for c in nb.cells if c.get("id") != CELL_ID)]
+    # the build's own checks (cells tagged remove-cell: hidden from the page) are no part of a copy
+    kept = [c for c in nb.cells if c.get("id") != CELL_ID and "remove-cell" not in c.metadata.get("tags", [])]
+    nb.cells = [cell, *kept]
     nbformat.write(nb, path)
 
 

@@ -440,3 +440,41 @@ def test_lesson_11s_walkthrough_at_subtract_is_the_hypothesis_the_measurement_te
         out = outputs(edition, "ch11_cross_attention")
         assert measured in out, f"{edition}: the measurement of the hypothesis is not printed"
         assert whole.index("operator identity + sign 1") < whole.index(measured), edition
+
+
+def test_the_seeds_prefill_decode_branch_is_shown_and_watched_in_a_real_library():
+    """The inference notes' branch (`if is_prefill:` ... `model_forward(...)`) shown in the open,
+    the installed transformers' own lines printed, and its generate watched on a tiny BART: the
+    prefill fed the whole prefix with empty caches, each decode step one token with one more
+    self-cache row and the question's 9 cross-cache rows, the same tokens without the cache."""
+    for edition, fed in (("en", "fed {} token(s); before it the self cache held {} row(s), the cross cache {}"),
+                         ("zh", "送入 {} 个词元；调用前自注意力缓存有 {} 行，交叉注意力缓存有 {} 行")):
+        page = article(edition, "ch13_generation")
+        shown = " ".join(pre.get_text() for pre in page.select("pre"))
+        assert "if is_prefill:" in shown and "model_forward(**model_inputs" in shown, edition
+        out = " ".join(outputs(edition, "ch13_generation").split())
+        assert "self._prefill(" in out and "next_sequence_length = 1" in out, f"{edition}: the library's own lines"
+        for P in (1, 2):
+            steps = [fed.format(P, 0, 0)] + [fed.format(1, P + k, 9) for k in range(2)]
+            at = [out.find(step) for step in steps]
+            assert -1 not in at and at == sorted(at), f"{edition}: prefix of {P}: {steps}"
+        assert out.count("the same tokens without the cache: True" if edition == "en" else "不用缓存得到的词元相同： True") == 2
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+@pytest.mark.parametrize("name", [*CHAPTERS, "historical_notes"])
+def test_no_assertion_is_shown_in_a_lesson(edition, name):
+    """The build's checks of the text (asserts) run in hidden cells: no shown code starts a line
+    with `assert`."""
+    shown = "\n".join(pre.get_text() for pre in article(edition, name).select("pre"))
+    lines = [line for line in shown.splitlines() if line.startswith("assert ")]
+    assert not lines, f"{edition}/{name}: {lines}"
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+@pytest.mark.parametrize("name", CHAPTERS)
+def test_no_build_talk_in_a_lesson(edition, name):
+    """How the project builds and tests itself (its files, make targets, CI) is no part of a lesson."""
+    whole = text(article(edition, name))
+    said = [w for w in ("metrics.json", "make checkpoints", "make test", "make book", "CI ") if w in whole]
+    assert not said, f"{edition}/{name}: {said}"

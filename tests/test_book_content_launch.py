@@ -182,3 +182,14 @@ def test_binder_installs_what_the_chapters_import_at_the_pins():
     assert third_party and third_party <= wanted, f"Binder lacks {third_party - wanted}"
     runtime = (ROOT / "binder" / "runtime.txt").read_text().strip()
     assert re.fullmatch(r"python-3\.(\d+)", runtime) and int(runtime.split(".")[1]) >= 11
+
+
+@pytest.mark.parametrize("page", COPIES)
+def test_launch_copy_leaves_out_the_builds_own_checks(page):
+    """The page's hidden check cells (remove-cell) keep the text honest at build time; a reader's
+    copy has its lesson cells only."""
+    import nbformat
+
+    cells = nbformat.read(BOOK / f"{page}.ipynb", as_version=4).cells
+    assert not [c for c in cells if "remove-cell" in c.metadata.get("tags", [])], page
+    assert not [c for c in cells if c.cell_type == "code" and re.search(r"^assert ", c.source, re.M)], page
