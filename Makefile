@@ -45,10 +45,9 @@ unit: venv
 # `matrix`); it closes with its slowest tests and its time by block (tests/conftest.py), where the
 # 25-minute budget is watched. `make test-all` runs the matrices too, and every fixture of the
 # named checks (zh-check, queue-check, gradescope-check): the scheduled workflow runs it.
-# TEST_WORKERS=2 runs the suite on two pytest-xdist workers: a module, or the modules of one of
-# GROUPS, is one unit of work, the long ones handed out first (tests/conftest.py). Not the default
-# yet: beside other tests, three of tests/test_sandbox.py's batches saw the fork server fail to start.
-TEST_WORKERS ?= 0
+# The suite runs on two pytest-xdist workers (TEST_WORKERS=0: one process): a module, or the
+# modules of one of GROUPS, is one unit of work, the long ones handed out first (tests/conftest.py).
+TEST_WORKERS ?= 2
 XDIST = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder)
 
 test:

@@ -1,7 +1,7 @@
 """The suite's budget, visible: seconds per block (each test module, and the set-up steps that
 `make test` timed before pytest started) close the report, beside pytest's slowest tests.
 
-`make test TEST_WORKERS=2` runs the suite on two pytest-xdist workers: a module is one unit of
+`make test` runs the suite on two pytest-xdist workers (`TEST_WORKERS=0`: one process): a module is one unit of
 work, so its module fixtures are made once, and the modules of one of `GROUPS` (they share a session
 fixture or a fixed port) are one unit together. The long units are handed out first (`LONG_FIRST`)."""
 
