@@ -50,17 +50,18 @@ function loadModel(exported) {
   const mlp = (p) => ({ linear_1: linear(p + ".linear_1"), linear_2: linear(p + ".linear_2") });
   const c = exported.config;
   const range = (n) => Array.from({ length: n }, (_, l) => l);
+  const block = (stack, l) => `${stack}.layers.${l}.`;  // "encoder.layers.0." ...
   return {
     preset: exported.preset, config: c,
     M: c.emb_dim, H: c.num_heads, Dh: c.emb_dim / c.num_heads, V: c.vocab_size,
     emb_layer: get("emb_layer.weight"),  // (V, M)
     encoder: range(c.num_enc_layers).map((l) => {
-      const p = `encoder.layers.${l}.`;
+      const p = block("encoder", l);
       return { attention_self: attention(p + "attention_self"), layer_norm_1: norm(p + "layer_norm_1"),
         feed_forward: mlp(p + "feed_forward"), layer_norm_2: norm(p + "layer_norm_2") };
     }),
     decoder: range(c.num_dec_layers).map((l) => {
-      const p = `decoder.layers.${l}.`;
+      const p = block("decoder", l);
       return { attention_self: attention(p + "attention_self"), layer_norm_1: norm(p + "layer_norm_1"),
         attention_cross: attention(p + "attention_cross"), layer_norm_2: norm(p + "layer_norm_2"),
         feed_forward: mlp(p + "feed_forward"), layer_norm_3: norm(p + "layer_norm_3") };
