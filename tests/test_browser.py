@@ -33,7 +33,7 @@ from browser_support import (  # noqa: F401 (chromium, site, open_page: fixtures
 
 pytestmark = pytest.mark.browser
 SCREENSHOTS = ROOT / "build" / "test-artifacts" / "screenshots"
-# One widget per gallery cell that imports from encdec.widgets (eight: seven figures, a quick check).
+# One widget per gallery cell that imports from encdec.widgets (nine: eight figures, a quick check).
 GALLERY_WIDGETS = (ROOT / f"{GALLERY}.md").read_text(encoding="utf-8").count("\nfrom encdec.widgets import ")
 
 
