@@ -66,7 +66,7 @@ def test_page_loads_offline_and_renders_its_widgets(open_page, path):
     p.page.screenshot(path=str(SCREENSHOTS / f"{path.removeprefix('book/').replace('/', '_')}.png"), full_page=True)
     assert p.log.problems() == {}, f"{path}: {p.log.problems()}"
     if path.endswith("widgets_gallery"):  # both editions' galleries
-        assert n == GALLERY_WIDGETS == 8
+        assert n == GALLERY_WIDGETS == 9
 
 
 @pytest.mark.parametrize("path", [c for c in CHAPTERS if "/ch" in c])
