@@ -466,6 +466,11 @@ def test_ask_trace_follows_greedy_decode_on_the_lesson_example():
     assert [s["self_rows"] for s in trace["steps"]] == [[k] * 2 for k in (1, 2, 3, 4)]
     for step in trace["steps"]:
         assert len(step["cross"]) == 2 and all(sum(head) == pytest.approx(1) and len(head) == 9 for heads in step["cross"] for head in heads)
+    historical, _ = load_run("historical")
+    from encdec.widgets.ask_model import EXAMPLES
+
+    assert [decode(ask_trace(historical, encode_question(q))["tokens"]) == decode(trueish)
+            for q, trueish in zip(EXAMPLES[1:], ([14, 11, 1, 9, 15], [14, 10, 7, 9, 15]))] == [False, False]
     off = ask_trace(model, ids, use_cache=False)
     assert off["tokens"] == trace["tokens"] and [s["fed"] for s in off["steps"]] == [1, 2, 3, 4]
     forced = ask_trace(model, ids, forced="NEGATIVE")

@@ -25,7 +25,8 @@ from ._base import LESSON_QUESTION_TEXT, BookWidget, esm
 from .export_weights import PRESETS, export_preset
 
 #: Questions offered in the figure's list: the lesson's example, then two the historical run gets
-#: wrong (chapter 13 checks that at every build: a retrained checkpoint must still get them wrong).
+#: wrong (tests/test_widgets.py checks it, and chapter 13's build the first of them: a retrained
+#: checkpoint must still get them wrong, or the list and the chapter's text change).
 EXAMPLES = (
     LESSON_QUESTION_TEXT,
     "BOS NEGATIVE 07 subtract POSITIVE 12 EOS",
