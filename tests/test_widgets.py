@@ -455,7 +455,7 @@ def test_ask_the_model_carries_both_checkpoints():
 
 
 def test_ask_trace_follows_greedy_decode_on_the_lesson_example():
-    from encdec.data import decode, encode_question
+    from encdec.data import decode, encode, encode_question
     from encdec.widgets import ask_trace
 
     model, _ = load_run("modern")
@@ -469,8 +469,8 @@ def test_ask_trace_follows_greedy_decode_on_the_lesson_example():
     historical, _ = load_run("historical")
     from encdec.widgets.ask_model import EXAMPLES
 
-    assert [decode(ask_trace(historical, encode_question(q))["tokens"]) == decode(trueish)
-            for q, trueish in zip(EXAMPLES[1:], ([14, 11, 1, 9, 15], [14, 10, 7, 9, 15]))] == [False, False]
+    for question, right in zip(EXAMPLES[1:], ("BOS NEGATIVE 19 EOS", "BOS POSITIVE 79 EOS"), strict=True):
+        assert ask_trace(historical, encode_question(question))["tokens"] != encode(right), "historical gets it wrong"
     off = ask_trace(model, ids, use_cache=False)
     assert off["tokens"] == trace["tokens"] and [s["fed"] for s in off["steps"]] == [1, 2, 3, 4]
     forced = ask_trace(model, ids, forced="NEGATIVE")
