@@ -20,6 +20,7 @@ from encdec.generate import greedy_decode
 from encdec.train import load_run
 from encdec.widgets import export_weights
 
+pytestmark = pytest.mark.slow  # the whole space twice in node: about half a minute of two cores
 ROOT = Path(__file__).resolve().parent.parent
 FORWARD_JS = ROOT / "encdec" / "widgets" / "model_forward.js"
 PRESETS = ("modern", "historical")
