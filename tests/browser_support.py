@@ -296,3 +296,35 @@ def open_page(site):
     yield _open
     for page in opened:
         page.context.close()
+
+
+def standalone_widget_page(widgets, folder: Path, name: str = "page", lang: str = "en") -> Path:
+    """A static page of ``widgets`` as the built book shows them, without building the book: their
+    saved state and views, rendered by the same offline assets (the Jupyter widgets HTML manager and
+    anywidget's front end, scripts/book_assets.py, from node_modules). Open it as file://."""
+    import html
+    import json
+    import sys
+
+    from ipywidgets.embed import embed_data
+
+    if not (folder / "_widget_assets" / "config.js").is_file():
+        sys.path.insert(0, str(ROOT / "scripts"))
+        from book_assets import build_assets
+
+        if not (ROOT / "node_modules").is_dir():
+            raise AssertionError("node_modules is missing: run `npm ci` (or `make book`) first")
+        build_assets(folder)
+    data = embed_data(views=list(widgets), drop_defaults=False)
+    state = json.dumps(data["manager_state"]).replace("</", "<\\/")
+    views = "\n".join(f'<script type="application/vnd.jupyter.widget-view+json">{json.dumps(v)}</script>'
+                      for v in data["view_specs"])
+    page = folder / f"{name}.html"
+    page.write_text(
+        f'<!doctype html>\n<html lang="{html.escape(lang)}"><head><meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        '<script src="_widget_assets/require.js"></script>\n<script src="_widget_assets/config.js"></script>\n'
+        '<script src="_widget_assets/html-manager/embed-amd.js"></script>\n</head><body>\n'
+        f'<script type="application/vnd.jupyter.widget-state+json">{state}</script>\n{views}\n</body></html>\n',
+        encoding="utf-8")
+    return page

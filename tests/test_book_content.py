@@ -139,7 +139,7 @@ WIDGETS = {
     "ch11_cross_attention": ["MaskToggle()", "SoftmaxMaskCompare(scores=scores.tolist()", "CrossAttentionExplorer()",
                              "AttentionMapViewer.from_model(model)"],
     "ch12_what_you_trained": ["ShiftTeacherForcing()", "CrossEntropySlider()"],
-    "ch13_generation": ['PrefillDecodeStepper.from_model(model, prefix="BOS POSITIVE")'],
+    "ch13_generation": ['PrefillDecodeStepper.from_model(model, prefix="BOS POSITIVE")', "AskTheModel()"],
 }
 for _chapter in ("ch11_cross_attention", "ch12_what_you_trained", "ch13_generation"):
     WIDGETS[_chapter].append("QuickCheck([")  # the quick checks of "Before we start"

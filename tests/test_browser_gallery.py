@@ -169,3 +169,32 @@ def test_attention_map_viewer_switches_head(open_page, gallery):
     assert w.locator("[data-testid='map-title']").inner_text().startswith(text("attention_maps.title", lang, kind=text(
         "attention_maps.kind_encoder_self", lang), layer=last + 1, head=2, what=text("attention_maps.what_encoder_self", lang)))
     assert p.log.problems() == {}
+
+
+@pytest.mark.parametrize("gallery", GALLERIES)
+def test_ask_the_model_answers_a_typed_question_as_python_does(open_page, gallery):
+    """The built gallery's "ask the model" figure (the figure's own page test, from file://, is
+    tests/test_browser_ask_model.py): a typed question, both checkpoints' answers, the decode steps,
+    and window.encdec.generate, all equal to greedy_decode."""
+    import torch
+
+    from encdec.generate import greedy_decode
+    from encdec.train import load_run
+    from encdec.widgets import parse_question
+
+    p = open_page(gallery)
+    lang = GALLERIES[gallery]
+    w = wait_for_widget(p.page, "AskTheModel")
+    ids, _ = parse_question("-7 - 12")
+    box = w.locator("[data-testid='question-input']")
+    box.fill("-7 - 12")
+    box.press("Enter")
+    for preset in ("modern", "historical"):
+        want = greedy_decode(load_run(preset)[0], torch.tensor([ids]), max_new_tokens=4)[0].tolist()
+        assert [int(x) for x in w.locator(f"[data-testid='answer-{preset}']").get_attribute("data-ids").split()] == want
+        assert p.page.evaluate("([preset, ids]) => window.encdec.generate(preset, ids)", [preset, ids]) == want
+    w.locator("[data-testid='next']").click()
+    assert re.fullmatch(as_pattern("ask_model.step_prefill", lang), w.locator("[data-testid='step-label']").inner_text())
+    w.locator("[data-testid='end']").click()
+    assert w.locator("[data-testid='self-rows-0']").get_attribute("data-rows") == "4"
+    assert p.log.problems() == {}

@@ -19,6 +19,7 @@ import traitlets
 
 import encdec.widgets as widgets
 from encdec.widgets import (
+    AskTheModel,
     AttentionMapViewer,
     CrossAttentionExplorer,
     CrossEntropySlider,
@@ -249,12 +250,13 @@ function seen(node, out = []) {
 
 def render_texts(tmp_path: Path, widget, js: str, page_lang: str, states: list[dict]) -> list[list[str]]:
     """The texts a widget shows in node, once per state (trait changes over its own state)."""
-    from encdec.widgets._base import esm
+    from encdec.widgets._base import asset_text
 
     node = shutil.which("node")
     assert node, "node is needed (the book build needs it too: install Node.js)"
     state = {k: v for k, v in widget.get_state().items() if k not in ("_esm", "_css") and not isinstance(v, bytes)}
-    (tmp_path / "widget.mjs").write_text(esm(js), encoding="utf-8")
+    assert widget._esm.endswith(asset_text(js)), f"{js} is not the widget's own module"
+    (tmp_path / "widget.mjs").write_text(widget._esm, encoding="utf-8")  # with any shared code it is built with
     (tmp_path / "run.mjs").write_text(
         FAKE_DOM.replace("PAGE_LANG", json.dumps(page_lang))
         + "const { default: widget } = await import('./widget.mjs');\n"
@@ -296,6 +298,9 @@ CASES = {  # widget: (how to make it, its JS, states to render)
     "AttentionMapViewer": (AttentionMapViewer, "attention_maps.js", [{}, {"kind": "encoder_self"}, {"kind": "decoder_self"}]),
     "QuickCheck": (lambda **kw: QuickCheck(QUESTIONS, **kw), "quick_check.js",
                    [{}, {"responses": [1, "8"]}, {"responses": [0, "9"]}, {"responses": [1, "x"], "revealed": [True, True]}]),
+    "AskTheModel": (AskTheModel, "ask_model.js", [{}, {"step": 1}, {"step": 3, "use_cache": False},
+                    {"question": "-7 - 12", "preset": "historical", "step": 4, "forced": "NEGATIVE"},
+                    {"forced": "EOS"}, {"question": "50 + 1"}, {"question": "what is 2 + 2"}, {"question": ""}]),
 }
 
 
@@ -330,7 +335,7 @@ def test_a_widget_speaks_english_on_an_english_page_and_chinese_when_told(tmp_pa
 # --- the Python side: the lang trait, the module default, one rule to fill a template ----------------
 
 ALL = [MaskToggle, SoftmaxMaskCompare, CrossAttentionExplorer, ShiftTeacherForcing, CrossEntropySlider,
-       PrefillDecodeStepper, AttentionMapViewer, QuickCheck]
+       PrefillDecodeStepper, AttentionMapViewer, QuickCheck, AskTheModel]
 
 
 @pytest.mark.parametrize("cls", ALL)

@@ -7,6 +7,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import traitlets
@@ -15,7 +16,9 @@ from encdec.attention import MultiHeadAttention, get_subsequent_mask, masked_sof
 from encdec.data import VOCAB, encode_answer
 from encdec.generate import greedy_decode
 from encdec.model import Transformer, shift_targets
+from encdec.train import load_run
 from encdec.widgets import (
+    AskTheModel,
     AttentionMapViewer,
     CrossAttentionExplorer,
     CrossEntropySlider,
@@ -33,7 +36,7 @@ from encdec.widgets.shift_teacher_forcing import teacher_forcing_table
 
 ROOT = Path(__file__).resolve().parent.parent
 ALL_WIDGETS = [MaskToggle, SoftmaxMaskCompare, CrossAttentionExplorer, ShiftTeacherForcing,
-               CrossEntropySlider, PrefillDecodeStepper, AttentionMapViewer, QuickCheck]
+               CrossEntropySlider, PrefillDecodeStepper, AttentionMapViewer, QuickCheck, AskTheModel]
 
 
 @pytest.fixture(scope="module")
@@ -251,8 +254,10 @@ def test_each_widget_is_one_python_file_and_one_js_file_of_the_same_name():
         assert cls().get_state()["_esm"].endswith((folder / f"{stem}.js").read_text(encoding="utf-8")), cls
         stems.append(stem)
     assert len(set(stems)) == len(stems), "two widgets share a file"
-    assert sorted(p.stem for p in folder.glob("*.js")) == sorted([*stems, "common"])
-    assert sorted(p.stem for p in folder.glob("*.py")) == sorted([*stems, "__init__", "_base"])
+    # shared by several figures: common.js (+ _base.py), and the model's forward pass in the page
+    # (model_forward.js, whose weights export_weights.py exports)
+    assert sorted(p.stem for p in folder.glob("*.js")) == sorted([*stems, "common", "model_forward"])
+    assert sorted(p.stem for p in folder.glob("*.py")) == sorted([*stems, "__init__", "_base", "export_weights"])
 
 
 def _load_book_assets():
@@ -310,8 +315,9 @@ def test_build_cache_is_cleared_when_a_checkpoint_the_rc_or_the_fonts_change(tmp
         assert not any(f.exists() for f in stale)
 
 
-def _run_widget_js(tmp_path, widget_file: str, names: list[str], calls: str):
-    """Evaluate ``calls`` (a JS expression) with ``names`` imported from one widget's ES module."""
+def _run_widget_js(tmp_path, widget_file: str, names: list[str], calls: str, shared: tuple[str, ...] = ()):
+    """Evaluate ``calls`` (a JS expression) with ``names`` imported from one widget's ES module
+    (``shared``: the other shared code it is built with, e.g. ``model_forward.js``)."""
     import shutil
     import subprocess
 
@@ -319,7 +325,7 @@ def _run_widget_js(tmp_path, widget_file: str, names: list[str], calls: str):
 
     node = shutil.which("node")
     assert node, "node is needed (the book build needs it too: install Node.js)"
-    (tmp_path / "widget.mjs").write_text(esm(widget_file) + f"\nexport {{ {', '.join(names)} }};\n")
+    (tmp_path / "widget.mjs").write_text(esm(widget_file, *shared) + f"\nexport {{ {', '.join(names)} }};\n")
     (tmp_path / "run.mjs").write_text(
         f"import {{ {', '.join(names)} }} from './widget.mjs';\nconsole.log(JSON.stringify({calls}));\n"
     )
@@ -402,3 +408,93 @@ def test_quick_check_javascript_marks_like_python(tmp_path):
     js = _run_widget_js(tmp_path, "quick_check.js", ["isRight"], calls)
     assert js == [qc.is_right(QUESTIONS[i], r) for i, r in RESPONSES]
     assert {True, False, None} <= set(js)
+
+
+# --- AskTheModel: the trained checkpoints in the page (the forward pass itself: test_model_forward_js) ---
+
+ASK_SHARED = ("model_forward.js",)
+QUESTION_TEXTS = ["-30 - -34", "−30 − −34", "12 + 7", "12 add -7", "+5 subtract 0", "-0 + 0", "49--49",
+                  "BOS NEGATIVE 30 subtract NEGATIVE 34 EOS", "negative 30 subtract negative 34", "POSITIVE 4 9 add NEGATIVE 0 1",
+                  "", "   ", "50 + 1", "-123 - 4", "2 * 3", "what is 2 + 2", "POSITIVE 50 add POSITIVE 01",
+                  "NEGATIVE 30 subtract", "BOS BOS NEGATIVE 30 subtract NEGATIVE 34 EOS", "1 + 2 + 3"]
+
+
+def test_ask_parses_what_the_reader_types_as_python_does(tmp_path):
+    from encdec.data import decode, encode_question
+    from encdec.widgets import parse_question
+
+    js = _run_widget_js(tmp_path, "ask_model.js", ["parseQuestion"],
+                        f"{json.dumps(QUESTION_TEXTS)}.map((q) => parseQuestion(q))", ASK_SHARED)
+    py = [parse_question(q) for q in QUESTION_TEXTS]
+    for text, got, (ids, error) in zip(QUESTION_TEXTS, js, py):
+        if ids is not None:
+            assert got == {"ids": ids}, text
+            assert encode_question(decode(ids)) == ids
+        else:
+            assert got == {"error": error[0], "values": error[1]}, text
+    assert py[0][0] == encode_question(LESSON_QUESTION_TEXT) == py[7][0] == py[8][0]
+    assert py[5][0] == encode_question("BOS POSITIVE 00 add POSITIVE 00 EOS")  # zero is POSITIVE
+    assert [e[0] for _, e in py[10:]] == ["no_text", "no_text", "out_of_range", "out_of_range", "bad_format",
+                                          "bad_format", "out_of_range", "bad_format", "bad_format", "bad_format"]
+
+
+def test_ask_the_model_carries_both_checkpoints():
+    from encdec.widgets.export_weights import tensor
+
+    w = AskTheModel()
+    assert w.presets == ["modern", "historical"] and set(w.weights) == {"modern", "historical"}
+    model, _ = load_run("historical")
+    assert w.weights["historical"]["config"]["position_encoding"] == "simple"
+    assert np.array_equal(tensor(w.weights["historical"], "proj_to_vocab.weight"), model.proj_to_vocab.weight.detach().numpy())
+    with pytest.raises(traitlets.TraitError, match="forced must be"):
+        w.forced = "BOS"
+    with pytest.raises(traitlets.TraitError, match="preset must be one of"):
+        w.preset = "overfit"
+    with pytest.raises(ValueError, match="no weights for"):
+        AskTheModel(presets=["modern"], weights={})
+
+
+def test_ask_trace_follows_greedy_decode_on_the_lesson_example():
+    from encdec.data import decode, encode, encode_question
+    from encdec.widgets import ask_trace
+
+    model, _ = load_run("modern")
+    ids = encode_question(LESSON_QUESTION_TEXT)
+    trace = ask_trace(model, ids)
+    assert decode(trace["tokens"]) == "BOS POSITIVE 0 4 EOS"
+    assert [s["fed"] for s in trace["steps"]] == [1, 1, 1, 1] and trace["positions_computed"] == 4
+    assert [s["self_rows"] for s in trace["steps"]] == [[k] * 2 for k in (1, 2, 3, 4)]
+    for step in trace["steps"]:
+        assert len(step["cross"]) == 2 and all(sum(head) == pytest.approx(1) and len(head) == 9 for heads in step["cross"] for head in heads)
+    historical, _ = load_run("historical")
+    from encdec.widgets.ask_model import EXAMPLES
+
+    for question, right in zip(EXAMPLES[1:], ("BOS NEGATIVE 19 EOS", "BOS POSITIVE 79 EOS"), strict=True):
+        assert ask_trace(historical, encode_question(question))["tokens"] != encode(right), "historical gets it wrong"
+    off = ask_trace(model, ids, use_cache=False)
+    assert off["tokens"] == trace["tokens"] and [s["fed"] for s in off["steps"]] == [1, 2, 3, 4]
+    forced = ask_trace(model, ids, forced="NEGATIVE")
+    assert forced["prefix"] == [14, 11] and len(forced["steps"]) == 3 and forced["tokens"][:2] == [14, 11]
+
+
+def test_ask_the_model_javascript_shows_the_python_numbers(tmp_path):
+    """The figure's numbers for the lesson's example (probabilities, cross-attention, cache rows) are
+    the Python trace's, computed by model_forward.js from the widget's own weights."""
+    from encdec.data import encode_question
+    from encdec.widgets import ask_trace
+
+    w = AskTheModel()
+    ids = encode_question(LESSON_QUESTION_TEXT)
+    for preset in ("modern", "historical"):
+        js = _run_widget_js(tmp_path, "ask_model.js", ["loadModel", "askRun"],
+                            f"(() => {{ const r = askRun(loadModel({json.dumps(w.weights[preset])}), {json.dumps(ids)}, null, true);"
+                            " return { tokens: r.tokens, steps: r.steps.map((s) => ({ probs: s.logits, cross: s.cross, rows: s.selfRows, fed: s.computed })),"
+                            " same: r.sameTokens, off: r.other.positionsComputed, teacher: r.teacher }; })()", ASK_SHARED)
+        model, _ = load_run(preset)
+        py = ask_trace(model, ids)
+        assert js["tokens"] == py["tokens"] and js["same"] is True
+        assert js["off"] == ask_trace(model, ids, use_cache=False)["positions_computed"]
+        for got, want in zip(js["steps"], py["steps"], strict=True):
+            assert softmax(got["probs"]) == pytest.approx(want["probs"], abs=1e-6)
+            assert np.allclose(got["cross"], want["cross"], atol=1e-5)
+            assert got["rows"] == want["self_rows"] and got["fed"] == want["fed"]

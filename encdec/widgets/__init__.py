@@ -7,7 +7,8 @@ holds the class and the Python twin of the numbers its JS computes. What they sh
 class, the string tables, the lesson's example, ``softmax``) is in ``_base`` (twin of
 ``common.js``). Chapter 11 uses ``MaskToggle``, ``SoftmaxMaskCompare``,
 ``CrossAttentionExplorer``, ``AttentionMapViewer``; chapter 12 ``ShiftTeacherForcing``,
-``CrossEntropySlider``; chapter 13 ``PrefillDecodeStepper``. Every chapter opens with a
+``CrossEntropySlider``; chapter 13 ``PrefillDecodeStepper`` and ``AskTheModel`` (the trained checkpoints run in the page,
+``model_forward.js`` on weights from ``export_weights``). Every chapter opens with a
 ``QuickCheck`` (questions made with ``choice`` and ``number``) that the page marks itself.
 ``decode_trace`` and ``attention_maps_of`` record what a model does for the two figures that
 show one.
@@ -19,6 +20,7 @@ Jupyter choose with ``MaskToggle(lang="zh")`` or, for every widget made afterwar
 """
 
 from ._base import get_language, set_language
+from .ask_model import AskTheModel, ask_trace, parse_question
 from .attention_maps import AttentionMapViewer, attention_maps_of
 from .cross_attention import CrossAttentionExplorer
 from .cross_entropy import CrossEntropySlider
@@ -36,11 +38,14 @@ __all__ = [
     "CrossEntropySlider",
     "PrefillDecodeStepper",
     "AttentionMapViewer",
+    "AskTheModel",
     "QuickCheck",
     "choice",
     "number",
     "attention_maps_of",
     "decode_trace",
+    "ask_trace",
+    "parse_question",
     "set_language",
     "get_language",
 ]

@@ -41,13 +41,14 @@ def asset_text(name: str) -> str:
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
 
 
-def esm(name: str) -> str:
-    """A widget's ES module: the shared helpers, then the widget's own render code.
+def esm(name: str, *shared: str) -> str:
+    """A widget's ES module: the shared helpers, any other shared code it needs (``shared``, e.g.
+    ``model_forward.js``), then the widget's own render code.
 
     The browser imports the ESM from one string (a blob URL), so helpers are concatenated
     rather than imported.
     """
-    return asset_text("common.js") + "\n" + asset_text(name)
+    return "\n".join(asset_text(part) for part in ("common.js", *shared, name))
 
 
 def softmax(row: Sequence[float]) -> list[float]:

@@ -1,0 +1,349 @@
+// AskTheModel: the trained checkpoints answer any question of the task in the page (model_forward.js,
+// on the weights the widget carries), greedily, step by step; two experiments: a forced first token
+// (free running against teacher forcing) and the KV cache switched off (the same tokens, more work).
+
+const SIGN_IDS = { POSITIVE: 10, NEGATIVE: 11 }, OP_IDS = { add: 12, subtract: 13 };
+const TOKENS = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "POSITIVE", "NEGATIVE", "add", "subtract", "BOS", "EOS"];
+const OPERAND_MAX = 49;
+
+// The question ids of one operand: sign and two digits (zero is POSITIVE 00).
+function operandIds(value) {
+  const a = Math.abs(value);
+  return [value < 0 ? SIGN_IDS.NEGATIVE : SIGN_IDS.POSITIVE, Math.floor(a / 10), a % 10];
+}
+
+// What the reader typed -> { ids } (the 9 question ids) or { error, values } (a code the table words).
+// The codes: no_text, bad_format (not a question of the task), out_of_range (an operand beyond ±49).
+// "-30 - -34", "12 + 7", "12 add -7", "−30 subtract −34", or the tokens "NEGATIVE 30 subtract NEGATIVE 34"
+// with or without BOS and EOS. The twin of ask_model.parse_question.
+function parseQuestion(text) {
+  const clean = String(text ?? "").replace(/[\u2212\u2013]/g, "-").trim();
+  if (!clean) return { error: "no_text", values: {} };
+  const arith = clean.match(/^([+-]?)\s*(\d+)\s*(\+|-|add|subtract)\s*([+-]?)\s*(\d+)$/i);
+  if (arith) {
+    const [, sa, da, op, sb, db] = arith;
+    const a = (sa === "-" ? -1 : 1) * Number(da), b = (sb === "-" ? -1 : 1) * Number(db);
+    for (const [value, digits] of [[a, da], [b, db]]) {
+      if (digits.length > 2 || Math.abs(value) > OPERAND_MAX) return { error: "out_of_range", values: { value: `${value}` } };
+    }
+    const opId = op === "+" || op.toLowerCase() === "add" ? OP_IDS.add : OP_IDS.subtract;
+    return { ids: [BOS_ID, ...operandIds(a), opId, ...operandIds(b), EOS_ID] };
+  }
+  let words = clean.split(/\s+/).map((word) => TOKENS.find((tok) => tok.toLowerCase() === word.toLowerCase()) ?? word);
+  if (words[0] !== "BOS") words = ["BOS", ...words];
+  if (words[words.length - 1] !== "EOS") words = [...words, "EOS"];
+  const ids = [];
+  for (const word of words) {
+    if (TOKENS.includes(word)) ids.push(TOKENS.indexOf(word));
+    else if (/^\d{1,2}$/.test(word)) ids.push(...[...word].map(Number));
+    else if (/^\d+$/.test(word)) return { error: "out_of_range", values: { value: word } };
+    else return { error: "bad_format", values: { text: clean } };
+  }
+  try {
+    return { ids: checkQuestionIds(ids) };
+  } catch (err) {
+    if (ids.length === QUESTION_LEN) {
+      for (const k of [2, 6]) {  // a well-formed operand above 49
+        const value = 10 * ids[k] + ids[k + 1];
+        if (ids[k] <= 9 && ids[k + 1] <= 9 && value > OPERAND_MAX) {
+          return { error: "out_of_range", values: { value: `${ids[k - 1] === SIGN_IDS.NEGATIVE ? "-" : ""}${value}` } };
+        }
+      }
+    }
+    return { error: "bad_format", values: { text: clean } };
+  }
+}
+
+// The right answer's ids for question ids: BOS sign d d EOS.
+function trueAnswer(ids) {
+  const operand = (k) => (ids[k] === SIGN_IDS.NEGATIVE ? -1 : 1) * (10 * ids[k + 1] + ids[k + 2]);
+  const value = ids[4] === OP_IDS.add ? operand(1) + operand(5) : operand(1) - operand(5);
+  return [BOS_ID, ...operandIds(value), EOS_ID];
+}
+
+// Everything the figure shows for one question under one setting, for one checkpoint: the greedy run
+// with its steps, the same run without the cache, and the teacher-forced predictions.
+function askRun(net, ids, forced, useCache) {
+  const prefix = forced === null ? [BOS_ID] : [BOS_ID, forced];
+  const run = greedyGenerate(net, ids, { prefix, useCache });
+  const other = greedyGenerate(net, ids, { prefix, useCache: !useCache });
+  const truth = trueAnswer(ids);
+  const teacher = teacherForced(net, ids, truth).map((row) => row.indexOf(Math.max(...row)));
+  return { ...run, question: ids, prefix, truth, teacher, other, sameTokens: other.tokens.join() === run.tokens.join() };
+}
+
+// First answer position where the tokens leave the right answer, and the step that produced it.
+function verdict(tokens, truth, P) {
+  const k = truth.findIndex((id, i) => tokens[i] !== id);
+  if (k < 0) return { right: true };
+  return { right: false, position: k, step: k < P ? 0 : k - P + 1 };
+}
+
+// The words of a forward-pass error (model_forward.js codes) in the page's language.
+function forwardMessage(model, err) {
+  const known = { bad_weights: "ask_model.error_bad_weights", missing_tensor: "ask_model.error_missing_tensor",
+    bad_positions: "ask_model.error_bad_positions", bad_question_ids: "ask_model.error_bad_question_ids",
+    bad_prefix: "ask_model.error_bad_prefix" };
+  const code = err && err.code;
+  if (!known[code]) throw err;
+  return t(model, known[code], err.values);
+}
+
+let askCount = 0;  // a page may hold several figures: their controls need their own ids
+
+function render({ model, el }) {
+  const root = widgetRoot(el, "AskTheModel");
+  const uid = `encdec-ask-${++askCount}`;
+  const nets = {};
+  const net = (preset) => nets[preset] || (nets[preset] = loadModel(model.get("weights")[preset]));
+
+  // window.encdec.generate(preset, questionIds): the answer ids from BOS through EOS (documented in the gallery)
+  if (typeof window !== "undefined") {
+    const api = window.encdec || (window.encdec = {});
+    api.presets = Object.keys(model.get("weights"));
+    api.generate = (preset, questionIds) => {
+      if (!model.get("weights")[preset]) {
+        throw new Error(t(model, "ask_model.error_preset", { preset: `${preset}`, known: Object.keys(model.get("weights")).join(", ") }));
+      }
+      try {
+        return greedyGenerate(net(preset), Array.isArray(questionIds) ? questionIds : Array.from(questionIds ?? []), { record: false }).tokens;
+      } catch (err) {
+        throw new Error(forwardMessage(model, err));
+      }
+    };
+  }
+
+  // Controls made once, so typing and focus survive a redraw.
+  const input = h("input", { type: "text", id: `${uid}-q`, class: "encdec-input", "data-testid": "question-input",
+    autocomplete: "off", spellcheck: "false", enterkeyhint: "go" });
+  const questionLabel = h("label", { for: `${uid}-q`, class: "encdec-label" });
+  const ask = h("button", { type: "submit", class: "encdec-btn primary", "data-testid": "ask" });
+  const form = h("form", { class: "encdec-ask-form", onsubmit: (e) => {
+    e.preventDefault();
+    push(model, { question: input.value, step: 0 });
+  } }, questionLabel, input, ask);
+  const pick = h("select", { id: `${uid}-pick`, class: "encdec-select", "data-testid": "pick", onchange: () => {
+    if (pick.value) push(model, { question: pick.value, step: 0 });
+  } });
+  const pickLabel = h("label", { for: `${uid}-pick`, class: "encdec-note" });
+  const random = h("button", { type: "button", class: "encdec-btn", "data-testid": "random", onclick: () => push(model, { question: randomQuestion(() => true), step: 0 }) });
+  const randomWrong = h("button", { type: "button", class: "encdec-btn", "data-testid": "random-wrong", onclick: () => {
+    const wrong = (ids) => !verdict(greedyGenerate(net("historical"), ids, { record: false }).tokens, trueAnswer(ids), 1).right;
+    push(model, { question: randomQuestion(wrong), preset: "historical", step: 0 });
+  } });
+  const forcedSelect = h("select", { id: `${uid}-forced`, class: "encdec-select", "data-testid": "forced", onchange: () =>
+    push(model, { forced: forcedSelect.value, step: 0 }) });
+  const forcedLabel = h("label", { for: `${uid}-forced`, class: "encdec-label" });
+  const cacheBox = h("input", { type: "checkbox", id: `${uid}-cache`, "data-testid": "use-cache", onchange: () =>
+    push(model, { use_cache: cacheBox.checked }) });
+  const cacheLabel = h("label", { for: `${uid}-cache`, class: "encdec-label" });
+  const go = (delta) => () => push(model, { step: Math.max(0, Math.min(total, model.get("step") + delta)) });
+  const back = h("button", { type: "button", class: "encdec-btn", "data-testid": "back", onclick: go(-1) });
+  const next = h("button", { type: "button", class: "encdec-btn primary", "data-testid": "next", onclick: go(1) });
+  const reset = h("button", { type: "button", class: "encdec-btn", "data-testid": "reset", onclick: () => push(model, { step: 0 }) });
+  const end = h("button", { type: "button", class: "encdec-btn", "data-testid": "end", onclick: () => push(model, { step: total }) });
+  const presetGroup = h("span", { class: "encdec-group", role: "group" });
+  const stepLabel = h("span", { class: "encdec-label", "data-testid": "step-label", "aria-live": "polite" });
+  const status = h("div", { class: "encdec-row", "data-testid": "status", "aria-live": "polite" });
+  const answers = h("div", {});
+  const stepView = h("div", {});
+  const experiments = h("div", {});
+  const caption = h("p", { class: "encdec-caption" });
+  root.append(form, h("div", { class: "encdec-toolbar" }, pickLabel, pick, random, randomWrong), status, answers,
+    h("div", { class: "encdec-toolbar" }, forcedLabel, forcedSelect, h("span", { class: "encdec-group" }, cacheBox, cacheLabel)),
+    h("div", { class: "encdec-toolbar" }, presetGroup, back, next, reset, end, stepLabel), stepView, experiments, caption);
+
+  function randomQuestion(accept) {
+    for (let tries = 0; tries < 1000; tries++) {
+      const a = Math.floor(Math.random() * 99) - OPERAND_MAX, b = Math.floor(Math.random() * 99) - OPERAND_MAX;
+      const op = Math.random() < 0.5 ? "+" : "-";
+      const text = `${a} ${op} ${b}`;
+      if (accept(parseQuestion(text).ids)) return text;
+    }
+    return model.get("question");
+  }
+
+  let total = 0;
+  let memo = { key: null, runs: null };
+  function compute(ids, forced, useCache) {
+    const key = `${ids.join()}|${forced}|${useCache}`;
+    if (memo.key !== key) {
+      const runs = {};
+      for (const preset of model.get("presets")) runs[preset] = askRun(net(preset), ids, forced, useCache);
+      memo = { key, runs };
+    }
+    return memo.runs;
+  }
+
+  const chip = (id, cls = "", extra = {}) => h("span", { class: "encdec-chip " + cls, ...extra }, TOKENS[id]);
+  const chips = (ids, cls) => ids.map((id) => chip(id, cls));
+
+  function draw() {
+    const presets = model.get("presets"), question = model.get("question");
+    const forcedName = model.get("forced"), useCache = model.get("use_cache");
+    const forced = forcedName ? TOKENS.indexOf(forcedName) : null;
+    questionLabel.textContent = t(model, "ask_model.question_label");
+    ask.textContent = t(model, "ask_model.ask");
+    if (document.activeElement !== input) input.value = question;
+    pickLabel.textContent = t(model, "ask_model.pick_label");
+    pick.replaceChildren(h("option", { value: "" }, t(model, "ask_model.pick")),
+      ...model.get("examples").map((q) => h("option", { value: q }, q)));
+    pick.value = "";
+    random.textContent = t(model, "ask_model.random");
+    randomWrong.textContent = t(model, "ask_model.random_wrong");
+    randomWrong.disabled = !presets.includes("historical");
+    forcedLabel.textContent = t(model, "ask_model.forced_label");
+    forcedSelect.replaceChildren(h("option", { value: "" }, t(model, "ask_model.forced_free")),
+      ...TOKENS.filter((tok) => tok !== "BOS").map((tok) => h("option", { value: tok }, tok)));
+    forcedSelect.value = forcedName;
+    cacheBox.checked = useCache;
+    cacheLabel.textContent = t(model, "ask_model.cache_label");
+    back.textContent = t(model, "ask_model.back");
+    next.textContent = t(model, "ask_model.next");
+    reset.textContent = t(model, "ask_model.reset");
+    end.textContent = t(model, "ask_model.end");
+    caption.replaceChildren(...[].concat(t(model, "ask_model.caption", { source: sourceText(model) })));
+
+    const parsed = parseQuestion(question), code = parsed.error;
+    if (code) {
+      const known = { no_text: "ask_model.error_empty", bad_format: "ask_model.error_format", out_of_range: "ask_model.error_range" };
+      status.className = "encdec-row encdec-status bad";
+      status.textContent = t(model, known[code], parsed.values);
+      for (const part of [answers, stepView, experiments, presetGroup]) part.replaceChildren();
+      stepLabel.textContent = "";
+      total = 0;
+      back.disabled = next.disabled = reset.disabled = end.disabled = true;
+      return;
+    }
+    const ids = parsed.ids;
+    let runs;
+    try {
+      runs = compute(ids, forced, useCache);
+    } catch (err) {
+      status.className = "encdec-row encdec-status bad";
+      status.textContent = forwardMessage(model, err);
+      return;
+    }
+    status.className = "encdec-row";
+    status.replaceChildren(h("span", { class: "encdec-label" }, t(model, "ask_model.reads")), " ",
+      h("span", { "data-testid": "question-tokens" }, chips(ids, "mem")));
+
+    // Both checkpoints' answers, side by side.
+    const P = forced === null ? 1 : 2;
+    answers.replaceChildren(h("div", { class: "encdec-scroll" }, h("table", { class: "encdec-grid", "data-testid": "answers" },
+      h("thead", {}, h("tr", {}, h("th", { class: "encdec-wrap" }, t(model, "ask_model.th_model")),
+        h("th", { class: "encdec-wrap" }, t(model, "ask_model.th_answer")), h("th", { class: "encdec-wrap" }, t(model, "ask_model.th_verdict")))),
+      h("tbody", {}, presets.map((preset) => {
+        const run = runs[preset], v = verdict(run.tokens, run.truth, P), c = net(preset).config;
+        const simple = c.position_encoding === "simple";
+        const cell = v.right ? h("span", { class: "encdec-sum ok" }, t(model, "ask_model.right"))
+          : v.step === 0 ? h("span", { class: "encdec-sum warn" }, t(model, "ask_model.wrong_prefix"))
+            : h("button", { type: "button", class: "encdec-btn encdec-wrap", "data-testid": `goto-${preset}`,
+              onclick: () => push(model, { preset, step: v.step }) },
+            t(model, "ask_model.wrong_step", { s: v.step, got: TOKENS[run.tokens[v.position]] ?? "—", want: TOKENS[run.truth[v.position]] }));
+        return h("tr", { "data-preset": preset },
+          h("th", { class: "encdec-rowhead encdec-wrap" }, h("code", {}, preset), h("div", { class: "encdec-note" },
+            t(model, "ask_model.preset_desc", { enc: c.num_enc_layers, dec: c.num_dec_layers, M: c.emb_dim,
+              pe: t(model, simple ? "ask_model.pe_simple" : "ask_model.pe_sinusoid") }))),
+          h("td", { class: "encdec-left", "data-testid": `answer-${preset}`, "data-ids": run.tokens.join(" ") },
+            run.tokens.map((id, i) => chip(id, i < P ? "kv" : v.right || i < (v.position ?? 99) ? "out" : "leak"))),
+          h("td", { "data-testid": `verdict-${preset}` }, cell));
+      })))));
+
+    // The chosen checkpoint, step by step.
+    const preset = presets.includes(model.get("preset")) ? model.get("preset") : presets[0];
+    presetGroup.replaceChildren(h("span", { class: "encdec-label" }, t(model, "ask_model.step_model")),
+      ...presets.map((p) => h("button", { type: "button", class: "encdec-btn" + (p === preset ? " active" : ""),
+        "aria-pressed": p === preset ? "true" : "false", "data-preset": p, onclick: () => push(model, { preset: p }) }, p)));
+    const run = runs[preset], steps = run.steps, m = net(preset);
+    total = steps.length;
+    const s = Math.min(model.get("step"), total);
+    back.disabled = s === 0; next.disabled = s === total; reset.disabled = s === 0; end.disabled = s === total;
+    stepLabel.textContent = total === 0 ? t(model, "ask_model.nothing_to_decode")
+      : s === 0 ? t(model, "ask_model.step_0", { total })
+        : t(model, s === 1 ? "ask_model.step_prefill" : "ask_model.step_decode", { s, total });
+    stepView.replaceChildren(s === 0 ? h("p", { class: "encdec-note" }, t(model, total ? "ask_model.press_next" : "ask_model.forced_eos"))
+      : stepPanel(m, run, s, useCache));
+
+    experiments.replaceChildren(experimentPanel(m, run, forced, useCache));
+  }
+
+  function stepPanel(m, run, s, useCache) {
+    const step = run.steps[s - 1], Kq = QUESTION_LEN, L = m.decoder.length;
+    const last = step.fed.length - 1, newest = TOKENS[step.fed[last]];
+    const fed = s === 1
+      ? t(model, "ask_model.fed_prefill", { Kq, tokens: step.fed.map((id) => TOKENS[id]).join(" "), positions: step.positions.join(", ") })
+      : t(model, useCache ? "ask_model.fed_decode" : "ask_model.fed_nocache",
+        { token: newest, position: step.positions[last], positions: `${step.positions[0]}–${step.positions[last]}` });
+
+    // the five most probable next tokens, with bars
+    const probs = softmax(step.logits);
+    const order = probs.map((p, v) => v).sort((a, b) => probs[b] - probs[a]).slice(0, 5);
+    const topRows = order.map((v, k) => h("tr", { "data-token": TOKENS[v] },
+      h("th", { class: "encdec-rowhead" }, chip(v, v === step.next ? "out" : "")),
+      h("td", { class: "encdec-num", "data-testid": `top-${k}` }, fmt(probs[v]),
+        h("div", { class: "encdec-bar-wrap" }, h("div", { class: "encdec-bar good", style: `width: ${(100 * probs[v]).toFixed(1)}%` })))));
+    const top = h("div", {}, h("div", { class: "encdec-label" }, t(model, "ask_model.top_title")),
+      h("table", { class: "encdec-grid", "data-testid": "top" }, h("tbody", {}, topRows)));
+
+    // every layer's self-attention cache after this step: the rows computed now in yellow
+    const answerSoFar = run.tokens.slice(0, run.prefix.length + s);
+    const cacheRows = Array.from({ length: L }, (_, l) => h("tr", {},
+      h("th", { class: "encdec-rowhead" }, t(model, "ask_model.layer", { n: l + 1 })),
+      h("td", { class: "encdec-left", "data-testid": `self-rows-${l}`, "data-rows": step.selfRows[l] },
+        answerSoFar.slice(0, step.selfRows[l]).map((id, k) => chip(id, k >= step.selfRows[l] - step.computed ? "new" : "kv")))));
+    const caches = h("div", {}, h("div", { class: "encdec-label" }, t(model, "ask_model.self_title")),
+      h("table", { class: "encdec-grid", "data-testid": "self-cache" }, h("tbody", {}, cacheRows)),
+      h("div", { class: "encdec-note", "data-testid": "cross-kv" },
+        t(model, useCache ? "ask_model.cross_kv_fixed" : "ask_model.cross_kv_again", { Kq, L })));
+
+    // this step's cross-attention: one row per layer and head, one column per question token
+    const head = h("tr", {}, h("th", { class: "encdec-corner encdec-wrap" }, t(model, "ask_model.cross_corner")),
+      run.question.map((id, j) => h("th", {}, h("span", { class: "encdec-idx" }, j), " ", TOKENS[id])));
+    const crossRows = step.cross.flatMap((heads, l) => heads.map((row, hd) => h("tr", { "data-layer": l, "data-head": hd },
+      h("th", { class: "encdec-rowhead" }, t(model, "ask_model.layer_head", { l: l + 1, h: hd + 1 })),
+      row.map((w, j) => h("td", { class: "encdec-cell", style: heat(w), "data-col": j,
+        title: t(model, "ask_model.cross_cell", { l: l + 1, h: hd + 1, source: TOKENS[run.question[j]], j, w: fmt(w) }) }, fmt(w, 2))))));
+    const cross = h("div", { class: "encdec-scroll" }, h("table", { class: "encdec-grid encdec-heat", "data-testid": "cross" },
+      h("thead", {}, head), h("tbody", {}, crossRows)));
+
+    return h("div", { class: "encdec-panel ready", "data-testid": "step-panel", "data-step": s },
+      h("div", { class: "encdec-row", "data-testid": "fed" }, fed),
+      h("div", { class: "encdec-note", "data-testid": "computed" },
+        tn(model, "ask_model.computed", step.computed, { total: step.computedTotal })),
+      h("div", { class: "encdec-columns" }, top, caches),
+      h("div", { class: "encdec-label" }, t(model, "ask_model.cross_title", { Kq, token: newest })),
+      cross);
+  }
+
+  function experimentPanel(m, run, forced, useCache) {
+    const P = run.prefix.length;
+    const row = (key, tokens, marks, testid) => h("tr", { "data-testid": testid },
+      h("th", { class: "encdec-rowhead encdec-wrap" }, key),
+      h("td", { class: "encdec-left" }, tokens.map((id, i) => chip(id, marks[i]))));
+    const ownRun = forced === null ? run : { tokens: greedyGenerate(m, run.question, { record: false }).tokens };
+    const mark = (tokens, fixed) => tokens.map((id, i) => (i < fixed ? "kv" : id === run.truth[i] ? "out" : "leak"));
+    const teacherTokens = [BOS_ID, ...run.teacher];
+    const stepsOn = useCache ? run.steps : run.other.steps, stepsOff = useCache ? run.other.steps : run.steps;
+    const perStep = (stepsRun) => stepsRun.length ? stepsRun.map((x) => x.computed).join(" + ") : "0";
+    const on = useCache ? run : run.other, off = useCache ? run.other : run;
+    const rows = [
+      row(t(model, "ask_model.row_free"), ownRun.tokens, mark(ownRun.tokens, 1), "row-free"),
+      forced === null ? null : row(t(model, "ask_model.row_forced", { token: TOKENS[forced] }), run.tokens, mark(run.tokens, P), "row-forced"),
+      row(t(model, "ask_model.row_teacher"), teacherTokens, mark(teacherTokens, 1), "row-teacher"),
+    ];
+    return h("div", { class: "encdec-panel" },
+      h("div", { class: "encdec-label" }, t(model, "ask_model.exp_title", { preset: m.preset })),
+      h("div", { class: "encdec-scroll" }, h("table", { class: "encdec-grid", "data-testid": "experiment" }, h("tbody", {}, rows))),
+      h("p", { class: "encdec-note" }, t(model, forced === null ? "ask_model.exp_force_hint" : "ask_model.exp_forced_note")),
+      h("div", { class: "encdec-row", "data-testid": "cache-compare", "data-on": on.positionsComputed, "data-off": off.positionsComputed,
+        "data-same": run.sameTokens ? "yes" : "no" },
+        t(model, "ask_model.cache_compare", { on: perStep(stepsOn), on_total: on.positionsComputed, off: perStep(stepsOff),
+          off_total: off.positionsComputed, same: t(model, run.sameTokens ? "ask_model.same_yes" : "ask_model.same_no") })));
+  }
+
+  draw();
+  return watch(model, ["question", "preset", "presets", "step", "forced", "use_cache", "weights", "examples"], draw);
+}
+
+export default { render };
