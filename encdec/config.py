@@ -46,4 +46,6 @@ class TrainConfig:
     stop_at_exact_match: float | None = None  # stop once validation exact match reaches this
     # stop at the first exact-match pass where every question of the task (all 19,602) is right
     stop_when_space_exact: bool = False
+    # stop once the validation loss has gone this many epochs without a new low (``epochs`` is then a cap)
+    plateau_patience: int | None = None
     seed: int = 0

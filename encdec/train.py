@@ -103,6 +103,12 @@ def _resume(path: Path, model, opt, sched, generator, model_config, tc) -> tuple
     return blob["epoch"] + 1, blob["history"], blob["train_seconds"]
 
 
+def _lowest_at(history: list[dict]) -> int:
+    """The epoch of the lowest validation loss so far (the first, on a tie)."""
+    scored = [row for row in history if "val_loss" in row]
+    return min(scored, key=lambda row: row["val_loss"])["epoch"]
+
+
 def train(
     model_config: ModelConfig,
     train_config: TrainConfig,
@@ -173,6 +179,8 @@ def train(
                 if row["space_wrong"] == 0:
                     reached_at = epoch
         history.append(row)
+        if tc.plateau_patience and "val_loss" in row and epoch - _lowest_at(history) >= tc.plateau_patience:
+            reached_at = epoch  # the plateau: no new low of the validation loss for plateau_patience epochs
         bar.set_postfix({k: round(v, 4) for k, v in row.items() if k not in ("epoch", "train_seconds")}, refresh=False)
         if state is not None and (epoch % save_every == 0 or reached_at is not None or last):
             _save_state(Path(state), epoch, model, opt, sched, generator, history, train_seconds, model_config, tc)

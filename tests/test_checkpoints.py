@@ -82,21 +82,19 @@ def test_a_shipped_checkpoint_is_the_current_preset_and_names_its_command(preset
 
 
 def test_ch12_reads_the_historical_run_as_it_is():
-    """Chapter 12 says the run trained to its plateau (no new low of the validation loss for the
-    preset's patience), that the plateau's accuracy no longer climbs (its mean against the epochs
-    before it, within half a point), and that one run's figure moves over the plateau by as much
-    as the gap to the notebook's, or more."""
+    """Chapter 12 says whether the run is still creeping up at its end (its last sixth of epochs
+    against the sixth before, more than half a point), and that one run's figure moves over its
+    last stretch by as much as the gap to the notebook's, or more."""
     from book_pages import read
 
     claimed = _claims("historical")
     accuracy = [r["val_token_accuracy"] for r in claimed["history"]]
-    stretch = claimed["train_config"]["plateau_patience"]  # as the chapter's cell
+    stretch = len(accuracy) // 6  # as the chapter's cell
     before, last = accuracy[-2 * stretch : -stretch], accuracy[-stretch:]
     mean = sum(last) / stretch
-    assert abs(mean - sum(before) / stretch) <= 0.005, "the plateau still climbs or falls"
-    for page, words in (("ch12_what_you_trained", ("to its plateau", "still creeping up")),
-                        ("zh/ch12_what_you_trained", ("训练到平台期", "仍在缓慢上升"))):
-        assert words[0] in read(page) and words[1] not in read(page), page
+    for page in ("ch12_what_you_trained", "zh/ch12_what_you_trained"):
+        says_climbing = ("still creeping up" in read(page)) or ("仍在缓慢上升" in read(page))
+        assert says_climbing == (mean - sum(before) / stretch > 0.005), page
     assert max(last) - min(last) >= abs(claimed["original"]["val_token_accuracy"] - mean)
     assert claimed["best_val_token_accuracy"] == max(accuracy)
 

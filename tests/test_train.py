@@ -101,3 +101,18 @@ def test_a_run_resumed_from_its_state_is_the_run_uninterrupted(tmp_path, monkeyp
     strip = lambda h: [{k: v for k, v in row.items() if k != "train_seconds"} for row in h]  # noqa: E731
     assert strip(resumed_metrics["history"]) == strip(whole_metrics["history"])
     assert resumed_metrics["epochs_run"] == 4
+
+
+def test_a_run_with_a_patience_stops_on_its_plateau(monkeypatch):
+    """plateau_patience: the run ends once the validation loss has gone that many epochs without a
+    new low, ``epochs`` being only a cap; the history then ends exactly that far after the lowest."""
+    from dataclasses import replace
+
+    import encdec.train as T
+
+    model_config, train_config, data = _small_run()
+    rising = iter([1.0, 0.5, 0.7, 0.6, 0.8, 0.4, 0.9])  # the lowest at epoch 2, none lower until epoch 6
+    real = T.token_accuracy
+    monkeypatch.setattr(T, "token_accuracy", lambda *a, **k: (next(rising), real(*a, **k)[1]))
+    _, metrics = T.train(model_config, replace(train_config, epochs=7, plateau_patience=3), data, progress=False)
+    assert metrics["epochs_run"] == 5 and [r["val_loss"] for r in metrics["history"]] == [1.0, 0.5, 0.7, 0.6, 0.8]
