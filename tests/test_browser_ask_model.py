@@ -201,3 +201,26 @@ def test_readable_at_390_pixels_and_in_chinese(opened, pages):
         b = w.locator(f"[data-testid='{testid}']").bounding_box()
         assert b["x"] >= 0 and b["x"] + b["width"] <= 390, testid
     assert p.log.problems() == {}
+
+
+@pytest.mark.parametrize("edition", ["book", "book/zh"])
+def test_the_built_chapter_asks_the_model_from_file(opened, models, edition):
+    """Chapter 13 as the build makes it, opened from disk (file://, no server, no network): a typed
+    question is answered as Python answers it, the decoding steps to its end, the cache switches off."""
+    from browser_support import require_built_book
+
+    page = require_built_book() / edition / "ch13_generation.html"
+    p = opened(page.as_uri())
+    w = wait_for_widget(p.page, "AskTheModel")
+    box = w.locator("[data-testid='question-input']")
+    box.fill("23 + 19")
+    box.press("Enter")
+    ids, _ = parse_question("23 + 19")
+    for preset in PRESETS:
+        assert answer_ids(w, preset) == greedy_decode(models[preset], torch.tensor([ids]), max_new_tokens=4)[0].tolist()
+    w.locator("[data-testid='end']").click()
+    assert [int(w.locator(f"[data-testid='self-rows-{l}']").get_attribute("data-rows")) for l in range(2)] == [4, 4]
+    w.locator("[data-testid='use-cache']").press("Space")
+    compare = w.locator("[data-testid='cache-compare']")
+    assert (compare.get_attribute("data-on"), compare.get_attribute("data-off"), compare.get_attribute("data-same")) == ("4", "10", "yes")
+    assert p.log.problems() == {}
