@@ -454,10 +454,11 @@ def test_the_seeds_prefill_decode_branch_is_shown_and_watched_in_a_real_library(
         assert "if is_prefill:" in shown and "model_forward(**model_inputs" in shown, edition
         out = " ".join(outputs(edition, "ch13_generation").split())
         assert "self._prefill(" in out and "next_sequence_length = 1" in out, f"{edition}: the library's own lines"
-        for P in (1, 2):
-            steps = [fed.format(P, 0, 0)] + [fed.format(1, P + k, 9) for k in range(2)]
-            at = [out.find(step) for step in steps]
-            assert -1 not in at and at == sorted(at), f"{edition}: prefix of {P}: {steps}"
+        at = 0
+        for P in (1, 2):  # in order: each prefix's prefill, then its two decode steps
+            for step in [fed.format(P, 0, 0)] + [fed.format(1, P + k, 9) for k in range(2)]:
+                at = out.find(step, at)
+                assert at != -1, f"{edition}: prefix of {P}: no {step!r} after the calls before it"
         assert out.count("the same tokens without the cache: True" if edition == "en" else "不用缓存得到的词元相同： True") == 2
 
 
