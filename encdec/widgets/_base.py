@@ -87,6 +87,46 @@ def question_ids(question_text: str):
 
 
 @functools.cache
+def watch_greedy(model, ques, max_new_tokens: int, prefix, use_cache: bool = True) -> tuple[list[int], list[dict]]:
+    """``greedy_decode`` on one question (``ques`` (1, Kq), ``prefix`` (1, P)), watched through hooks:
+    the figures that replay a decoding (the stepper, ask the model) read the package's own loop,
+    never one of their own.
+
+    Returns the ids ``greedy_decode`` returns (its row 0: the prefix and the new tokens) and,
+    per decoder call (the prefill, then each decode step): ``fed``, the answer positions it was
+    given; ``self_rows`` and ``cross_rows``, every layer's self- and cross-attention cache rows after
+    it (None without the cache); ``cross``, every layer's cross-attention weights of the last
+    position over the question, [L][H][Kq]; ``logits``, the last position's logits (V,).
+    """
+    from ..generate import greedy_decode
+
+    calls: list[dict] = []
+
+    def after_decoder(module, args, kwargs, out):
+        caches = kwargs.get("caches")
+        calls.append({
+            "fed": args[0].shape[1],
+            "self_rows": [len(c_self) for c_self, _ in caches] if caches else None,
+            "cross_rows": [len(c_cross) for _, c_cross in caches] if caches else None,
+            "cross": [layer.attention_cross.last_attention[0, :, -1].tolist() for layer in module.layers],
+        })
+
+    def after_projection(module, args, out):
+        calls[-1]["logits"] = out[0]  # (V,): the last position's, one row per question
+
+    was_training = model.training
+    model.eval()
+    hooks = [model.decoder.register_forward_hook(after_decoder, with_kwargs=True),
+             model.proj_to_vocab.register_forward_hook(after_projection)]
+    try:
+        ids = greedy_decode(model, ques, max_new_tokens, prefix=prefix, use_cache=use_cache)  # (1, P + n)
+    finally:
+        for hook in hooks:
+            hook.remove()
+        model.train(was_training)
+    return ids[0].tolist(), calls
+
+
 def string_table(lang: str) -> dict[str, dict[str, str]]:
     """The table of one language: {section: {key: template}}, read once."""
     if lang not in LANGUAGES:

@@ -20,8 +20,8 @@ import re
 
 import traitlets as t
 
-from ..data import BOS_ID, EOS_ID, OPERAND_MAX, QUESTION_LEN, TOKEN_TO_ID, VOCAB, encode_question
-from ._base import LESSON_QUESTION_TEXT, BookWidget, esm
+from ..data import BOS_ID, EOS_ID, OPERAND_MAX, QUESTION_LEN, TOKEN_TO_ID, VOCAB, encode_question, question_text
+from ._base import LESSON_QUESTION_TEXT, BookWidget, esm, watch_greedy
 from .export_weights import PRESETS, export_preset
 
 #: Questions offered in the figure's list: the lesson's example, then two the historical run gets
@@ -33,12 +33,6 @@ EXAMPLES = (
     "BOS POSITIVE 49 subtract NEGATIVE 30 EOS",
 )
 _ARITHMETIC = re.compile(r"^([+-]?)\s*(\d+)\s*(\+|-|add|subtract)\s*([+-]?)\s*(\d+)$", re.IGNORECASE)
-
-
-def _operand_ids(value: int) -> list[int]:
-    """Sign and two digits; zero is POSITIVE 00."""
-    sign = TOKEN_TO_ID["NEGATIVE"] if value < 0 else TOKEN_TO_ID["POSITIVE"]
-    return [sign, abs(value) // 10, abs(value) % 10]
 
 
 def parse_question(text: str) -> tuple[list[int] | None, tuple[str, dict] | None]:
@@ -59,8 +53,8 @@ def parse_question(text: str) -> tuple[list[int] | None, tuple[str, dict] | None
         for value, digits in ((a, da), (b, db)):
             if len(digits) > 2 or abs(value) > OPERAND_MAX:
                 return None, ("out_of_range", {"value": str(value)})
-        op_id = TOKEN_TO_ID["add"] if op == "+" or op.lower() == "add" else TOKEN_TO_ID["subtract"]
-        return [BOS_ID, *_operand_ids(a), op_id, *_operand_ids(b), EOS_ID], None
+        op = "add" if op == "+" or op.lower() == "add" else "subtract"
+        return encode_question(question_text(a, op, b)), None
     lower = {token.lower(): token for token in VOCAB}
     words = [lower.get(word.lower(), word) for word in clean.split()]
     if words[0] != "BOS":
@@ -100,34 +94,13 @@ def ask_trace(model, question_ids, forced: str | None = None, use_cache: bool = 
     import torch
 
     from ..data import ANSWER_LEN
-    from ..generate import greedy_decode
 
     ques = torch.tensor([list(question_ids)], dtype=torch.long)  # (1, Kq)
     prefix = [BOS_ID] if forced is None else [BOS_ID, TOKEN_TO_ID[forced]]
-    steps = []
-
-    def after_decoder(module, args, kwargs, out):
-        caches = kwargs.get("caches")
-        steps.append({
-            "fed": args[0].shape[1],
-            "cross": [layer.attention_cross.last_attention[0, :, -1].tolist() for layer in module.layers],  # [L][H][Kq]
-            "self_rows": [len(c_self) for c_self, _ in caches] if caches else None,
-        })
-
-    def after_projection(module, args, out):
-        steps[-1]["probs"] = torch.softmax(out[0].double(), dim=-1).tolist()  # (V,)
-
-    was_training = model.training
-    model.eval()
-    hooks = [model.decoder.register_forward_hook(after_decoder, with_kwargs=True),
-             model.proj_to_vocab.register_forward_hook(after_projection)]
-    try:
-        ids = greedy_decode(model, ques, ANSWER_LEN - len(prefix), use_cache=use_cache,
-                            prefix=torch.tensor([prefix], dtype=torch.long))[0].tolist()
-    finally:
-        for hook in hooks:
-            hook.remove()
-        model.train(was_training)
+    ids, calls = watch_greedy(model, ques, ANSWER_LEN - len(prefix), torch.tensor([prefix], dtype=torch.long),
+                              use_cache=use_cache)
+    steps = [{"fed": call["fed"], "cross": call["cross"], "self_rows": call["self_rows"],
+              "probs": torch.softmax(call["logits"].double(), dim=-1).tolist()} for call in calls]  # (V,) each
     tokens = ids[: ids.index(EOS_ID) + 1] if EOS_ID in ids else ids
     return {"tokens": tokens, "prefix": prefix, "steps": steps,
             "positions_computed": sum(step["fed"] for step in steps)}

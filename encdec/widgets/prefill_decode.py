@@ -10,7 +10,7 @@ from __future__ import annotations
 import traitlets as t
 
 from ..data import VOCAB
-from ._base import LESSON_ANSWER, LESSON_QUESTION, LESSON_QUESTION_TEXT, BookWidget, esm, question_ids
+from ._base import LESSON_ANSWER, LESSON_QUESTION, LESSON_QUESTION_TEXT, BookWidget, esm, question_ids, watch_greedy
 
 
 def decode_trace(
@@ -29,7 +29,6 @@ def decode_trace(
     import torch
 
     from ..data import ANSWER_LEN, encode
-    from ..generate import greedy_decode
 
     ques = question_ids(question_text)  # (1, Kq)
     prefix_ids = torch.tensor([encode(prefix)], dtype=torch.long)  # (1, P)
@@ -40,29 +39,9 @@ def decode_trace(
         max_new_tokens = ANSWER_LEN - P
     if max_new_tokens < 1:
         raise ValueError(f"nothing to generate: prefix {prefix!r} with max_new_tokens={max_new_tokens}")
-    # Watch greedy_decode's own passes: after each decoder pass, the length of every layer's
-    # caches; after each projection, the probabilities of the last position.
-    probs_seen, self_lens, cross_lens = [], [], []
-
-    def after_decoder(module, args, kwargs, out):
-        caches = kwargs.get("caches")
-        self_lens.append([len(c_self) for c_self, _ in caches])
-        cross_lens.append([len(c_cross) for _, c_cross in caches])
-
-    def after_projection(module, args, out):
-        probs_seen.append(torch.softmax(out, dim=-1)[0])  # (V,)
-
-    was_training = model.training
-    model.eval()
-    hooks = [model.decoder.register_forward_hook(after_decoder, with_kwargs=True),
-             model.proj_to_vocab.register_forward_hook(after_projection)]
-    try:
-        ids = greedy_decode(model, ques, max_new_tokens, prefix=prefix_ids)  # (1, P + max_new_tokens)
-    finally:
-        for hook in hooks:
-            hook.remove()
-        model.train(was_training)
-    produced = ids[0, P : P + len(probs_seen)].tolist()  # one token per pass, up to the first EOS
+    ids, calls = watch_greedy(model, ques, max_new_tokens, prefix_ids)  # P + max_new_tokens ids
+    probs_seen = [torch.softmax(call["logits"], dim=-1) for call in calls]  # (V,) per decoder pass
+    produced = ids[P : P + len(probs_seen)]  # one token per pass, up to the first EOS
     steps = [VOCAB[i] for i in produced]
     probs = [round(float(p[i]), 4) for p, i in zip(probs_seen, produced)]
     return {
@@ -70,8 +49,8 @@ def decode_trace(
         "prefix": [VOCAB[i] for i in prefix_ids[0].tolist()],
         "steps": steps,
         "probs": probs,
-        "self_cache_lens": self_lens,
-        "cross_cache_lens": cross_lens,
+        "self_cache_lens": [call["self_rows"] for call in calls],
+        "cross_cache_lens": [call["cross_rows"] for call in calls],
         "num_layers": len(model.decoder.layers),
         "num_heads": model.config.num_heads,
         "emb_dim": model.config.emb_dim,
