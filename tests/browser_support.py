@@ -250,9 +250,9 @@ def softmax(row):
 class Opened:
     """A page opened in its own browser context, offline, with what goes wrong on it logged."""
 
-    def __init__(self, chromium, url):
+    def __init__(self, chromium, url, width: int = 1280):
         self.log = PageLog()
-        self.context = chromium.new_context(viewport={"width": 1280, "height": 900})
+        self.context = chromium.new_context(viewport={"width": width, "height": 900})
         block_external(self.context, self.log)
         self.page = self.context.new_page()
         watch_page(self.page, self.log)

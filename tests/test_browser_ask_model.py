@@ -44,27 +44,13 @@ def opened(chromium):
     pages = []
 
     def _open(url: str, width: int = 1280) -> Opened:
-        p = Opened(chromium, url) if width == 1280 else _narrow(chromium, url, width)
+        p = Opened(chromium, url, width)
         pages.append(p)
         return p
 
     yield _open
     for p in pages:
         p.context.close()
-
-
-def _narrow(chromium, url, width):
-    """Opened, in a phone-wide viewport."""
-    p = Opened.__new__(Opened)
-    from browser_support import PageLog, block_external, watch_page
-
-    p.log = PageLog()
-    p.context = chromium.new_context(viewport={"width": width, "height": 800})
-    block_external(p.context, p.log)
-    p.page = p.context.new_page()
-    watch_page(p.page, p.log)
-    p.page.goto(url, wait_until="load")
-    return p
 
 
 def answer_ids(w, preset) -> list[int]:

@@ -19,6 +19,7 @@ import importlib.util
 import json
 import os
 import resource
+import shutil
 import struct
 import subprocess
 import sys
@@ -382,6 +383,4 @@ def test_socket_folders_go_where_their_addresses_fit(tmp_path, monkeypatch):
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.bind(str(address))
     finally:
-        import shutil
-
         shutil.rmtree(base)

@@ -151,11 +151,12 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
         overlay = self.grading_edition()
         torch_files = self.torch_edition()
         check_available()
+        sockets = socket_base(self.temp_dir)
         _sweep(self.temp_dir or tempfile.gettempdir())
-        _sweep(socket_base(self.temp_dir))
+        _sweep(sockets)  # the same folder unless temp_dir is too deep for a socket's address (once each)
         self._workdir = Path(kw.get("cwd") or os.getcwd()).resolve()
         try:
-            self._sockdir = Path(tempfile.mkdtemp(prefix=mounts.folder_prefix("k"), dir=socket_base(self.temp_dir)))
+            self._sockdir = Path(tempfile.mkdtemp(prefix=mounts.folder_prefix("k"), dir=sockets))
             self._slot = UidSlot()
             self._prepare(overlay, torch_files)
         except BaseException:
