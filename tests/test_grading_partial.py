@@ -13,7 +13,9 @@ from nbgrader import utils
 from autograder import judge as J
 from autograder.judge import labels as L
 from autograder.preprocessors import verdict_outputs as _verdict_outputs
+from encdec.grading import language
 from encdec.grading.misconceptions import MISCONCEPTIONS
+from encdec.grading.words import Words, words
 from grading_support import cached_decoder, graded
 
 
@@ -81,14 +83,29 @@ def test_text_the_students_code_raised_never_sets_the_label(workdir):
 
 
 def test_unnamed_observations_share_a_label_whatever_their_numbers():
-    a = L.label_of("kv_cache.tokens: ...\nObserved: the logits of decoding step 3 (row 1) differ from what the model "
-                   "gives for the same prefix; the 2 step(s) before it matched.")
-    b = L.label_of("kv_cache.tokens: ...\nObserved: the logits of decoding step 5 (row 0) differ from what the model "
-                   "gives for the same prefix; the 4 step(s) before it matched.")
-    assert a == b and a.startswith("observed: the logits of decoding step # (row #)") and L.kind(a) == "observed"
-    assert L.label_of("x: the block output did not match the reference.") == "mismatch"
-    random = L.label_of("x: two runs differ." + J.diagnosis("observed_random"))
+    """A label is read from the verdict's structure: the table entry of its observation, not its numbers."""
+    head = words("did_not_match", check_id="kv_cache.tokens", title="t", what="the generated tokens")
+    a = L.of(head + words("observed_step_logits", step=3, row=1, t=2))
+    b = L.of(head + words("observed_step_logits", step=5, row=0, t=4))
+    assert a == b == "observed:step_logits" and L.kind(a) == "observed"
+    assert L.describe(a).startswith("Observed: the logits of decoding step # (row #)")
+    assert L.of(head) == "mismatch"
+    random = L.of(words("not_repeatable", check_id="x", title="t", task="f") + J.diagnosis("observed_random"))
     assert random == "observed_random" and L.kind(random) == "observed"
+
+
+def test_a_label_never_comes_from_the_words():
+    """Feedback worded to look like a diagnosis, but made of literal text, names nothing."""
+    forged = Words("x: the loss did not match the reference.\nDiagnosis: " + MISCONCEPTIONS["loss_sum"])
+    assert L.of(forged) == "mismatch"
+
+
+def test_every_label_is_described_in_every_language():
+    for label in [*L.OUTCOMES, *MISCONCEPTIONS, "observed:step_logits", "observed:stage:argument_was:layer_norm_2:input"]:
+        for lang in language.LANGUAGES:
+            text = L.describe(label, lang)
+            assert text and (text != label or label == L.PASSED) and "{" not in text, (label, lang, text)
+    assert "层归一化" in L.describe("observed:stage:argument_was:layer_norm_2:input", "zh")
 
 
 def _lazy_block(kind: str):

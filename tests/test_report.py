@@ -83,6 +83,27 @@ def test_counts_per_item_match_what_each_student_has(report):
     assert {"passed", "named", "observed", "unreadable"} <= kinds
 
 
+def test_the_mistakes_by_key_count_each_student_once_in_either_language(report, graded, tmp_path):
+    """misconceptions_by_key.csv: per assignment, each key with the students who got it on any item."""
+    collected, rows, html = report
+    out = tmp_path / "zh"
+    write_report(ASSIGNMENTS, out, SOURCE, graded / "autograded", graded / "submitted", lang="zh")
+    with open(out / "misconceptions_by_key.csv", newline="", encoding="utf-8") as f:
+        keys = list(csv.DictReader(f))
+    for a in collected:
+        students = {}
+        for outcomes in a.outcomes.values():
+            for o in outcomes:
+                if o.label in MISCONCEPTIONS or o.label.startswith("observed"):
+                    students.setdefault(o.label, set()).add(o.student)
+        mine = [r for r in keys if r["assignment"] == a.name]
+        assert {r["label"]: int(r["students"]) for r in mine} == {k: len(v) for k, v in students.items()}
+        assert [int(r["students"]) for r in mine] == sorted((int(r["students"]) for r in mine), reverse=True)
+    named = next(r for r in keys if r["label"] == "mlp_skipped")
+    assert named["meaning"].startswith("诊断") and named["kind"] == "named"
+    assert "mlp_skipped" in html and "mistake (key)" in html
+
+
 def test_partial_credit_shows_as_a_mean_score_between_zero_and_the_points(report):
     _, rows, _ = report
     row = next(r for r in rows if r["item"] == "structure_hidden")
@@ -135,7 +156,9 @@ def test_an_unreadable_notebook_is_reported_and_the_rest_still_counted(graded, t
     assert counted == len([n for n in FIXTURES if MANIFEST[n]["assignment"] == "decoder_block"]) - 2
 
 
-def test_notebooks_graded_before_labels_were_recorded_get_the_same_labels_from_their_text(graded, tmp_path):
+def test_notebooks_graded_before_labels_were_recorded_are_unlabelled_not_read(graded, tmp_path):
+    """Without the recorded keys a failed item is ``unlabelled``: its text (which the student's code
+    may have printed) is never parsed for a label; a pass still counts from its score."""
     autograded = tmp_path / "autograded"
     shutil.copytree(graded / "autograded", autograded)
     stripped = 0
@@ -148,5 +171,8 @@ def test_notebooks_graded_before_labels_were_recorded_get_the_same_labels_from_t
     for a in ASSIGNMENTS:
         new = collect(a, SOURCE, graded / "autograded", graded / "submitted")
         old = collect(a, SOURCE, autograded, graded / "submitted")
-        labels = lambda c: {g: sorted((o.student, o.label) for o in os) for g, os in c.outcomes.items()}  # noqa: E731
-        assert labels(old) == labels(new), a
+        for g, outcomes in old.outcomes.items():
+            recorded = {o.student: o.label for o in new.outcomes[g]}
+            for o in outcomes:
+                assert o.label in ("passed", "unlabelled"), (a, g, o.student, o.label)
+                assert (o.label == "passed") <= (recorded[o.student] == "passed"), (a, g, o.student)

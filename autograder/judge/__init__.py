@@ -15,6 +15,7 @@ import numpy as np
 
 from autograder import assignments
 from encdec.grading import language, wire
+from encdec.grading.words import words
 from encdec.grading.compare import where
 
 from . import labels
@@ -77,16 +78,15 @@ def reference_file(check_id: str, targets: list[str]) -> tuple[dict, dict[str, n
 def verify(check_id: str, saved: bytes | None, inputs: dict, lang: str = language.DEFAULT) -> Verdict:
     """The verdict: judge what the student's kernel saved (``saved``, the bytes of its outputs file
     read right after the test cell ran) against the reference computed here from ``inputs``.
-    Its ``label`` says what kind of verdict it is (``labels``), from the grader's evidence only.
-    ``lang``: the language of the message (``encdec.grading.language``); the verdict, its parts and
-    its label are decided in English, so a submission scores the same in every language."""
-    with language.speaking(language.DEFAULT):
-        verdict = _verify(checks()[check_id], saved, inputs)
+
+    The check is judged once; its message is data (``Verdict.words``), worded when shown in any
+    language (``Verdict.render``), so a submission scores the same in every language. Its ``label``
+    is read from that structure (``labels.of``): the evidence of the grader only. ``lang`` is kept
+    for callers that want ``verdict.message`` in the submission's language."""
+    verdict = _verify(checks()[check_id], saved, inputs)
     if verdict.label is None:
-        verdict.label = labels.PASSED if verdict.ok else labels.label_of(verdict.message)
-    if lang != language.DEFAULT and lang in language.LANGUAGES:
-        with language.speaking(lang):
-            verdict.message = _verify(checks()[check_id], saved, inputs).message
+        verdict.label = labels.PASSED if verdict.ok else labels.of(verdict.words)
+    verdict.lang = lang if lang in language.LANGUAGES else language.DEFAULT
     return verdict
 
 
@@ -95,7 +95,7 @@ def _verify(check: Check, saved, inputs: dict) -> Verdict:
         try:
             return check.judge(saved if isinstance(saved, dict) else {}, None, inputs)
         except Exception as exc:  # noqa: BLE001 (malformed outputs: wrong dtypes, odd shapes)
-            return Verdict(False, language.text("unjudgeable", check_id=check.id, error=f"{type(exc).__name__}: {exc}"),
+            return Verdict(False, words("unjudgeable", check_id=check.id, error=f"{type(exc).__name__}: {exc}"),
                            label="unreadable_outputs")
     got = loaded(check, saved, inputs)
     if isinstance(got, Verdict):
@@ -103,7 +103,7 @@ def _verify(check: Check, saved, inputs: dict) -> Verdict:
     try:
         return check.judge(got, check.reference(inputs), inputs)
     except Exception as exc:  # noqa: BLE001 (malformed outputs: wrong dtypes, odd shapes)
-        return Verdict(False, language.text("unjudgeable", check_id=check.id, error=f"{type(exc).__name__}: {exc}"),
+        return Verdict(False, words("unjudgeable", check_id=check.id, error=f"{type(exc).__name__}: {exc}"),
                        label="unreadable_outputs")
 
 
@@ -112,15 +112,15 @@ def loaded(check: Check, saved: bytes | None, inputs: dict) -> dict | Verdict:
     usable (the cell did not run, the file is unreadable, the code raised or is not written)."""
     check_id = check.id
     if saved is None:
-        return Verdict(False, language.text("did_not_run", check_id=check_id), label="did_not_run")
+        return Verdict(False, words("did_not_run", check_id=check_id), label="did_not_run")
     try:
         meta, got = wire.loads(saved, f"{check_id}.npz")
     except Exception as exc:  # noqa: BLE001 (a corrupt or hostile file is a failed check)
-        return Verdict(False, language.text("unreadable", check_id=check_id, error=f"{type(exc).__name__}: {exc}"),
+        return Verdict(False, words("unreadable", check_id=check_id, error=f"{type(exc).__name__}: {exc}"),
                        label="unreadable_outputs")
     status = str(meta.get("status", "ok"))
     if status == "not_implemented":
-        return Verdict(False, language.text("not_implemented", check_id=check_id, task=check.task),
+        return Verdict(False, words("not_implemented", check_id=check_id, task=check.task),
                        label="not_implemented")
     if status == "error":
         # the message quotes the student's exception: the label comes from the evidence, not from it
@@ -128,7 +128,7 @@ def loaded(check: Check, saved: bytes | None, inputs: dict) -> dict | Verdict:
         origin = meta.get("raised_in") if isinstance(meta.get("raised_in"), dict) else {}
         named = check.judge_error(msg, inputs)
         label = named or ("package_code" if "not available in a graded run" in msg else "raised")
-        failed = Verdict(False, language.text("raised", check_id=check_id, task=check.task, msg=msg) + where(origin)
+        failed = Verdict(False, words("raised", check_id=check_id, task=check.task, msg=msg) + where(origin)
                          + diagnosis(named), label=label)
         if check.judge_failed is None:
             return failed

@@ -16,6 +16,8 @@ import torch
 from torch import Tensor, nn
 
 from encdec.grading import language
+from encdec.grading.words import Words, as_words, words
+from encdec.grading.words import diagnosis as diagnosis_words
 from encdec.grading.calls import as_array
 from encdec.grading.compare import ATOL, error_match, mismatch_details, same
 from encdec.grading.misconceptions import MISCONCEPTIONS, base_name
@@ -26,17 +28,31 @@ __all__ = ["ATOL", "Check", "Verdict", "compare", "diagnosis", "first_failure", 
 
 @dataclass
 class Verdict:
-    """A check's verdict: ``ok`` and the message the student and the instructor read.
+    """A check's verdict: ``ok``, and its message as data (``Words``: table entries, diagnoses),
+    worded only when shown (``render``) in the language asked for.
 
     ``parts``: where the item checks several things the lesson teaches separately, each part's
     name and whether it passed; a failed verdict with some parts passed earns their share of the
     item's points (nbgrader's partial credit, ``autograder.preprocessors``). ``label``: what kind of
-    verdict it is, for the class report (``judge.labels``; ``verify`` fills it in)."""
+    verdict it is, a key (``judge.labels``): ``verify`` reads it from the message's structure (the
+    misconception it names, the observation it makes, the kind of failure) unless a judge set it."""
 
     ok: bool
-    message: str
+    words: Words
     parts: tuple[tuple[str, bool], ...] = ()
     label: str | None = None
+    lang: str = language.DEFAULT  # the language ``message`` speaks (the submission's)
+
+    def __post_init__(self):
+        self.words = as_words(self.words)
+
+    @property
+    def message(self) -> str:
+        """The message in the verdict's language."""
+        return self.words.render(self.lang)
+
+    def render(self, lang: str) -> str:
+        return self.words.render(lang)
 
     @property
     def credit(self) -> float:
@@ -112,15 +128,15 @@ def state_arrays(module: nn.Module) -> dict[str, np.ndarray]:
     return {f"state/{k}": v.detach().numpy() for k, v in module.state_dict().items()}
 
 
-def diagnosis(name: str | None) -> str:
+def diagnosis(name: str | None) -> Words:
     """'\nDiagnosis: ...' (a named misconception) or '\nObserved: ...' (what was seen, when it fits
-    more than one), wrapped to 88 columns (feedback HTML does not wrap), or ''."""
+    more than one), as data: worded with the rest of the verdict. Empty for None."""
     if name is None:
-        return ""
+        return Words()
     key = base_name(name)
     if key not in MISCONCEPTIONS:
         raise KeyError(key)
-    return language.diagnosis_line(key)  # in the language the verdict is worded in
+    return diagnosis_words(key)
 
 
 def not_repeatable(check: Check, task: str, first: np.ndarray | None, again: np.ndarray | None,
@@ -134,20 +150,19 @@ def not_repeatable(check: Check, task: str, first: np.ndarray | None, again: np.
         return None
     if same(first, again):
         return None
-    return Verdict(False, language.text("not_repeatable", check_id=check.id, title=check.title, task=task)
+    return Verdict(False, words("not_repeatable", check_id=check.id, title=check.title, task=task)
                    + diagnosis("observed_random"))
 
 
 def is_not_repeatable(verdict: Verdict) -> bool:
-    """Whether ``verdict`` is `not_repeatable`'s (in any language)."""
-    return language.diagnosis_line("observed_random") in verdict.message
+    """Whether ``verdict`` is `not_repeatable`'s."""
+    return "observed_random" in verdict.words.diagnoses()
 
 
-def names_a_mask_mistake(message: str) -> bool:
+def names_a_mask_mistake(message: Words) -> bool:
     """Whether ``message`` diagnoses a missing or inverted mask (then a causality probe adds no
     observation of its own)."""
-    return language.head("diagnosis") in message and any(
-        language.diagnosis_line(key) in message for key in ("no_mask", "mask_inverted"))
+    return any(key in ("no_mask", "mask_inverted") for key in message.diagnoses())
 
 
 def _match(got: np.ndarray, candidates: dict[str, Any], exact: bool = False) -> str | None:
@@ -167,24 +182,24 @@ def compare(check: Check, what: str, got: np.ndarray | None, exp: np.ndarray, *,
     reference, a known mistake's output) before any of its values is read (``same``), and a
     mismatch of shapes is worded from the shapes alone, so its size never decides the work done."""
     if got is None or not isinstance(got, np.ndarray):
-        return Verdict(False, language.text("not_saved", check_id=check.id, what=what))
+        return Verdict(False, words("not_saved", check_id=check.id, what=what))
     if same(got, exp, exact):
-        return Verdict(True, language.text("matched", title=check.title, what=what))
+        return Verdict(True, words("matched", title=check.title, what=what))
     name = None
     if got.shape != exp.shape and shape_hint is not None:
         name = shape_hint(tuple(got.shape))
     if name is None and candidates is not None:
         name = _match(got, candidates(), exact)
-    head = language.text("did_not_match", check_id=check.id, title=check.title, what=what) + diagnosis(name)
-    return Verdict(False, "\n".join([head, *mismatch_details(got, exp, exact)]))
+    head = words("did_not_match", check_id=check.id, title=check.title, what=what) + diagnosis(name)
+    return Verdict(False, Words.join("\n", [head, *mismatch_details(got, exp, exact)]))
 
 
 def first_failure(*verdicts: Verdict) -> Verdict:
     """The first failure (the others usually repeat it), or the first verdict when all passed."""
     bad = [r for r in verdicts if not r.ok]
     if bad:
-        more = language.text("more_failed", n=len(bad) - 1) if len(bad) > 1 else ""
-        return Verdict(False, bad[0].message + more)
+        more = words("more_failed", n=len(bad) - 1) if len(bad) > 1 else ""
+        return Verdict(False, bad[0].words + more)
     return verdicts[0]
 
 

@@ -9,6 +9,7 @@ import torch
 from encdec import attention as A
 from encdec import model as Mdl
 from encdec.grading import language
+from encdec.grading.words import words
 
 from . import labels
 from . import stages as St
@@ -77,7 +78,7 @@ def _judge_softmax(check):
         if not r.ok and w is not None and w.shape == ref["weights"].shape:
             sums = w.sum(-1)
             if not np.allclose(sums, 1.0, atol=1e-4):
-                r.message += language.text("row_sums", low=f"{sums.min():.4f}", high=f"{sums.max():.4f}")
+                r.words += words("row_sums", low=f"{sums.min():.4f}", high=f"{sums.max():.4f}")
         return r
     return judge
 
@@ -177,10 +178,10 @@ def _judge_block(check, probe: str):
         if verdict.ok:
             return verdict
         if is_not_repeatable(verdict):
-            verdict.message += St.random_run_note(got, "out", "out_again")
+            verdict.words += St.random_run_note(got, "out", "out_again")
             return verdict
         stage = St.locate(St.block_stage, got, "out", *_plain_arrays(inputs))
-        verdict.message += St.stage_note(verdict.message, stage)
+        verdict.words += St.stage_note(verdict.words, stage)
         return verdict
 
     def compare_block(got, ref, inputs):
@@ -190,10 +191,10 @@ def _judge_block(check, probe: str):
             out = got.get("out")
             exp = (d["N"], d["Ka"], d["M"])
             if out is not None and out.shape == exp and np.isfinite(out).all():
-                return Verdict(True, language.text("block_shape_ok", title=check.title, exp=exp))
+                return Verdict(True, words("block_shape_ok", title=check.title, exp=exp))
             shape = None if out is None else tuple(out.shape)
             name = _block_shape_hint(inputs)(shape) if shape else None
-            return Verdict(False, language.text("block_shape_bad", check_id=check.id, exp=exp, got=shape)
+            return Verdict(False, words("block_shape_bad", check_id=check.id, exp=exp, got=shape)
                            + diagnosis(name))
         random = not_repeatable(check, "DecoderBlock.forward", got.get("out"), got.get("out_again"))
         if random is not None:
@@ -208,17 +209,17 @@ def _judge_block(check, probe: str):
             o = got.get("out")
             if o is not None and oc is not None and o.shape == oc.shape == ref["out"].shape and not np.allclose(o[:, :j], oc[:, :j], atol=ATOL):
                 # named only when a mask variant reproduces the output; otherwise what was seen
-                named = names_a_mask_mistake(r.message)
-                return Verdict(False, language.text("block_not_causal", check_id=check.id, last=j - 1, j=j)
+                named = names_a_mask_mistake(r.words)
+                return Verdict(False, words("block_not_causal", check_id=check.id, last=j - 1, j=j)
                                + ("" if named else diagnosis("observed_not_causal"))
-                               + ("\n" + r.message if not r.ok else ""))
+                               + ("\n" + r.words if not r.ok else ""))
             r2 = compare(check, "the output after changing later answer positions", oc, ref["out_changed"],
                          candidates=lambda: Var.block_variants(inputs["block"], inputs["dec_changed"], inputs["enc"], inputs["mask"]),
                          shape_hint=_block_shape_hint(inputs))
             return first_failure(r, r2)
         o = got.get("out")
         if o is not None and oc is not None and o.shape == oc.shape and np.allclose(o, oc, atol=ATOL):
-            return Verdict(False, language.text("block_ignores_memory", check_id=check.id) + diagnosis("ignores_question"))
+            return Verdict(False, words("block_ignores_memory", check_id=check.id) + diagnosis("ignores_question"))
         r2 = compare(check, "the output for a different question memory", oc, ref["out_changed"],
                      candidates=lambda: Var.block_variants(inputs["block"], inputs["dec"], inputs["enc_changed"], inputs["mask"]),
                      shape_hint=_block_shape_hint(inputs))
@@ -236,9 +237,9 @@ def _failed_block(got, inputs, origin, failed: Verdict) -> Verdict:
     stage = St.locate(St.block_stage, got, "out", *_plain_arrays(inputs), crashed=True)
     if not stage:
         return failed
-    note = St.stage_note(failed.message, stage)
-    label = failed.label if failed.label not in ("raised", None) else labels.label_of(note)
-    return Verdict(False, failed.message + note, label=label)
+    note = St.stage_note(failed.words, stage)
+    label = failed.label if failed.label not in ("raised", None) else labels.of(note)
+    return Verdict(False, failed.words + note, label=label)
 
 
 _BLOCK_ERRORS = {

@@ -18,6 +18,7 @@ from encdec import model as Mdl
 from encdec.config import ModelConfig
 from encdec.data import BOS_ID, EOS_ID
 from encdec.grading import language
+from encdec.grading.words import words
 from encdec.grading.compare import cache_blame
 from encdec.generate import greedy_decode, pick_next
 
@@ -300,13 +301,13 @@ def _judge_tokens(check):
             return {k: v["tokens"] for k, v in variants.items()}
 
         r = compare(check, "the generated tokens", tok, ref["tokens"], exact=True, candidates=named)
-        if not r.ok and language.head("diagnosis") not in r.message:
-            r.message += _observed(inputs, tok, steps)
+        if not r.ok and not r.words.diagnoses():
+            r.words += _observed(inputs, tok, steps)
         if not r.ok and _replayable(inputs, tok):
             m = inputs["model"]
             with torch.no_grad():
                 emb, pos = m.emb_layer.weight.numpy(), m.positions(1 + inputs["n"]).numpy()
-            r.message += St.stage_note(r.message, St.locate(St.decode_stage, got, tok, emb, pos), "decoding")
+            r.words += St.stage_note(r.words, St.locate(St.decode_stage, got, tok, emb, pos), "decoding")
         return r
     return judge
 
@@ -335,7 +336,7 @@ def _observed(inputs, tok, steps) -> str:
     for t in range(k):
         bad = ~np.isclose(steps[t], own[t], atol=tol, rtol=ATOL).all(axis=-1)  # (N,)
         if bad.any():
-            return language.text("observed_step_logits", step=t + 1, row=int(np.argmax(bad)), t=t)
+            return words("observed_step_logits", step=t + 1, row=int(np.argmax(bad)), t=t)
     done = torch.zeros(N, dtype=torch.bool)
     for t in range(k):
         greedy, now_done = pick_next(torch.from_numpy(own[t]), done)  # (N,): the package's choice
@@ -344,9 +345,9 @@ def _observed(inputs, tok, steps) -> str:
         if bad.any():
             row = int(np.argmax(bad))
             if done[row]:
-                return (language.text("observed_after_eos", row=row, token=int(tok[row, t + 1]), step=t + 1)
+                return (words("observed_after_eos", row=row, token=int(tok[row, t + 1]), step=t + 1)
                         + diagnosis("ignores_done"))
-            return language.text("observed_not_argmax", step=t + 1, row=row, token=int(tok[row, t + 1]),
+            return words("observed_not_argmax", step=t + 1, row=row, token=int(tok[row, t + 1]),
                                  best=int(greedy[row]))
         done = now_done
     return ""
@@ -364,7 +365,7 @@ def _failed_decode(check):
     def judge_failed(got, inputs, origin, failed):
         blame = _blame(got, inputs, origin)
         if blame is not None:
-            failed.message += "\n" + blame
+            failed.words += "\n" + blame
             failed.label = "raised_in_update"
         return failed
     return judge_failed
@@ -566,31 +567,31 @@ def _judge_run(check: Check, name: str, result: dict | None, inputs: dict) -> Ve
     from . import loaded
 
     run = RUNS[name]
-    part = language.term(run.part)
+    part = run.part  # worded with the message (a term of the tables)
     got = loaded(check, (result or {}).get("saved"), inputs)
     if isinstance(got, Verdict):
         return got
     tok = got.get("tokens")
     ref, first = inputs["reference"]  # computed when the run was drawn (_discriminates)
     if tok is None or tok.shape != ref.shape:
-        return Verdict(False, language.text("decode_shape", check_id=check.id, exp=ref.shape,
+        return Verdict(False, words("decode_shape", check_id=check.id, exp=ref.shape,
                                             got=None if tok is None else tok.shape))
     steps = np.arange(ref.shape[1])[None, :]  # (1, 1 + n)
     compared = steps <= first[:, None]  # (N, 1 + n): up to and including the near-tie step's input
     bad = (tok != ref) & compared
     if bad.any():
         row, step = (int(i) for i in np.argwhere(bad)[0])
-        return Verdict(False, language.text("cost_tokens", check_id=check.id, part=part, row=row, step=step))
+        return Verdict(False, words("cost_tokens", check_id=check.id, part=part, row=row, step=step))
     cpu = (result or {}).get("cpu")
     ok, wrong, limit = bound(name, inputs)
     if cpu is None or cpu < _FLOOR * ok:  # no reading, or one too small for the work done: not measured
-        return Verdict(False, language.text("cost_unmeasured", check_id=check.id, part=part), label="not_measured")
+        return Verdict(False, words("cost_unmeasured", check_id=check.id, part=part), label="not_measured")
     if cpu > limit:
         counted = _counted(got, name)  # what the kernel's instruments saw: words the diagnosis only
-        return Verdict(False, language.text("cost_over", check_id=check.id, part=part, cpu=f"{cpu:.2f}", ok=f"{ok:.2f}",
-                                            wrong_what=language.text(run.wrong), wrong=f"{wrong:.2f}",
+        return Verdict(False, words("cost_over", check_id=check.id, part=part, cpu=f"{cpu:.2f}", ok=f"{ok:.2f}",
+                                            wrong_what=words(run.wrong), wrong=f"{wrong:.2f}",
                                             bound=f"{limit:.2f}") + diagnosis(counted))
-    return Verdict(True, language.text("cost_ok", title=check.title, cpu=f"{cpu:.2f}", bound=f"{limit:.2f}"))
+    return Verdict(True, words("cost_ok", title=check.title, cpu=f"{cpu:.2f}", bound=f"{limit:.2f}"))
 
 
 def _counted(got: dict, name: str) -> str | None:
@@ -611,7 +612,7 @@ def _judge_runs(check: Check):
         verdicts = [(RUNS[name].part, _judge_run(check, name, results.get(name), inputs["runs"][name]))
                     for name in check.runs]
         if all(v.ok for _, v in verdicts):
-            return Verdict(True, language.text("ok", title=check.title))
+            return Verdict(True, words("ok", title=check.title))
         failed = first_failure(*[v for _, v in verdicts])
         parts = tuple((part, v.ok) for part, v in verdicts) if len(verdicts) > 1 else ()
         return dataclasses.replace(failed, parts=parts, label=next(v.label for _, v in verdicts if not v.ok))

@@ -1,85 +1,100 @@
-"""What kind of verdict a check gave, as one short label: the class report counts them.
+"""What kind of verdict a check gave, as one short key: the class report counts them.
 
-Grader side only. A label is ``passed``, a misconception's key (``no_mask``, ``observed_random``:
-the named and the observed ones of ``encdec.grading.misconceptions``), ``observed: ...`` (an
-unnamed observation whose numbers are replaced by ``#``, so that two students with the same
-kind of mistake share it), or one of the ``OUTCOMES`` below. Labels are decided from the grader's
-own text only: where a message quotes the student's exception, the label is set from the
-grader's own evidence (``verify``), never read back from that text.
+Grader side only. A label is ``passed``; a misconception's key (``no_mask``, ``observed_random``:
+the named and the observed ones of ``encdec.grading.misconceptions``); ``observed:<what>`` (an
+observation that names no misconception, keyed by the table entry that words it and, for a stage,
+the given part and argument it was about, never by its numbers, so that two students with the
+same kind of mistake share it); or one of the ``OUTCOMES`` below. A label is read from the
+verdict's structure (``of``: the diagnoses and table entries its message is made of), never from
+its words, and never from what the student's code printed or raised.
 """
 
 from __future__ import annotations
 
-import re
+from collections import defaultdict
 
+from encdec.grading import language
 from encdec.grading.misconceptions import MISCONCEPTIONS
+from encdec.grading.words import Msg, Words
 
 PASSED = "passed"
-OUTCOMES = {  # label -> what it means, for the report
-    PASSED: "passed",
-    "not_implemented": "not implemented: the function still raises NotImplementedError",
-    "did_not_run": "the check did not run to the end (an earlier error, the kernel died or timed out)",
-    "deleted": "the test cell was deleted from the submission",
-    "package_code": "called the package's own implementation, which is not available in a graded run",
-    "instruments_touched": "integrity flag: the code touched the instruments of an item measured in the kernel "
-                           "(older gradebooks only: a flag changes no score now)",
-    "not_measured": "the grader could not measure the kernel's CPU time for a structure item",
-    "unreadable_outputs": "the outputs the kernel saved could not be read or judged",
-    "raised_in_update": "raised: the failure came from the student's KVCache.update",
-    "raised": "raised an exception that matches no known mistake",
-    "mismatch": "wrong output that matches no known mistake and no observation",
-    "unknown_check": "the test cell names a check the grader does not know",
-}
-_HEADS = ("Diagnosis", "Observed")
-_WORDING = (  # how the grader's messages word each kind of failure (autograder.judge, autograder.preprocessors)
-    ("not available in a graded run", "package_code"), ("touched the instruments", "instruments_touched"),
-    ("not implemented yet", "not_implemented"), ("did not run to the end", "did_not_run"),
-    ("deleted from the submission", "deleted"), ("could not be read safely", "unreadable_outputs"),
-    ("could not be judged", "unreadable_outputs"), ("unknown check", "unknown_check"),
+OUTCOMES = (  # labels that are kinds of outcome (each worded by the table entry "outcome_<label>")
+    PASSED, "not_implemented", "did_not_run", "deleted", "package_code", "instruments_touched", "not_measured",
+    "unreadable_outputs", "raised_in_update", "raised", "mismatch", "unknown_check", "unlabelled",
 )
+_HEADS = {  # the table entry a verdict's message starts with -> its outcome, when it names nothing
+    "not_implemented": "not_implemented", "did_not_run": "did_not_run", "deleted": "deleted",
+    "unreadable": "unreadable_outputs", "unjudgeable": "unreadable_outputs", "unknown_check": "unknown_check",
+    "raised": "raised", "cost_unmeasured": "not_measured",
+}
+_OBSERVATIONS = ("observed_step_logits", "observed_after_eos", "observed_not_argmax", "stage_observed")
 
 
-def _squash(text: str) -> str:
-    return " ".join(text.split())
-
-
-def label_of(message: str) -> str:
-    """The label of a failed verdict's message (grader text): the first diagnosis it gives, else
-    the first unnamed observation, else the kind of failure."""
-    flat = _squash(message)
-    found = []
-    for key, text in MISCONCEPTIONS.items():
-        for head in _HEADS:
-            at = flat.find(f"{head}: {_squash(text)}")
-            if at >= 0:
-                found.append((at, key))
-    if found:
-        return min(found)[1]
-    observed = re.search(r"(?:^|\n)Observed: (.+(?:\n  .+)*)", message)  # with its wrapped lines
-    if observed:
-        return "observed: " + observation(observed.group(1))
-    for needle, label in _WORDING:
-        if needle in flat:
-            return label
+def of(message: Words) -> str:
+    """The label of a failed verdict's message: the first misconception it names (a diagnosis or a
+    named observation), else its first observation, else the kind of failure."""
+    named = message.diagnoses()
+    if named:
+        return named[0]
+    for part in message.walk():
+        if isinstance(part, Msg) and part.key in _OBSERVATIONS:
+            return "observed:" + _observation(part)
+    heads = [p.key for p in message.parts if isinstance(p, Msg)]
+    if heads and heads[0] in _HEADS:
+        return _HEADS[heads[0]]
     return "mismatch"
 
 
-def observation(text: str) -> str:
-    """An unnamed observation as a template: its first clause, every number replaced by ``#``."""
-    first = re.split(r";\s|:\s", _squash(text), maxsplit=1)[0]
-    return re.sub(r"\d+", "#", first).rstrip(".")
+def _observation(part: Msg) -> str:
+    """``step_logits``; for a stage, ``stage:<finding>[:<module>][:<argument>]`` (e.g.
+    ``stage:argument_was:layer_norm_2:input``)."""
+    if part.key != "stage_observed":
+        return part.key.removeprefix("observed_")
+    stage = dict(part.fields).get("stage")
+    finding = next((p for p in stage.parts if isinstance(p, Msg)), None) if isinstance(stage, Words) else None
+    if finding is None:
+        return "stage"
+    fields = dict(finding.fields)
+    out = ["stage", finding.key]
+    role = fields.get("role")
+    module = fields.get("module")
+    if isinstance(role, Words):
+        module = next((dict(p.fields).get("module") for p in role.parts if isinstance(p, Msg) and p.key == "role"), module)
+    if isinstance(module, str):
+        out.append(module)
+    if isinstance(fields.get("arg"), str):
+        out.append(fields["arg"])
+    return ":".join(out)
 
 
-def describe(label: str) -> str:
-    """What a label means, in one line (the report's wording)."""
-    if label in OUTCOMES:
-        return OUTCOMES[label]
-    if label in MISCONCEPTIONS:
-        head = "Observed" if label.startswith("observed_") else "Diagnosis"
-        return f"{head}: {_squash(MISCONCEPTIONS[label])}"
-    if label.startswith("observed: "):
-        return "Observed: " + label.removeprefix("observed: ")
+def describe(label: str, lang: str = language.DEFAULT) -> str:
+    """What a label means, in one line, in ``lang`` (the report's wording)."""
+    with language.speaking(lang):
+        if label in OUTCOMES:
+            return language.text(f"outcome_{label}")
+        if label in MISCONCEPTIONS:
+            head = language.head("observed" if label.startswith("observed_") else "diagnosis")
+            return f"{head} {' '.join(language.misconceptions()[label].split())}"
+        if label.startswith("observed:"):
+            return _describe_observed(label.removeprefix("observed:"))
     return label
+
+
+def _template(key: str, **known) -> str:
+    """A table entry with the fields it does not know shown as #."""
+    table = language.MESSAGES[language.current()]
+    fields = defaultdict(lambda: "#", known)
+    return " ".join(table[key].format_map(fields).split()) if key in table else key
+
+
+def _describe_observed(what: str) -> str:
+    parts = what.split(":")
+    if parts[0] != "stage":
+        return _template(f"observed_{parts[0]}").lstrip()
+    finding = _template(parts[1], module=parts[2] if len(parts) > 2 else "#", arg=parts[3] if len(parts) > 3 else "#",
+                        role=_template("role", module=parts[2], role=_template(f"role_{parts[2]}"))
+                        if len(parts) > 2 and f"role_{parts[2]}" in language.MESSAGES[language.current()] else "#")
+    return _template("stage_observed", what="#", stage=finding)
 
 
 def kind(label: str) -> str:

@@ -29,7 +29,7 @@ import re
 
 import numpy as np
 
-from encdec.grading import language
+from encdec.grading.words import Words, fill, words
 from encdec.grading.compare import same
 from encdec.grading.stages import MAX_CALLS
 
@@ -53,7 +53,7 @@ MODEL_PLAN = (
 
 def _role(module: str) -> str:
     """A given part's name and its role in the lesson, e.g. 'layer_norm_2 (the norm after cross-attention)'."""
-    return language.text("role", module=module, role=language.text(f"role_{module}"))
+    return words("role", module=module, role=words(f"role_{module}"))
 
 
 class RecordRefused(ValueError):
@@ -102,7 +102,7 @@ def _sum(a: np.ndarray, b: np.ndarray, shape: tuple | None = None) -> np.ndarray
         return None
 
 
-def _identify(x: np.ndarray, named: dict[str, np.ndarray]) -> str | None:
+def _identify(x: np.ndarray, named: dict[str, np.ndarray]) -> Words | None:
     """The name of a known tensor (or a sum of two) that ``x`` equals, else None."""
     for name, t in named.items():
         if same(x, t):
@@ -132,25 +132,25 @@ def _mask_kind(m: np.ndarray | None, mask: np.ndarray) -> str:
 def _mask_words(m: np.ndarray | None, mask: np.ndarray, whose: str) -> str:
     kind = _mask_kind(m, mask)
     if kind == "none":
-        return language.text("no_mask")
+        return words("no_mask")
     if kind == "same":
         return whose
     if kind == "inverted":
-        return language.text("mask_inverted", whose=whose)
-    return language.text("mask_other", shape=_shape(m), whose=whose, expected=_shape(mask))
+        return words("mask_inverted", whose=whose)
+    return words("mask_other", shape=_shape(m), whose=whose, expected=_shape(mask))
 
 
 def block_stage(got: dict[str, np.ndarray], case: str, dec: np.ndarray, enc: np.ndarray,
-                mask: np.ndarray, crashed: bool = False) -> str | None:
+                mask: np.ndarray, crashed: bool = False) -> Words | None:
     """The first stage of the student's block that differs from the lesson's, in words, or None
     when every recorded stage and the returned output follow the lesson (or nothing was recorded).
     ``crashed``: the student's code raised, so a stage after the failure not running says nothing."""
-    return _walk(got, case, BLOCK_PLAN, {"dec_inp": dec, "enc_inp": enc}, mask, language.text("block_mask"),
-                 language.text("block"), crashed, _limit(dec, enc, mask))
+    return _walk(got, case, BLOCK_PLAN, {"dec_inp": dec, "enc_inp": enc}, mask, words("block_mask"),
+                 words("block"), crashed, _limit(dec, enc, mask))
 
 
 def model_stage(got: dict[str, np.ndarray], case: str, emb: np.ndarray, ques: np.ndarray, ques_pos: np.ndarray,
-                ans: np.ndarray, ans_pos: np.ndarray, crashed: bool = False) -> str | None:
+                ans: np.ndarray, ans_pos: np.ndarray, crashed: bool = False) -> Words | None:
     """The same for ``Transformer.forward``: ``emb`` the embedding table (V, M), positions (1, K, M)."""
     named = {"emb_layer(ques_b)": emb[ques], "ques_pos": ques_pos, "emb_layer(ans_b)[:, :-1]": emb[ans[:, :-1]],
              "ans_pos[:, :-1]": ans_pos[:, :-1], "emb_layer(ans_b)": emb[ans], "ans_pos": ans_pos,
@@ -158,8 +158,8 @@ def model_stage(got: dict[str, np.ndarray], case: str, emb: np.ndarray, ques: np
     N, K1 = ans.shape[0], ans.shape[1] - 1
     causal = np.broadcast_to(np.triu(np.ones((K1, K1), dtype=bool), 1), (N, K1, K1))
     logits = np.empty((N, K1, emb.shape[0]), dtype=np.bool_)  # a shape to bound the record with, no data
-    return _walk(got, case, MODEL_PLAN, named, causal, language.text("causal_mask_of", tokens="ans_b[:, :-1]"),
-                 language.text("model"), crashed, _limit(logits, *named.values()), widths={"proj_to_vocab": emb.shape[0]})
+    return _walk(got, case, MODEL_PLAN, named, causal, words("causal_mask_of", tokens="ans_b[:, :-1]"),
+                 words("model"), crashed, _limit(logits, *named.values()), widths={"proj_to_vocab": emb.shape[0]})
 
 
 def _limit(*known: np.ndarray) -> int:
@@ -169,7 +169,7 @@ def _limit(*known: np.ndarray) -> int:
 
 
 def _walk(got, case, plan, named, mask, whose: str, what: str, crashed: bool, limit: int,
-          widths: dict[str, int] | None = None) -> str | None:
+          widths: dict[str, int] | None = None) -> Words | None:
     """The first stage that differs. Every recorded array is checked against its expected size and
     shape before it is used (``calls``; an output must have the shape the given part returns for
     the lesson's input, its last axis ``widths[module]`` where that differs): a record that fails
@@ -182,27 +182,27 @@ def _walk(got, case, plan, named, mask, whose: str, what: str, crashed: bool, li
         mine = [args for name, args in record if name == module]
         role = _role(module)
         if not mine:
-            return None if crashed else language.text("never_called", role=role, module=module)
+            return None if crashed else words("never_called", role=role, module=module)
         args = mine[0]
         for arg, want in expected.items():
             if arg == "mask":
                 kind = _mask_kind(args.get("mask"), mask)
                 if kind != ("none" if want is None else "same"):
                     elsewhere = [n for n, a in record if n != module and _mask_kind(a.get("mask"), mask) == "same"]
-                    moved = language.text("mask_went_to", module=elsewhere[0]) if want is not None and elsewhere else ""
-                    return language.text("received_mask", role=role, seen=_mask_words(args.get("mask"), mask, whose),
+                    moved = words("mask_went_to", module=elsewhere[0]) if want is not None and elsewhere else ""
+                    return words("received_mask", role=role, seen=_mask_words(args.get("mask"), mask, whose),
                                          moved=moved, what=what,
-                                         want=language.text("no_mask") if want is None else whose)
+                                         want=words("no_mask") if want is None else whose)
                 continue
             x = args.get(arg)
             if x is None:
-                return language.text("not_a_tensor", role=role, arg=arg)
+                return words("not_a_tensor", role=role, arg=arg)
             target = _value(want, named)
             if not same(x, target):
                 seen = _identify(x, {**named, **_others(record, plan, named)})
-                seen = language.text("named_tensor", name=seen, shape=_shape(x)) if seen else \
-                    language.text("none_of", shape=_shape(x), names=", ".join(named))
-                return language.text("argument_was", role=role, arg=arg, seen=seen, what=what, want=want,
+                seen = words("named_tensor", name=seen, shape=_shape(x)) if seen else \
+                    words("none_of", shape=_shape(x), names=", ".join(named))
+                return words("argument_was", role=role, arg=arg, seen=seen, what=what, want=want,
                                      shape=_shape(target))
         if "output" not in args:
             return None  # it raised: the failure message says where
@@ -212,13 +212,13 @@ def _walk(got, case, plan, named, mask, whose: str, what: str, crashed: bool, li
             raise RecordRefused(f"{module} returned {args['output'].shape} for an input of {first.shape}")
         named[out_name] = args["output"]
         if len(mine) > 1:
-            return language.text("ran_times", role=role, n=len(mine), what=what)
+            return words("ran_times", role=role, n=len(mine), what=what)
     returned, last = got.get(case), plan[-1][1]
     if returned is not None and not same(returned, named[last]):
         seen = _identify(returned, {**named, **_others(record, plan, named)})
-        seen = language.text("named_tensor", name=seen, shape=_shape(returned)) if seen else \
-            language.text("tensor_of_shape", shape=_shape(returned))
-        return language.text("returned_was", seen=seen, what=what, last=last)
+        seen = words("named_tensor", name=seen, shape=_shape(returned)) if seen else \
+            words("tensor_of_shape", shape=_shape(returned))
+        return words("returned_was", seen=seen, what=what, last=last)
     return None
 
 
@@ -228,11 +228,11 @@ def _others(record, plan, named) -> dict[str, np.ndarray]:
     found: dict[str, np.ndarray] = {}
     for name, args in record:
         if name not in reached and "output" in args:
-            found.setdefault(language.text("output_of", module=name), args["output"])
+            found.setdefault(words("output_of", module=name), args["output"])
     return found
 
 
-def locate(where, *args, **kwargs) -> str | None:
+def locate(where, *args, **kwargs) -> Words | None:
     """A stage finder's answer, or None when the record cannot be read (it is the student's
     process's evidence: a malformed record loses the supporting line, never the verdict)."""
     try:
@@ -251,41 +251,41 @@ def _value(expr: str, named: dict[str, np.ndarray]) -> np.ndarray:
     return total
 
 
-def first_random_stage(got: dict[str, np.ndarray], first: str, again: str) -> str | None:
+def first_random_stage(got: dict[str, np.ndarray], first: str, again: str) -> Words | None:
     """The first given submodule whose inputs differ between two runs on the same inputs, or None."""
     a, b = calls(got, first), calls(got, again)
-    before = language.text("start_of_forward")
+    before = words("start_of_forward")
     for (name, args), (name2, args2) in zip(a, b):
         if name != name2:
-            return language.text("random_order", first=name, second=name2)
+            return words("random_order", first=name, second=name2)
         for arg, x in args.items():
             y = args2.get(arg)
             if arg != "output" and (y is None or not same(x, y, exact=x.dtype == bool)):
-                return language.text("random_argument", module=name, arg=arg, before=before,
-                                     role=language.text(f"role_{name}"))
-        before = language.text("output_of", module=name)
+                return words("random_argument", module=name, arg=arg, before=before,
+                                     role=words(f"role_{name}"))
+        before = words("output_of", module=name)
     return None
 
 
-def random_run_note(got: dict[str, np.ndarray], first: str, again: str) -> str:
+def random_run_note(got: dict[str, np.ndarray], first: str, again: str) -> Words:
     """Two runs on the same inputs differed: the line naming where something random ran
     (`first_random_stage`), or "" when the record does not say."""
     stage = locate(first_random_stage, got, first, again)
-    return "\n" + language.fill(language.text("stage_random", stage=stage)) if stage else ""
+    return "\n" + fill(words("stage_random", stage=stage)) if stage else Words()
 
 
-def stage_note(message: str, stage: str | None, what: str = "block") -> str:
+def stage_note(message: Words, stage: Words | None, what: str = "block") -> Words:
     """The stage evidence as a line of the feedback: an observation of its own when the message
     names nothing yet, else a supporting line under the diagnosis or observation it has.
     ``what``: ``block``, ``model`` or ``decoding`` (worded in the current language)."""
     if not stage:
-        return ""
-    key = "stage_supporting" if language.names_something(message) else "stage_observed"
+        return Words()
+    key = "stage_supporting" if message.names_something() else "stage_observed"
     # wrapped to 88 columns like every diagnosis (the feedback HTML does not wrap)
-    return "\n" + language.fill(language.text(key, what=language.text(what), stage=stage))
+    return "\n" + fill(words(key, what=words(what), stage=stage))
 
 
-def decode_stage(got: dict[str, np.ndarray], tok: np.ndarray, emb: np.ndarray, pos: np.ndarray) -> str | None:
+def decode_stage(got: dict[str, np.ndarray], tok: np.ndarray, emb: np.ndarray, pos: np.ndarray) -> Words | None:
     """The first decoding step, and layer, where what was fed or cached differs from the lesson's
     cached decoding: step t+1 feeds only token t (BOS first), at position t (``ans_pos[:, t:t+1]``),
     and every layer's self-attention cache then holds the t keys fed before. ``tok``: the student's
@@ -298,19 +298,19 @@ def decode_stage(got: dict[str, np.ndarray], tok: np.ndarray, emb: np.ndarray, p
         if x is None or x.ndim != 3 or x.shape[0] != tok.shape[0]:
             return None
         if x.shape[1] != 1:
-            return language.text("fed_positions", step=t + 1, n=x.shape[1], shape=_shape(x))
+            return words("fed_positions", step=t + 1, n=x.shape[1], shape=_shape(x))
         newest = emb[tok[:, t]][:, None]  # (N, 1, M): token t
         if not same(x, newest + pos[:, t:t + 1]):
             at = [p for p in range(pos.shape[1]) if same(x, newest + pos[:, p:p + 1])]
             if at:
-                return language.text("fed_at", step=t + 1, t=t, p=at[0], p1=at[0] + 1)
-            return language.text("fed_nowhere", step=t + 1, t=t)
+                return words("fed_at", step=t + 1, t=t, p=at[0], p1=at[0] + 1)
+            return words("fed_nowhere", step=t + 1, t=t)
         if held is None or held.ndim != 2 or t >= len(held):
             return None
         for layer, h in enumerate(held[t]):
             if h != t:
-                cache = language.text("no_cache") if h < 0 else language.text("cache_held", held=_positions(int(h)))
-                return language.text("cache_before_step", step=t + 1, layer=layer, got=cache, held=_positions(t))
+                cache = words("no_cache") if h < 0 else words("cache_held", held=_positions(int(h)))
+                return words("cache_before_step", step=t + 1, layer=layer, got=cache, held=_positions(t))
     return None
 
 
@@ -318,4 +318,4 @@ MAX_LAYERS = 64  # more decoder layers than any model of the course has
 
 
 def _positions(k: int) -> str:
-    return language.text("positions_0" if k == 0 else "positions_1" if k == 1 else "positions_n", k=k)
+    return words("positions_0" if k == 0 else "positions_1" if k == 1 else "positions_n", k=k)

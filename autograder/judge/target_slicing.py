@@ -11,6 +11,7 @@ import torch
 from encdec import model as Mdl
 from encdec.config import ModelConfig
 from encdec.grading import language
+from encdec.grading.words import words
 
 from . import labels
 from . import stages as St
@@ -62,7 +63,7 @@ def _judge_shift(check):
         rl = compare(check, "labels_b", lab, ref["labels"], exact=True)
         r = first_failure(rd, rl)
         if not r.ok:
-            r.message += diagnosis(named)
+            r.words += diagnosis(named)
             # the decoder input and the labels are two slices the lesson teaches separately: each earns its half
             r.parts = (("the decoder input dec_in_b", rd.ok), ("the labels labels_b", rl.ok))
         return r
@@ -137,11 +138,11 @@ def _forward_stage(got, inputs, crashed: bool = False) -> str | None:
 
 def _failed_forward(got, inputs, origin, failed: Verdict) -> Verdict:
     """The student's forward raised: the stages recorded before the failure may say where."""
-    note = St.stage_note(failed.message, _forward_stage(got, inputs, crashed=True), "model")
+    note = St.stage_note(failed.words, _forward_stage(got, inputs, crashed=True), "model")
     if not note:
         return failed
-    label = failed.label if failed.label not in ("raised", None) else labels.label_of(note)
-    return Verdict(False, failed.message + note, label=label)
+    label = failed.label if failed.label not in ("raised", None) else labels.of(note)
+    return Verdict(False, failed.words + note, label=label)
 
 
 def _judge_forward(check, probe: str):
@@ -150,9 +151,9 @@ def _judge_forward(check, probe: str):
         if verdict.ok:
             return verdict
         if is_not_repeatable(verdict):
-            verdict.message += St.random_run_note(got, "logits", "logits_again")
+            verdict.words += St.random_run_note(got, "logits", "logits_again")
             return verdict
-        verdict.message += St.stage_note(verdict.message, _forward_stage(got, inputs), "model")
+        verdict.words += St.stage_note(verdict.words, _forward_stage(got, inputs), "model")
         return verdict
 
     def compare_forward(got, ref, inputs):
@@ -161,9 +162,9 @@ def _judge_forward(check, probe: str):
         if probe == "shape":
             exp = (d["N"], d["Ka1"], d["V"])
             if lg is not None and lg.shape == exp:
-                return Verdict(True, language.text("logits_shape_ok", title=check.title, exp=exp))
+                return Verdict(True, words("logits_shape_ok", title=check.title, exp=exp))
             shape = None if lg is None else tuple(lg.shape)
-            return Verdict(False, language.text("logits_shape_bad", check_id=check.id, exp=exp, got=shape)
+            return Verdict(False, words("logits_shape_bad", check_id=check.id, exp=exp, got=shape)
                            + diagnosis(_forward_shape_hint(inputs)(shape) if shape else None))
         random = not_repeatable(check, "Transformer.forward", lg, got.get("logits_again"))
         if random is not None:
@@ -177,14 +178,14 @@ def _judge_forward(check, probe: str):
             j = inputs["j"]
             # logits at positions < j read answer tokens < j only; the last answer token is never read.
             if lg is not None and lc is not None and lg.shape == lc.shape == ref["logits"].shape and not np.allclose(lg[:, :j], lc[:, :j], atol=ATOL):
-                named = names_a_mask_mistake(r.message)
-                return Verdict(False, language.text("logits_not_causal", check_id=check.id, last=j - 1, j=j)
-                               + ("" if named else diagnosis("observed_not_causal")) + ("\n" + r.message if not r.ok else ""))
+                named = names_a_mask_mistake(r.words)
+                return Verdict(False, words("logits_not_causal", check_id=check.id, last=j - 1, j=j)
+                               + ("" if named else diagnosis("observed_not_causal")) + ("\n" + r.words if not r.ok else ""))
             r2 = compare(check, "the logits after changing later answer tokens", lc, ref["logits_changed"],
                          candidates=_forward_cands(inputs, ans_key="ans_changed"), shape_hint=_forward_shape_hint(inputs))
             return first_failure(r, r2)
         if lg is not None and lc is not None and lg.shape == lc.shape and np.allclose(lg, lc, atol=ATOL):
-            return Verdict(False, language.text("logits_ignore_question", check_id=check.id) + diagnosis("ignores_question"))
+            return Verdict(False, words("logits_ignore_question", check_id=check.id) + diagnosis("ignores_question"))
         r2 = compare(check, "the logits for a different question", lc, ref["logits_changed"],
                      candidates=_forward_cands(inputs, ques_key="ques_changed"), shape_hint=_forward_shape_hint(inputs))
         return first_failure(r, r2)

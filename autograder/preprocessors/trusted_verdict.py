@@ -12,6 +12,7 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from encdec.grading import language
+from encdec.grading.words import words
 
 from ._shared import OUTPUTS_KEY, VERDICT_KEY, check_ids, graded_inputs
 
@@ -49,22 +50,18 @@ class TrustedVerdict(NbGraderPreprocessor):
             if not ids:
                 continue  # a test cell without checks keeps nbgrader's own verdict
             if DELETED_MARK in cell.source:
-                with language.speaking(lang):
-                    deleted = language.text("deleted")
-                verdicts = [(i, judge.Verdict(False, deleted, label="deleted")) for i in ids[:1]]
+                verdicts = [(i, judge.Verdict(False, words("deleted"), label="deleted")) for i in ids[:1]]
             else:
                 verdicts = []
                 for check_id in ids:
                     if check_id not in judge.CHECKS:
-                        with language.speaking(lang):
-                            unknown = language.text("unknown_check", check_id=check_id)
-                        verdict = judge.Verdict(False, unknown, label="unknown_check")
+                        verdict = judge.Verdict(False, words("unknown_check", check_id=check_id), label="unknown_check")
                     else:
                         # decided from the values the kernel returned and what the grader measured
                         # outside it; the integrity scan is advice for review and changes no score
-                        verdict = judge.verify(check_id, saved.get(check_id), graded_inputs(self, resources, check_id), lang)
+                        verdict = judge.verify(check_id, saved.get(check_id), graded_inputs(self, resources, check_id))
                     verdicts.append((check_id, verdict))
-            with language.speaking(lang):
+            with language.speaking(lang):  # judged once above; worded here, in the submission's language
                 cell.outputs = verdict_outputs(cell, [v for _, v in verdicts])
             cell.metadata[VERDICT_KEY] = [{"check": i, "ok": v.ok, "label": v.label, "credit": v.credit, "missed": v.missed}
                                           for i, v in verdicts]
@@ -76,9 +73,9 @@ class TrustedVerdict(NbGraderPreprocessor):
 def verdict_outputs(cell: NotebookNode, verdicts: list) -> list[NotebookNode]:
     """A graded cell's outputs: passed, failed (an error: 0 points) or partly passed (its score)."""
     if all(v.ok for v in verdicts):
-        return [_stream("".join(language.text("graded_passed", message=v.message) + "\n" for v in verdicts))]
+        return [_stream("".join(language.text("graded_passed", message=str(v.words)) + "\n" for v in verdicts))]
     credit = sum(v.credit for v in verdicts) / len(verdicts)
-    message = "\n".join(v.message for v in verdicts if not v.ok)
+    message = "\n".join(str(v.words) for v in verdicts if not v.ok)  # in the language spoken here
     if credit <= 0:
         return [_error("AssertionError", message)]
     points = float(cell.metadata["nbgrader"]["points"])

@@ -38,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--autograded", type=Path, help="nbgrader's autograded folder (default: the course configuration's)")
     p.add_argument("--submitted", type=Path, help="nbgrader's submitted folder, to list submissions autograde "
                                                   "could not grade (default: the course configuration's)")
+    p.add_argument("--lang", choices=["en", "zh"], default="en", help="the language of the keys' meanings")
     args = p.parse_args(argv)
     folders = course_folders() if None in (args.source, args.autograded, args.submitted) else {}
     source = args.source or folders["source"]
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"expected the autograded notebooks in {autograded}/ (run `nbgrader autograde` first, "
                 "or pass --autograded DIR)")
     try:
-        collected, csv_path, html_path = write_report(args.assignments, args.out, source, autograded, submitted)
+        collected, csv_path, html_path = write_report(args.assignments, args.out, source, autograded, submitted, args.lang)
     except FileNotFoundError as err:
         p.error(str(err))
     for a in collected:

@@ -5,8 +5,7 @@ The graded items come from the source notebooks (``solutions/<assignment>/*.ipyn
 points, the checks the cell runs). For each student's autograded copy, an item's outcome is what
 ``autograder.preprocessors.TrustedVerdict`` recorded in the cell's metadata (the labels of
 ``autograder.judge.labels``), its score as nbgrader computes it from the cell's outputs, and the
-text the student read. A notebook graded before the labels were recorded is labelled from that
-text. Nothing here trusts the notebook: an unreadable one is a ``Problem``, never an exception.
+text the student read. A notebook graded before the labels were recorded is ``unlabelled``. Nothing here trusts the notebook: an unreadable one is a ``Problem``, never an exception.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from pathlib import Path
 from nbformat import NotebookNode, from_dict
 from nbgrader import utils
 
-from autograder.judge.labels import PASSED, label_of
+from autograder.judge.labels import PASSED
 from autograder.preprocessors import CHECK_CALL, VERDICT_KEY
 
 MAX_TEXT = 4000  # characters of a cell's outputs kept as an example
@@ -145,15 +144,15 @@ def _outcome(student: str, cell: NotebookNode | None) -> Outcome:
 
 
 def _label(cell: NotebookNode, text: str, score: float | None) -> str:
-    """The first failed check's label the grader recorded, or ``passed``; from the text when the
-    notebook was graded before labels were recorded."""
+    """The first failed check's label the grader recorded, or ``passed``; ``unlabelled`` when the
+    notebook was graded before labels were recorded (its text is never read for one)."""
     recorded = cell.get("metadata", {}).get(VERDICT_KEY)
     if isinstance(recorded, list) and recorded and all(isinstance(v, dict) for v in recorded):
         failed = [str(v.get("label")) for v in recorded if not v.get("ok")]
         return failed[0] if failed else PASSED
     if text.startswith("passed") and score is not None and score > 0:
         return PASSED
-    return label_of(text)
+    return "unlabelled"
 
 
 def cell_text(cell: NotebookNode) -> str:

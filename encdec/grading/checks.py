@@ -115,4 +115,4 @@ def _call(check_id: str, task: str, meta: dict, arrays: dict, impl: Any, save_to
 
 def _fail(message: str, cause: BaseException | None = None) -> None:
     """Raise the check's AssertionError (IPython hides ``run``'s frame, not the last one)."""
-    raise AssertionError(message) from cause
+    raise AssertionError(str(message)) from cause  # worded now, in the language spoken here

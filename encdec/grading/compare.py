@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import language
+from .words import Words, words
 
 ATOL = RTOL = 1e-4
 
 
-def describe(a: np.ndarray) -> str:
-    return language.text("shape_dtype", shape=tuple(a.shape), dtype=a.dtype)
+def describe(a: np.ndarray) -> Words:
+    return words("shape_dtype", shape=tuple(a.shape), dtype=str(a.dtype))
 
 
 def fmt(x: np.generic) -> str:
@@ -37,7 +37,7 @@ def same(got: np.ndarray, exp: np.ndarray, exact: bool = False) -> bool:
     return bool(np.allclose(got.astype(np.float64), exp.astype(np.float64), atol=ATOL, rtol=RTOL, equal_nan=False))
 
 
-def first_mismatch(got: np.ndarray, exp: np.ndarray, exact: bool) -> str:
+def first_mismatch(got: np.ndarray, exp: np.ndarray, exact: bool) -> Words:
     if exact:
         bad = got != exp
     else:
@@ -45,12 +45,12 @@ def first_mismatch(got: np.ndarray, exp: np.ndarray, exact: bool) -> str:
         bad |= np.isnan(got) != np.isnan(exp)
     idx = tuple(int(i) for i in np.argwhere(bad)[0])
     n = int(bad.sum())
-    return language.text("first_mismatch", idx=idx, exp=fmt(exp[idx]), got=fmt(got[idx]), n=n, size=bad.size)
+    return words("first_mismatch", idx=idx, exp=fmt(exp[idx]), got=fmt(got[idx]), n=n, size=bad.size)
 
 
-def mismatch_details(got: np.ndarray, exp: np.ndarray, exact: bool) -> list[str]:
-    """The lines under "did not match": both shapes, and the first differing entry."""
-    details = [language.text("expected", desc=describe(exp)), language.text("got", desc=describe(got))]
+def mismatch_details(got: np.ndarray, exp: np.ndarray, exact: bool) -> list[Words]:
+    """The lines under "did not match": both shapes, and the first differing entry (worded when shown)."""
+    details = [words("expected", desc=describe(exp)), words("got", desc=describe(got))]
     if got.shape == exp.shape:
         details.append("  " + first_mismatch(got, exp, exact))
     return details
@@ -66,26 +66,26 @@ def error_match(patterns, msg: str, dims: dict | None = None) -> str | None:
     return None
 
 
-def where(origin: dict) -> str:
+def where(origin: dict) -> Words:
     """'\n(raised in ...)': the function of the student's code a failure came from, or ''."""
     student, inner = str(origin.get("student", "")), str(origin.get("innermost", ""))
     if not student:
-        return ""
+        return Words()
     if inner and inner != student:
-        return language.text("raised_in", inner=inner, student=student)
-    return language.text("raised_in_yours", student=student)
+        return words("raised_in", inner=inner, student=student)
+    return words("raised_in_yours", student=student)
 
 
-def cache_blame(shapes: np.ndarray | None, N: int, H: int, Dh: int, origin: dict) -> str | None:
+def cache_blame(shapes: np.ndarray | None, N: int, H: int, Dh: int, origin: dict) -> Words | None:
     """When a decoding failure came from ``KVCache.update``, say so: it raised inside it, or a decoder
     layer's self-attention cache held keys or values that are not (N, H, T, Dh). ``shapes``
     (layers, 2, 4) as the kernel recorded them (-1: nothing cached). None when the cache looks fine."""
     student = str(origin.get("student", ""))
     if student.endswith("update"):
-        return language.text("blame_update", student=student)
+        return words("blame_update", student=student)
     for i, (k, v) in enumerate(np.asarray(shapes if shapes is not None else np.zeros((0, 2, 4)), dtype=np.int64)):
         for name, s in (("keys", k), ("values", v)):
             if s[0] >= 0 and (s[0] != N or s[1] != H or s[3] != Dh):
-                return language.text("blame_shape", name=language.text(name), layer=i,
+                return words("blame_shape", name=words(name), layer=i,
                                      shape=tuple(int(x) for x in s), N=N, H=H, Dh=Dh)
     return None

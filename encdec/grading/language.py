@@ -20,7 +20,7 @@ from .misconceptions_zh import MISCONCEPTIONS_ZH
 
 DEFAULT = "en"
 
-_TERM_FIELDS = ("title", "what", "name")
+_TERM_FIELDS = ("title", "what", "name", "part")
 MISCONCEPTIONS_BY_LANGUAGE = {"en": MISCONCEPTIONS, "zh": MISCONCEPTIONS_ZH}
 LANGUAGES = tuple(MESSAGES)
 

@@ -117,7 +117,7 @@ def judge(check_id: str, meta: dict, got: dict[str, np.ndarray], stored: dict[st
         if name is None and larger and g.shape == exp.shape and (g > exp).any():
             name = larger
         lines = [language.text("did_not_match", check_id=check_id, title=title, what=key) + diagnosis(name)]
-        return False, "\n".join(lines + mismatch_details(g, exp, is_exact(exp)))
+        return False, "\n".join(str(line) for line in lines + mismatch_details(g, exp, is_exact(exp)))
     return True, language.text("matched_all", title=title)
 
 
