@@ -194,6 +194,14 @@ def compare(check: Check, what: str, got: np.ndarray | None, exp: np.ndarray, *,
     return Verdict(False, Words.join("\n", [head, *mismatch_details(got, exp, exact)]))
 
 
+def named_by_property(verdict: Verdict, key: str | None) -> Verdict:
+    """A failed verdict that names nothing yet gets the property's diagnosis (``properties``), if any."""
+    if not verdict.ok and key is not None and not verdict.words.diagnoses():
+        first, *rest = verdict.words.parts or ("",)
+        verdict.words = Words(first, diagnosis(key), *rest)  # under its first line, as a variant's name
+    return verdict
+
+
 def first_failure(*verdicts: Verdict) -> Verdict:
     """The first failure (the others usually repeat it), or the first verdict when all passed."""
     bad = [r for r in verdicts if not r.ok]

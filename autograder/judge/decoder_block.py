@@ -12,10 +12,11 @@ from encdec.grading import language
 from encdec.grading.words import words
 
 from . import labels
+from . import properties as Prop
 from . import stages as St
 from . import variants as Var
 from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, is_not_repeatable, probe_checks, \
-    names_a_mask_mistake, not_repeatable, numpy_dict, randomize_, state_arrays
+    names_a_mask_mistake, named_by_property, not_repeatable, numpy_dict, randomize_, state_arrays
 
 CHECKS: list[Check] = []
 
@@ -38,8 +39,10 @@ def _mask_variants(inputs) -> dict:
 
 def _judge_mask(check):
     def judge(got, ref, inputs):
-        return compare(check, "the mask", got.get("mask"), ref["mask"], exact=True,
-                       candidates=lambda: {k: v["mask"] for k, v in _mask_variants(inputs).items()})
+        m = got.get("mask")
+        r = compare(check, "the mask", m, ref["mask"], exact=True,
+                    candidates=lambda: {k: v["mask"] for k, v in _mask_variants(inputs).items()})
+        return named_by_property(r, None if r.ok or m is None else Prop.mask(m, inputs["seq"].numpy()))
     return judge
 
 
@@ -79,6 +82,7 @@ def _judge_softmax(check):
             sums = w.sum(-1)
             if not np.allclose(sums, 1.0, atol=1e-4):
                 r.words += words("row_sums", low=f"{sums.min():.4f}", high=f"{sums.max():.4f}")
+            named_by_property(r, Prop.softmax(w, inputs["scores"].numpy(), inputs["mask"].numpy()))
         return r
     return judge
 

@@ -14,10 +14,11 @@ from encdec.grading import language
 from encdec.grading.words import words
 
 from . import labels
+from . import properties as Prop
 from . import stages as St
 from . import variants as Var
 from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, is_not_repeatable, probe_checks, \
-    names_a_mask_mistake, not_repeatable, randomize_, same, state_arrays
+    names_a_mask_mistake, named_by_property, not_repeatable, randomize_, same, state_arrays
 
 CHECKS: list[Check] = []
 _SMALL = dict(emb_dim=16, num_heads=2, feedforward_dim=32, num_enc_layers=2, num_dec_layers=2, dropout=0.2)
@@ -64,6 +65,8 @@ def _judge_shift(check):
         r = first_failure(rd, rl)
         if not r.ok:
             r.words += diagnosis(named)
+            if named is None and din is not None and lab is not None:
+                named_by_property(r, Prop.shift(din, lab, inputs["ans"].numpy()))
             # the decoder input and the labels are two slices the lesson teaches separately: each earns its half
             r.parts = (("the decoder input dec_in_b", rd.ok), ("the labels labels_b", rl.ok))
         return r
@@ -215,19 +218,55 @@ def _build_loss(seed: int, hidden: bool) -> dict:
     inputs = _build_answers(seed, hidden)
     d = inputs["dims"]
     inputs["logits"] = 2 * torch.randn(d["N"], d["Ka1"], d["V"], generator=gen(seed + 1))
+    # two more probes of the same sizes: other logits for the same answers, then other answers
+    # (the loss's properties are read from the three values: ``properties.loss``)
+    g = gen(seed + 2)
+    other = torch.randint(0, 14, (d["N"], d["Ka"]), generator=g)
+    other[:, 0], other[:, -1] = 14, 15  # BOS ... EOS
+    inputs["cases"] = [(inputs["logits"], inputs["ans"]),
+                       (3 * torch.randn(d["N"], d["Ka1"], d["V"], generator=g), inputs["ans"]),
+                       (torch.randn(d["N"], d["Ka1"], d["V"], generator=g), other)]
     d["NK1"] = d["N"] * d["Ka1"]
     d["NK"] = d["N"] * d["Ka"]
     return inputs
 
 
+def _loss_key(i: int) -> str:
+    return "loss" if i == 0 else f"loss_{i}"
+
+
+def _wire_loss(inputs):
+    arrays = {}
+    for i, (x, a) in enumerate(inputs["cases"]):
+        arrays[_loss_key(i).replace("loss", "logits")] = x.numpy()
+        arrays[_loss_key(i).replace("loss", "ans")] = a.numpy()
+    return {"cases": len(inputs["cases"])}, arrays
+
+
+def _ref_loss(inputs):
+    return {_loss_key(i): Mdl.sequence_loss(x, a[:, 1:]).reshape(1).double().numpy()
+            for i, (x, a) in enumerate(inputs["cases"])}
+
+
 def _loss_variants(inputs) -> dict:
-    return {k: {"loss": v.reshape(1).double().numpy()} for k, v in Var.loss_variants(inputs["logits"], inputs["ans"]).items()}
+    out: dict[str, dict] = {}
+    for i, (x, a) in enumerate(inputs["cases"]):
+        for k, v in Var.loss_variants(x, a).items():
+            out.setdefault(k, {})[_loss_key(i)] = v.reshape(1).double().numpy()
+    return {k: v for k, v in out.items() if len(v) == len(inputs["cases"])}
 
 
 def _judge_loss(check):
     def judge(got, ref, inputs):
-        return compare(check, "the loss", got.get("loss"), ref["loss"],
-                       candidates=lambda: {k: v["loss"] for k, v in _loss_variants(inputs).items()})
+        variants = _loss_variants(inputs)
+        results = [compare(check, "the loss", got.get(key), ref[key],
+                           candidates=lambda key=key: {k: v[key] for k, v in variants.items()})
+                   for key in (_loss_key(i) for i in range(len(inputs["cases"])))]
+        r = first_failure(*results)
+        values = [got.get(_loss_key(i)) for i in range(len(inputs["cases"]))]
+        if not r.ok and all(v is not None and v.shape == (1,) for v in values):
+            named_by_property(r, Prop.loss([float(v[0]) for v in values], inputs["cases"]))
+        return r
     return judge
 
 
@@ -239,8 +278,7 @@ _LOSS_ERRORS = {
 for _cid, _hidden, _seed in (("target_slicing.loss", False, 1204), ("target_slicing.loss_hidden", True, 0)):
     _c = Check(id=_cid, title="next_token_loss", task="next_token_loss(logits, ans_b)", kind="loss", hidden=_hidden,
                seed=_seed, build=(lambda s, h=_hidden: _build_loss(s, h)),
-               wire=lambda inp: ({}, {"logits": inp["logits"].numpy(), "ans": inp["ans"].numpy()}),
-               reference=lambda inp: {"loss": Mdl.sequence_loss(inp["logits"], inp["ans"][:, 1:]).reshape(1).double().numpy()},
+               wire=_wire_loss, reference=_ref_loss,
                error_patterns=_LOSS_ERRORS, variants=_loss_variants)
     _c.judge = _judge_loss(_c)
     CHECKS.append(_c)

@@ -31,6 +31,8 @@ def same(got: np.ndarray, exp: np.ndarray, exact: bool = False) -> bool:
     if got.shape != exp.shape:
         return False
     if exact:
+        if exp.dtype == bool and got.dtype != bool:  # a mask of 0s and 1s is not a mask
+            return False
         return bool(np.array_equal(got, exp))
     if not (np.issubdtype(got.dtype, np.number) or got.dtype == bool):
         return False
@@ -43,6 +45,8 @@ def first_mismatch(got: np.ndarray, exp: np.ndarray, exact: bool) -> Words:
     else:
         bad = ~np.isclose(got.astype(np.float64), exp.astype(np.float64), atol=ATOL, rtol=RTOL)
         bad |= np.isnan(got) != np.isnan(exp)
+    if not bad.any():  # equal values of another dtype (a mask of 0s and 1s)
+        return words("dtype_differs", got=str(got.dtype), exp=str(exp.dtype))
     idx = tuple(int(i) for i in np.argwhere(bad)[0])
     n = int(bad.sum())
     return words("first_mismatch", idx=idx, exp=fmt(exp[idx]), got=fmt(got[idx]), n=n, size=bad.size)

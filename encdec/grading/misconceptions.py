@@ -140,6 +140,92 @@ MISCONCEPTIONS = {
     "cache_wrong_axis": (
         "keys and values were appended along the wrong axis: (N, H, T, Dh) grows along T, dim=2."
     ),
+    "mask_transposed": (
+        "the mask is transposed: True must sit above the diagonal (j > i, reader i's future); this one "
+        "forbids the positions below it, the past, and lets every reader see what comes after it."
+    ),
+    "mask_offset": (
+        "the mask starts too far right: reader i must be forbidden every j > i, but this one still lets "
+        "it read one or more positions after itself. Check the triangle's diagonal offset."
+    ),
+    "mask_from_values": (
+        "the mask differed between sequences of the batch: it was built from the token values, but which "
+        "positions a reader may see depends only on where they are (i and j), never on what they hold."
+    ),
+    "mask_not_bool": (
+        "the pattern is right but the mask is not boolean: masked_fill and the attention read True as "
+        "forbidden, so return a bool tensor (compare, or call .bool())."
+    ),
+    "softmax_fill_finite": (
+        "the masked scores were filled with a finite value before the softmax, so forbidden positions "
+        "still got some weight: a forbidden score must become -inf (or a very large negative number) so "
+        "that its weight is exactly 0."
+    ),
+    "softmax_wrong_axis": (
+        "the softmax ran over the wrong axis: each reader's weights (one row, the last axis, over the "
+        "keys) must sum to 1."
+    ),
+    "softmax_not_normalised": (
+        "the weights have the right proportions in each row but do not sum to 1: the exponentials were "
+        "divided by a wrong sum (or by none). The softmax normalises each row over its keys."
+    ),
+    "softmax_scaled": (
+        "the scores were rescaled inside masked_softmax: it takes the scores as they come (the attention "
+        "already divided them by sqrt(Dh) once)."
+    ),
+    "shift_wraps": (
+        "the shift wrapped around (torch.roll): a token from one end came back at the other. The shift "
+        "drops a token at each end by slicing; nothing wraps."
+    ),
+    "shift_wrong_axis": (
+        "the shift was taken along the batch axis: ans_b is (N, Ka), one answer per row, and the shift "
+        "runs along the answer positions (dim 1)."
+    ),
+    "shift_off_by_one": (
+        "the slices are off by one: the decoder input keeps Ka-1 tokens from BOS on and the labels the "
+        "Ka-1 tokens after BOS, so each position predicts exactly the next token."
+    ),
+    "loss_reduction": (
+        "the loss was reduced the wrong way: the lesson's loss is one mean over all N*(Ka-1) answer "
+        "positions, not a sum or a mean of per-sequence sums."
+    ),
+    "loss_on_probabilities": (
+        "softmax outputs were fed to cross_entropy: it applies log_softmax itself, so it takes raw logits "
+        "(probabilities get squashed a second time)."
+    ),
+    "nll_on_logits": (
+        "nll_loss was applied to raw logits: nll_loss expects log-probabilities, so apply log_softmax "
+        "first (or use cross_entropy, which does both)."
+    ),
+    "nll_on_probabilities": (
+        "nll_loss was applied to probabilities: it expects log-probabilities (the log is missing), so use "
+        "log_softmax rather than softmax."
+    ),
+    "loss_class_axis": (
+        "the class axis was moved with reshape or view: cross_entropy wants the classes on dim 1, and "
+        "reshaping (N, Ka-1, V) into (N, V, Ka-1) scrambles positions and classes. Move the axis "
+        "(transpose), or flatten both to (N*(Ka-1), V) and (N*(Ka-1),)."
+    ),
+    "loss_label_smoothing": (
+        "the loss used label smoothing: this exercise's loss is the plain cross-entropy of the next token "
+        "(smoothing is a training choice, not part of the next-token loss)."
+    ),
+    "loss_ignores_eos": (
+        "some answer positions were left out of the loss (an ignore_index, or a filter on a token): every "
+        "position predicts its next token, EOS included, and all of them count."
+    ),
+    "cache_prepends": (
+        "new keys and values were put before the old ones: the cache keeps them in the order of the "
+        "positions, oldest first, and appends at the end of the time axis."
+    ),
+    "cache_kv_swapped": (
+        "keys and values were swapped: update returns (keys, values), each grown from its own k_new or "
+        "v_new."
+    ),
+    "cache_returns_new": (
+        "update stored everything but returned only the new keys and values: attention at this step must "
+        "see every position so far, so return the whole cache."
+    ),
     "observed_not_causal": (
         "the future leaked into the past, but the output matches no known mistake: check what "
         "masked self-attention reads (query, key and value are all dec_inp, with the causal "

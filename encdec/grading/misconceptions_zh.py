@@ -126,6 +126,85 @@ MISCONCEPTIONS_ZH = {
     "cache_wrong_axis": (
         "键和值沿错误的轴追加了：(N, H, T, Dh) 沿 T 增长，dim=2。"
     ),
+    "mask_transposed": (
+        "掩码转置了：True 必须在对角线以上（j > i，读者 i 的未来）；这个掩码禁止的是对角线以下的位置，"
+        "也就是过去，却让每个读者看到了它之后的内容。"
+    ),
+    "mask_offset": (
+        "掩码的起点太靠右：读者 i 必须被禁止读任何 j > i 的位置，但这个掩码仍让它读到自己之后的一个或多个位置。"
+        "请检查三角的对角线偏移。"
+    ),
+    "mask_from_values": (
+        "批次中不同序列的掩码不一样：它是用词元的值构造的，但读者能看到哪些位置只取决于位置本身（i 和 j）"
+        "，与位置上的内容无关。"
+    ),
+    "mask_not_bool": (
+        "模式是对的，但掩码不是布尔类型：masked_fill 和注意力把 True 当作禁止，所以请返回 bool 张量（用比较运算，"
+        "或调用 .bool()）。"
+    ),
+    "softmax_fill_finite": (
+        "在 softmax 之前，被遮住的分数填成了一个有限值，所以禁止的位置仍然得到了一些权重：禁止的分数必须变成 -inf（或一个非常大的负数）"
+        "，这样它的权重才恰好为 0。"
+    ),
+    "softmax_wrong_axis": (
+        "softmax 作用在了错误的轴上：每个读者的权重（一行，即最后一个轴，对各个键）之和必须为 1。"
+    ),
+    "softmax_not_normalised": (
+        "每一行权重的比例是对的，但和不等于 1：指数除以了错误的和（或者没有除）。softmax 要在每一行的键上归一化。"
+    ),
+    "softmax_scaled": (
+        "masked_softmax 内部又缩放了分数：它应当原样使用传入的分数（注意力已经除过一次 sqrt(Dh)）"
+        "。"
+    ),
+    "shift_wraps": (
+        "移位绕回来了（torch.roll）：一端的词元又出现在另一端。移位是用切片在两端各去掉一个词元，"
+        "没有任何东西绕回。"
+    ),
+    "shift_wrong_axis": (
+        "移位沿着批次轴进行了：ans_b 是 (N, Ka)，每行一个回答，移位应当沿着回答的位置（dim 1）"
+        "。"
+    ),
+    "shift_off_by_one": (
+        "切片差了一位：解码器输入保留从 BOS 开始的 Ka-1 个词元，标签是 BOS 之后的 Ka-1 个词元，"
+        "这样每个位置恰好预测下一个词元。"
+    ),
+    "loss_reduction": (
+        "损失的归约方式不对：课程的损失是对全部 N*(Ka-1) 个回答位置取一次平均，而不是求和，也不是各序列之和的平均。"
+    ),
+    "loss_on_probabilities": (
+        "把 softmax 的输出送进了 cross_entropy：它自己会做 log_softmax，"
+        "所以应当输入原始 logits（概率会被再压缩一次）。"
+    ),
+    "nll_on_logits": (
+        "把 nll_loss 用在了原始 logits 上：nll_loss 需要对数概率，所以先做 log_softmax（或者直接用 cross_entropy，"
+        "它两步都做）。"
+    ),
+    "nll_on_probabilities": (
+        "把 nll_loss 用在了概率上：它需要对数概率（缺了取对数这一步），所以应当用 log_softmax 而不是 softmax。"
+    ),
+    "loss_class_axis": (
+        "类别轴是用 reshape 或 view 移动的：cross_entropy 要求类别在 dim 1，"
+        "而把 (N, Ka-1, V) reshape 成 (N, V, Ka-1) 会把位置和类别搅乱。"
+        "请移动轴（transpose），或者把两者分别展平成 (N*(Ka-1), V) 和 (N*(Ka-1),)。"
+    ),
+    "loss_label_smoothing": (
+        "损失用了标签平滑：本练习的损失是下一个词元的普通交叉熵（平滑是训练时的选择，不属于下一个词元损失本身）"
+        "。"
+    ),
+    "loss_ignores_eos": (
+        "有些回答位置没有计入损失（设了 ignore_index，或按某个词元过滤了）：每个位置都预测它的下一个词元，"
+        "包括 EOS，全部都要计入。"
+    ),
+    "cache_prepends": (
+        "新的键和值放在了旧的前面：缓存按位置的顺序保存它们，最早的在前，新的接在时间轴的末尾。"
+    ),
+    "cache_kv_swapped": (
+        "键和值弄反了：update 返回 (keys, values)，各自由自己的 k_new 或 v_new 增长而来。"
+    ),
+    "cache_returns_new": (
+        "update 保存了全部内容，却只返回了新的键和值：这一步的注意力必须看到到目前为止的每个位置，"
+        "所以要返回整个缓存。"
+    ),
     "observed_not_causal": (
         "未来泄漏到了过去，但输出与任何已知错误都不吻合：检查带掩码的自注意力读的是什么"
         "（查询、键和值都是 dec_inp，并带因果掩码），以及注意力之外有没有混合回答各位置的操作。"
