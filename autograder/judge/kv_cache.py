@@ -305,6 +305,8 @@ def _judge_tokens(check):
             return {k: v["tokens"] for k, v in variants.items()}
 
         r = compare(check, "the generated tokens", tok, ref["tokens"], exact=True, candidates=named)
+        if not r.ok and not r.words.diagnoses() and _replayable(inputs, tok):
+            named_by_property(r, _replayed_mistake(inputs, tok, steps))
         if not r.ok and not r.words.diagnoses():
             r.words += _observed(inputs, tok, steps)
         if not r.ok and _replayable(inputs, tok):
@@ -314,6 +316,51 @@ def _judge_tokens(check):
             r.words += St.stage_note(r.words, St.locate(St.decode_stage, got, tok, emb, pos), "decoding")
         return r
     return judge
+
+
+REPLAYED = ("layers_not_chained", "memory_without_positions", "one_cache_for_all_layers")
+
+
+@torch.no_grad()
+def _replay(model, ques: Tensor, tokens: Tensor, mode: str) -> Tensor:
+    """The step logits (n, N, V) a cached decoding with one mistake (``REPLAYED``) gives along the
+    student's own tokens (N, 1 + n): each step feeds token t at position t, as the lesson does."""
+    n = tokens.shape[1] - 1
+    pos = model.positions(1 + n)
+    layers = model.decoder.layers
+    if mode == "memory_without_positions":
+        memory = model.encoder(model.emb_layer(ques))  # (N, Kq, M) without ques_pos
+    else:
+        memory = model.encode(ques)
+    if mode == "one_cache_for_all_layers":
+        pair = (A.KVCache(), A.KVCache(static=True))
+        caches = [pair] * len(layers)  # e.g. [(KVCache(), KVCache(static=True))] * L: one pair shared
+    else:
+        caches = [(A.KVCache(), A.KVCache(static=True)) for _ in layers]
+    steps = []
+    for t in range(n):
+        x = model.emb_layer(tokens[:, t : t + 1]) + pos[:, t : t + 1]  # (N, 1, M)
+        h = x
+        for layer, cache in zip(layers, caches):
+            h = layer(x if mode == "layers_not_chained" else h, memory, None, cache=cache)  # (N, 1, M)
+        steps.append(model.proj_to_vocab(h[:, -1]))  # (N, V)
+    return torch.stack(steps)  # (n, N, V)
+
+
+def _replayed_mistake(inputs, tok, steps) -> str | None:
+    """The decoding mistake whose step logits, replayed along the student's own tokens, are the
+    step logits the kernel recorded at every step (and the lesson's are not); None otherwise. The
+    recorded logits only word the feedback: the score is the tokens'."""
+    model, ques, n = inputs["model"], inputs["ques"], inputs["n"]
+    if steps is None or steps.shape != (n, ques.shape[0], model.config.vocab_size):
+        return None
+    tokens = torch.from_numpy(tok.astype(np.int64))
+    if np.allclose(steps, _teacher_forced_logits(model, ques, tokens).numpy(), atol=1e-4, rtol=1e-4):
+        return None
+    for mode in REPLAYED:
+        if np.allclose(steps, _replay(model, ques, tokens, mode).numpy(), atol=1e-4, rtol=1e-4):
+            return mode
+    return None
 
 
 def _replayable(inputs, tok) -> bool:

@@ -226,6 +226,18 @@ MISCONCEPTIONS = {
         "update stored everything but returned only the new keys and values: attention at this step must "
         "see every position so far, so return the whole cache."
     ),
+    "layers_not_chained": (
+        "every decoder layer was fed the step's embedding: the layers form a stack, so each one reads the "
+        "output of the layer before it (h = layer(h, ...)), and only the first reads the embedding."
+    ),
+    "memory_without_positions": (
+        "the encoder memory was computed without the question's position encodings: the encoder reads "
+        "emb_layer(ques_b) + ques_pos, as in training (model.encode adds them)."
+    ),
+    "one_cache_for_all_layers": (
+        "every decoder layer shared one cache: each layer projects its own keys and values, so each needs "
+        "its own pair of caches (a list built with * repeats the same objects)."
+    ),
     "observed_not_causal": (
         "the future leaked into the past, but the output matches no known mistake: check what "
         "masked self-attention reads (query, key and value are all dec_inp, with the causal "
