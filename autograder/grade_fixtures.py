@@ -6,7 +6,7 @@ Runs from the repository root with every nbgrader folder and the gradebook redir
 ``--work`` (a temporary folder by default, laid out as the course's ``grading/``:
 ``autograder/state.py``), so the course's own grading state is untouched: ``generate_assignment`` (to register the assignments in that gradebook), then one
 ``autograde`` per assignment for all fixture "students" at once, then ``generate_feedback``.
-Prints a table (fixture, expected, actual, diagnosis found) and exits non-zero on a mismatch.
+Prints a table (fixture, expected, actual, label recorded) and exits non-zero on a mismatch.
 ``tests/test_grading_fixtures.py`` calls ``grade`` and asserts on its rows.
 """
 
@@ -36,11 +36,12 @@ class Row:
     expected: float
     actual: float | None
     max_score: float
-    diagnosis: str | None  # expected substring
-    diagnosis_found: bool
+    label: str | None  # a key the grader must record (None: none needed)
+    label_found: bool
     feedback_html: Path | None
     flag: str | None = None  # expected substring of the integrity flag (None: must not be flagged)
     flags: str = ""  # the integrity flags the gradebook holds for this submission
+    labels: tuple[str, ...] = ()  # the keys of the failed verdicts the grader recorded, in cell order
 
     @property
     def flag_ok(self) -> bool:
@@ -117,12 +118,27 @@ def grade(work: Path, timeout: int = TIMEOUT, only: list[str] | None = None) -> 
                 actual = gb.find_submission(a, name).score
             except MissingEntry:
                 actual = None
-            text = " ".join(_graded_text(state.autograded / name / a / f"{a}.ipynb").split())  # messages are wrapped
             html = state.feedback / name / a / f"{a}.html"
-            rows.append(Row(name, a, spec["expected_score"], actual, max_scores[a], spec["diagnosis"],
-                            spec["diagnosis"] is None or spec["diagnosis"] in text,
-                            html if html.exists() else None, spec.get("flag"), flagged.get(name, "").strip()))
+            recorded = recorded_labels(state.autograded / name / a / f"{a}.ipynb")
+            rows.append(Row(name, a, spec["expected_score"], actual, max_scores[a], spec["label"],
+                            spec["label"] is None or spec["label"] in recorded,
+                            html if html.exists() else None, spec.get("flag"), flagged.get(name, "").strip(),
+                            recorded))
     return rows
+
+
+def recorded_labels(path: Path) -> tuple[str, ...]:
+    """The labels of the failed verdicts ``TrustedVerdict`` recorded in a graded notebook's cells."""
+    from autograder.preprocessors import VERDICT_KEY
+
+    if not path.exists():
+        return ()
+    out = []
+    for cell in json.loads(path.read_text()).get("cells", []):
+        for v in cell.get("metadata", {}).get(VERDICT_KEY, []) or []:
+            if isinstance(v, dict) and not v.get("ok") and v.get("label") not in out:
+                out.append(str(v.get("label")))
+    return tuple(out)
 
 
 def _graded_text(path: Path) -> str:
@@ -149,12 +165,13 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     rows = grade(work, args.timeout, args.only)
     bad = 0
-    print(f"{'fixture':30s} {'expected':>8s} {'actual':>8s}  diagnosis")
+    print(f"{'fixture':30s} {'expected':>8s} {'actual':>8s}  label")
     for r in rows:
-        ok = r.actual == r.expected and r.diagnosis_found and r.flag_ok
+        ok = r.actual == r.expected and r.label_found and r.flag_ok
         bad += not ok
         print(f"{r.name:30s} {r.expected:8.1f} {(r.actual if r.actual is not None else float('nan')):8.1f}  "
-              f"{(r.diagnosis or '-')[:40]:40s} {(r.flags or '-')[:40]:40s} {'ok' if ok else 'MISMATCH'}")
+              f"{(r.label or '-')[:40]:40s} {(r.flags or '-')[:40]:40s} {'ok' if ok else 'MISMATCH'}  "
+              f"{' '.join(r.labels)}")
     print(f"{len(rows)} fixtures graded in {time.time() - t0:.0f} s; state in {work}")
     return 1 if bad else 0
 

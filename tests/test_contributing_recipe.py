@@ -38,8 +38,8 @@ for _cid, _hidden, _seed in (("{NAME}.mask", False, 1101), ("{NAME}.mask_hidden"
 
 # Step 5: the fixture rows (added to the table, as the recipe says).
 FIXTURE_ROWS = f'''
-    Fixture("md_pass_all", assignment="{NAME}", score=2, diagnosis=None, edits={{}}),
-    Fixture("md_bug_mask_inverted", assignment="{NAME}", score=0, diagnosis="mask inverted", edits={{
+    Fixture("md_pass_all", assignment="{NAME}", score=2, label=None, edits={{}}),
+    Fixture("md_bug_mask_inverted", assignment="{NAME}", score=0, label="mask_inverted", edits={{
         "mask_solution": [("torch.triu(torch.ones((K, K), dtype=torch.bool), diagonal=1)",
                            "torch.tril(torch.ones((K, K), dtype=torch.bool))")]}}),'''
 

@@ -21,6 +21,7 @@ from autograder.fixtures import table
 from autograder.fixtures.make import graded_notebook
 from autograder import assignments
 from autograder.gradescope import build, results
+from encdec.grading.misconceptions import MISCONCEPTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 MANIFEST = table.grading()
@@ -116,8 +117,9 @@ def test_run_autograder_scores_like_nbgrader(graded, name):
         assert sum(t["max_score"] for t in data["tests"]) == spec["max_score"]
         hidden = [t["name"] for t in data["tests"] if t["visibility"] == "after_due_date"]
         assert hidden and all("hidden" in n for n in hidden), hidden  # the hidden items, after the due date
-        if spec["diagnosis"]:
-            assert spec["diagnosis"] in " ".join(" ".join(t["output"] for t in data["tests"]).split())
+        if spec["label"] in MISCONCEPTIONS:  # the key's sentence is what the student reads
+            said = " ".join(" ".join(t["output"] for t in data["tests"]).split())
+            assert " ".join(MISCONCEPTIONS[spec["label"]].split()) in said
     else:
         assert spec["expected_score"] == 0 and "could not be graded" in data["output"]
     if spec.get("flag"):
@@ -149,7 +151,7 @@ def test_the_chinese_archive_scores_alike_and_gives_feedback_in_chinese(graded, 
     assert [(t["name"], t["score"], t["max_score"], t["visibility"]) for t in en["tests"]] == \
         [(t["name"], t["score"], t["max_score"], t["visibility"]) for t in zh["tests"]]
     said_en, said_zh = ("".join("".join(t["output"] for t in r["tests"]).split()) for r in (en, zh))
-    assert "".join(MANIFEST[name]["diagnosis"].split()) in said_en and not re.search(r"[\u4e00-\u9fff]", said_en)
+    assert "".join(MISCONCEPTIONS[bug].split()) in said_en and not re.search(r"[\u4e00-\u9fff]", said_en)
     assert "".join(MISCONCEPTIONS_ZH[bug].split()) in said_zh and "Diagnosis" not in said_zh
 
 

@@ -159,6 +159,8 @@ MESSAGES = {
         "outcome_mismatch": "wrong output that matches no known mistake and no observation",
         "outcome_unknown_check": "the test cell names a check the grader does not know",
         "outcome_unlabelled": "graded before verdicts were recorded as keys: no label",
+        "outcome_over_cost": "the decoding took more CPU time than the lesson's structure allows, and no counter named why",
+        "outcome_cost_tokens": "a structure item's decoding returned other tokens than the reference on the grader's model",
     },
     "zh": {
         "diagnosis": "诊断",
@@ -297,6 +299,8 @@ MESSAGES = {
         "outcome_mismatch": "输出错误，不符合任何已知错误，也没有观察结果",
         "outcome_unknown_check": "测试单元提到了批改程序不认识的检查",
         "outcome_unlabelled": "在判定以键记录之前批改：没有标签",
+        "outcome_over_cost": "解码用的 CPU 时间超过了课程的结构所允许的，而计数器没有说明原因",
+        "outcome_cost_tokens": "结构项的解码在批改程序的模型上返回了与参考结果不同的词元",
     },
 }
 # The words the checks fill into those messages (a check's title, what it compared, the parts of
