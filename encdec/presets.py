@@ -1,13 +1,16 @@
 """The three training recipes of chapter 12, each line saying why.
 
 ``overfit``: the tiny-set check (does the loss drive the parameters at all?);
-``historical``: the original notebook's recipe, trained 600 epochs; ``modern``: the best recipe
-here, trained until it is exact on every question of the task. Their runs ship in
+``historical``: the original notebook's recipe, trained to its plateau; ``historical_early``: the
+same run stopped where it reaches the notebook's figure; ``modern``: the best recipe here, trained
+until it is exact on every question of the task. Their runs ship in
 ``encdec/checkpoints/`` (``make checkpoints`` retrains them; ``tests/test_checkpoints.py`` fails
 when a preset here no longer matches its shipped run).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from .config import ModelConfig, TrainConfig
 
@@ -34,9 +37,8 @@ PRESETS: dict[str, tuple[ModelConfig, TrainConfig]] = {
             position_encoding="simple",  # n / K in every feature, as the original
         ),
         TrainConfig(
-            epochs=600,  # the original's length is unrecorded; still creeping up here (ch12 measures by how much)
-            # (continued, the same run still made new lows of the validation loss at epoch 1,200:
-            # its plateau, with plateau_patience, is a run of hours on one core)
+            epochs=5000,  # a cap: the original's length is unrecorded, so this run goes to its plateau
+            plateau_patience=200,  # stop when the validation loss has made no new low for 200 epochs
             batch_size=32,
             lr=1e-3,  # after the warm-up
             optimizer="adam",
@@ -79,6 +81,13 @@ PRESETS: dict[str, tuple[ModelConfig, TrainConfig]] = {
         ),
     ),
 }
+
+
+# ``historical_early``: the same run as ``historical``, stopped at epoch 264, where that run's mean
+# validation token accuracy over 50 epochs first reaches the notebook's 0.8213 (chapter 12 and the
+# historical notes measure at the notebook's level with it). The recipe's schedule does not depend
+# on its length, so the first 264 epochs are the plateau run's own (tests/test_checkpoints.py).
+PRESETS["historical_early"] = (PRESETS["historical"][0], replace(PRESETS["historical"][1], epochs=264, plateau_patience=0))
 
 
 def get_preset(name: str) -> tuple[ModelConfig, TrainConfig]:

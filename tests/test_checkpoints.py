@@ -82,21 +82,42 @@ def test_a_shipped_checkpoint_is_the_current_preset_and_names_its_command(preset
 
 
 def test_ch12_reads_the_historical_run_as_it_is():
-    """Chapter 12 says whether the run is still creeping up at its end (its last sixth of epochs
-    against the sixth before, more than half a point), and that one run's figure moves over its
-    last stretch by as much as the gap to the notebook's, or more."""
+    """Chapter 12 says the run trained to its plateau (no new low of the validation loss for the
+    preset's patience), that the plateau's accuracy no longer climbs (its mean against the epochs
+    before it, within half a point), that the notebook's figure lies below the plateau's whole
+    range, and that the run passed that figure early, a few hundred epochs in."""
     from book_pages import read
 
     claimed = _claims("historical")
+    original = claimed["original"]["val_token_accuracy"]
     accuracy = [r["val_token_accuracy"] for r in claimed["history"]]
-    stretch = len(accuracy) // 6  # as the chapter's cell
+    stretch = claimed["train_config"]["plateau_patience"]  # as the chapter's cell
     before, last = accuracy[-2 * stretch : -stretch], accuracy[-stretch:]
     mean = sum(last) / stretch
-    for page in ("ch12_what_you_trained", "zh/ch12_what_you_trained"):
-        says_climbing = ("still creeping up" in read(page)) or ("仍在缓慢上升" in read(page))
-        assert says_climbing == (mean - sum(before) / stretch > 0.005), page
-    assert max(last) - min(last) >= abs(claimed["original"]["val_token_accuracy"] - mean)
+    assert abs(mean - sum(before) / stretch) <= 0.005, "the plateau still climbs or falls"
+    assert min(last) > original, "the notebook's figure is inside the plateau's range"
+    window = 50
+    reached = next(i + 1 for i in range(window - 1, len(accuracy)) if sum(accuracy[i - window + 1 : i + 1]) / window >= original)
+    assert reached < 1000, "not 'a few hundred epochs in'"
+    for page, words in (("ch12_what_you_trained", ("to its plateau", "far below that whole range", "still creeping up")),
+                        ("zh/ch12_what_you_trained", ("训练到平台期", "远低于这整个范围", "仍在缓慢上升"))):
+        text = read(page)
+        assert words[0] in text and words[1] in text and words[2] not in text, page
     assert claimed["best_val_token_accuracy"] == max(accuracy)
+
+
+def test_historical_early_is_the_plateau_run_stopped_early():
+    """The notebook-level checkpoint is the same run as the plateau's, not another one: its every
+    epoch's losses and accuracy are the plateau run's, and it stops where that run's 50-epoch mean
+    of validation token accuracy first reaches the notebook's figure."""
+    early, full = _claims("historical_early"), _claims("historical")
+    keys = ("epoch", "train_loss", "val_loss", "val_token_accuracy")
+    assert [{k: r[k] for k in keys} for r in early["history"]] == \
+        [{k: r[k] for k in keys} for r in full["history"][: early["epochs_run"]]]
+    accuracy = [r["val_token_accuracy"] for r in full["history"]]
+    window, original = 50, full["original"]["val_token_accuracy"]
+    reached = next(i + 1 for i in range(window - 1, len(accuracy)) if sum(accuracy[i - window + 1 : i + 1]) / window >= original)
+    assert early["epochs_run"] == reached
 
 
 def test_modern_is_exact_on_every_question_from_the_original_training_pairs():

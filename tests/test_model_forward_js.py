@@ -93,7 +93,7 @@ def test_javascript_answers_every_question_as_python_does(js_runs, space, preset
     print(f"\n{preset}: {len(questions) - int(differ.sum())} of {len(questions)} answers equal "
           f"(JS {js['seconds']:.1f} s for all)")
     assert int(differ.sum()) == 0, f"{preset}: JS differs on {questions[differ][:5].tolist()}"
-    # right or wrong as the shipped run claims: modern all 19,602, historical 8,347
+    # right or wrong as the shipped run claims (modern: all 19,602)
     right = int((got == answers).all(dim=1).sum())
     assert right == round(metrics["space_exact_match"] * len(questions)), (preset, right)
 

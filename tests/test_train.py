@@ -12,8 +12,10 @@ from encdec.presets import PRESETS, get_preset
 from encdec.train import load_checkpoint, main, save_checkpoint, token_accuracy
 
 
-def test_presets_are_the_three_of_the_book():
-    assert set(PRESETS) == {"overfit", "historical", "modern"}
+def test_presets_are_the_four_of_the_book():
+    assert set(PRESETS) == {"overfit", "historical", "historical_early", "modern"}
+    early, full = get_preset("historical_early"), get_preset("historical")
+    assert early[0] == full[0] and early[1].epochs < full[1].epochs  # the same recipe, stopped sooner
     model_config, train_config = get_preset("historical")
     assert model_config.position_encoding == "simple" and train_config.betas == (0.9, 0.995)
     assert train_config.schedule == "step_warmup"

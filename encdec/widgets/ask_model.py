@@ -29,8 +29,8 @@ from .export_weights import PRESETS, export_preset
 #: checkpoint must still get them wrong, or the list and the chapter's text change).
 EXAMPLES = (
     LESSON_QUESTION_TEXT,
-    "BOS NEGATIVE 07 subtract POSITIVE 12 EOS",
-    "BOS POSITIVE 49 subtract NEGATIVE 30 EOS",
+    "BOS POSITIVE 12 add POSITIVE 13 EOS",  # historical answers 26
+    "BOS POSITIVE 49 subtract NEGATIVE 28 EOS",  # historical answers 76
 )
 _ARITHMETIC = re.compile(r"^([+-]?)\s*(\d+)\s*(\+|-|add|subtract)\s*([+-]?)\s*(\d+)$", re.IGNORECASE)
 
