@@ -63,7 +63,7 @@ ANS = torch.cat([torch.full((4, 1), 14), torch.randint(0, 14, (4, 5), generator=
     ((ANS[:, :-2], ANS[:, 2:]), "shift_off_by_one"),
     ((ANS[:, :-1], ANS[:, 1:-1]), "shift_off_by_one"),
     ((ANS[:, 1:], ANS[:, :-1]), "shift_reversed"),
-    ((ANS[:, :-1], ANS[:, :-1]), "labels_not_shifted"),
+    ((ANS[:, :-1], ANS[:, :-1]), "no_shift"),
     ((ANS[:, :-1], ANS[:, 1:] * 0), None),
 ])
 def test_the_shift_is_named_by_what_each_output_is_a_slice_of(pair, key):

@@ -84,10 +84,13 @@ def _judge_update(check):
     return judge
 
 
+# torch.cat's own words when the steps' lengths do not fit another axis (the time axis is dim 2)
+_UPDATE_ERRORS = {"cache_wrong_axis": "Sizes of tensors must match except in dimension&&!except in dimension 2"}
+
 for _cid, _hidden, _seed in (("kv_cache.update", False, 1301), ("kv_cache.update_hidden", True, 0)):
     _c = Check(id=_cid, title="KVCache.update", task="KVCache.update(k_new, v_new)", kind="update", hidden=_hidden,
                seed=_seed, build=(lambda s, h=_hidden: _build_update(s, h)), wire=_wire_update,
-               reference=_ref_update, variants=_update_variants)
+               reference=_ref_update, variants=_update_variants, error_patterns=_UPDATE_ERRORS)
     _c.judge = _judge_update(_c)
     CHECKS.append(_c)
 

@@ -161,7 +161,7 @@ def shift(dec_in: np.ndarray, labels: np.ndarray, ans: np.ndarray) -> str | None
     pair = (a[2:], b[2:])
     named = {((0, K - 1), (1, K)): None, ((1, K), (0, K - 1)): "shift_reversed", ((0, K), (0, K)): "no_shift",
              ((0, K - 1), (0, K)): "labels_not_sliced", ((0, K), (1, K)): "input_not_sliced",
-             ((0, K - 1), (0, K - 1)): "labels_not_shifted"}
+             ((0, K - 1), (0, K - 1)): "no_shift"}  # the labels are the input itself: no shift between them
     if pair in named:
         return named[pair]
     return "shift_off_by_one"
@@ -241,6 +241,9 @@ def update(got: dict[str, np.ndarray], steps: list[tuple[np.ndarray, np.ndarray]
             return "cache_kv_swapped"
         if i and _close(k, np.concatenate(ks[i::-1], 2)) and _close(v, np.concatenate(vs[i::-1], 2)):
             return "cache_prepends"
+        for j in range(1, i):  # the newest few steps only: the cache lost the older ones
+            if _close(k, np.concatenate(ks[j : i + 1], 2)) and _close(v, np.concatenate(vs[j : i + 1], 2)):
+                return "cache_overwrites"
         if i and _close(k, ks[i]) and _close(v, vs[i]):
             held = int(np.asarray(n).reshape(-1)[0]) if n is not None and np.asarray(n).size == 1 else None
             if held == right_k.shape[2]:

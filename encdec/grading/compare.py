@@ -63,9 +63,11 @@ def mismatch_details(got: np.ndarray, exp: np.ndarray, exact: bool) -> list[Word
 def error_match(patterns, msg: str, dims: dict | None = None) -> str | None:
     """The first misconception whose pattern fits an exception message. ``patterns``: a dict or a
     list of (name, pattern) pairs, tried in order; a pattern is substrings joined by ``&&`` (with
-    ``{Ka}``-style sizes filled in from ``dims``), all of which must occur."""
+    ``{Ka}``-style sizes filled in from ``dims``), all of which must occur, except those written
+    ``!text``, which must not."""
     for name, pat in (patterns.items() if isinstance(patterns, dict) else patterns):
-        if all((p.format(**dims) if dims else p) in msg for p in pat.split("&&")):
+        parts = [p.format(**dims) if dims else p for p in pat.split("&&")]
+        if all((p[1:] not in msg) if p.startswith("!") else (p in msg) for p in parts):
             return name
     return None
 
