@@ -93,7 +93,37 @@ def _offer_executed_notebook(app, pagename, templatename, context, doctree) -> N
     context["ipynb_source"] = f"{pagename}.ipynb"
 
 
+def executed_notebook_with_outputs(path: Path, cache_dir: Path) -> bool:
+    """Give the executed notebook at ``path`` its outputs back from the execution cache, when it has
+    none; True when it was rewritten. myst-nb (1.4) writes the notebook it read, not the one it merged
+    the cached outputs into, so after a prose-only edit (a cache hit) the page renders its outputs
+    but the notebook the download button offers has none."""
+    import nbformat
+
+    if not path.is_file() or not cache_dir.is_dir():
+        return False
+    notebook = nbformat.read(path, as_version=4)
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    if not code or any(c.get("outputs") for c in code):
+        return False
+    from jupyter_cache import get_cache
+
+    try:
+        _, merged = get_cache(cache_dir).merge_match_into_notebook(notebook)
+    except KeyError:  # no cached execution of this code: nothing to give back
+        return False
+    nbformat.write(merged, path)
+    return True
+
+
+def _restore_outputs(app, doctree) -> None:
+    """After a page is read: its executed notebook keeps its outputs (``executed_notebook_with_outputs``)."""
+    build = Path(app.outdir).parent
+    executed_notebook_with_outputs(build / "jupyter_execute" / f"{app.env.docname}.ipynb", build / ".jupyter_cache")
+
+
 def setup(app):
     app.connect("config-inited", _config_inited)
+    app.connect("doctree-read", _restore_outputs)
     app.connect("html-page-context", _offer_executed_notebook, priority=500)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -194,3 +194,27 @@ def test_launch_copy_leaves_out_the_builds_own_checks(page):
     cells = nbformat.read(BOOK / f"{page}.ipynb", as_version=4).cells
     assert not [c for c in cells if "remove-cell" in c.metadata.get("tags", [])], page
     assert not [c for c in cells if c.cell_type == "code" and re.search(r"^assert ", c.source, re.M)], page
+
+
+def test_the_downloaded_notebook_keeps_its_outputs_after_a_cache_hit(tmp_path):
+    """After a prose-only edit the page comes from the execution cache; the notebook the download
+    button offers must still be the executed one (myst-nb writes it without the cached outputs)."""
+    import nbformat
+    from jupyter_cache import get_cache
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from book_repository import executed_notebook_with_outputs
+
+    cell = nbformat.v4.new_code_cell("print(1 + 1)", outputs=[nbformat.v4.new_output("stream", name="stdout", text="2\n")])
+    executed = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("prose"), cell],
+                                        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    nbformat.write(executed, tmp_path / "page.ipynb")
+    get_cache(tmp_path / "cache").cache_notebook_file(tmp_path / "page.ipynb", check_validity=False)
+    read = nbformat.from_dict(nbformat.reads(nbformat.writes(executed), as_version=4))
+    read.cells[0].source = "prose, edited"  # a prose-only edit: the code, and so the cache key, unchanged
+    read.cells[1].outputs = []
+    nbformat.write(read, tmp_path / "written.ipynb")
+    assert executed_notebook_with_outputs(tmp_path / "written.ipynb", tmp_path / "cache")
+    restored = nbformat.read(tmp_path / "written.ipynb", as_version=4)
+    assert restored.cells[1].outputs[0]["text"] == "2\n" and restored.cells[0].source == "prose, edited"
+    assert not executed_notebook_with_outputs(tmp_path / "written.ipynb", tmp_path / "cache")  # already whole
