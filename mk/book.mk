@@ -28,11 +28,16 @@ $(BIN)/jupytext --quiet --update --to ipynb $(NOTEBOOK_PAGES)
 $(PY) book/launch_copies.py $(NOTEBOOK_PAGES:.md=.ipynb)
 endef
 
+# The "ask the model" figure of a built page loads the site's one weights script (written with the
+# widget assets, scripts/book_assets.py) instead of carrying the weights itself:
+# encdec.widgets.export_weights.SITE_WEIGHTS_ENV names it, relative to the site's root.
+SITE_WEIGHTS := ENCDEC_SITE_WEIGHTS=_widget_assets/encdec-weights.js
+
 define BUILD_BOOK
 $(PY) scripts/book_assets.py --check-cache $(BOOK_OUT)
 $(PY) book/zh_sync.py --check
 $(LAUNCH_COPIES)
-$(BIN)/jupyter-book build . --path-output . --warningiserror --keep-going
+$(SITE_WEIGHTS) $(BIN)/jupyter-book build . --path-output . --warningiserror --keep-going
 endef
 
 .PHONY: book-assets book-notebooks

@@ -8,7 +8,9 @@ CDNs; this script makes local copies so the built site works with no network and
   ``node_modules`` (``npm ci`` installs the versions pinned in package-lock.json);
 - anywidget's AMD front end, from the installed anywidget wheel (so its version always matches
   the Python package that wrote the widget state);
-- ``config.js``, which tells RequireJS where those modules are, relative to itself.
+- ``config.js``, which tells RequireJS where those modules are, relative to itself;
+- ``encdec-weights.js``, the trained checkpoints' weights for the "ask the model" figure, once per
+  site (``encdec.widgets.export_weights.write_site_script``): the book's pages carry none.
 
 Sphinx publishes the folder at the site root through ``html_extra_path`` (``_config.yml``). The
 assets stay out of any ``_static`` folder: Jupyter Book 1.x would inject every script there into
@@ -119,6 +121,10 @@ def build_assets(out: Path, node_modules: Path = ROOT / "node_modules") -> dict:
     _copy_js(anywidget_amd, staging / "anywidget" / "index.js")
     shutil.copytree(mathjax / "es5", staging / "mathjax", ignore=_mathjax_unused)
     (staging / "config.js").write_text(CONFIG_JS % {"bundled": json.dumps(list(BUNDLED_MODULES))})
+    # the trained models' weights, once per site, for the "ask the model" figure of every page
+    from encdec.widgets.export_weights import SITE_WEIGHTS, write_site_script
+
+    write_site_script(staging / Path(SITE_WEIGHTS).relative_to(ASSETS))
     manifest = {"versions": versions, "files": sorted(str(p.relative_to(staging)) for p in staging.rglob("*") if p.is_file() and "mathjax" not in p.parts)}
     (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     final = out / ASSETS

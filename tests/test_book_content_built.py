@@ -479,3 +479,28 @@ def test_no_build_talk_in_a_lesson(edition, name):
     whole = text(article(edition, name))
     said = [w for w in ("metrics.json", "make checkpoints", "make test", "make book", "CI ") if w in whole]
     assert not said, f"{edition}/{name}: {said}"
+
+
+def test_the_trained_weights_travel_once_per_site_not_once_per_page():
+    """The "ask the model" pages carry no weights of their own: each widget names the site's one
+    weights script, which holds the shipped checkpoints' exports (the figure loads it, from file://
+    too: tests/test_browser_ask_model.py)."""
+    from encdec.widgets.export_weights import PRESETS, SITE_WEIGHTS, export_preset
+
+    script = (SITE / SITE_WEIGHTS).read_text(encoding="utf-8")
+    prefix = "window.encdecWeights = "
+    body = script[script.index(prefix) + len(prefix):].rstrip().rstrip(";")
+    assert json.loads(body) == {preset: export_preset(preset) for preset in PRESETS}
+    data = export_preset("modern")["data"][:200]  # a stretch of the weights' base64
+    for edition, root in EDITIONS.items():
+        for name in ("ch13_generation", "widgets_gallery"):
+            html = (root / f"{name}.html").read_text(encoding="utf-8")
+            assert f'"weights_src": "{SITE_WEIGHTS}"' in html or f'"weights_src":"{SITE_WEIGHTS}"' in html, (edition, name)
+            assert data not in html, f"{edition}/{name} still carries the weights"
+            assert len(html.encode()) < 700_000, (edition, name, len(html.encode()))
+
+
+def test_the_build_names_the_site_weights_where_the_figure_looks():
+    from encdec.widgets.export_weights import SITE_WEIGHTS, SITE_WEIGHTS_ENV
+
+    assert f"{SITE_WEIGHTS_ENV}={SITE_WEIGHTS}" in (ROOT / "mk" / "book.mk").read_text()

@@ -498,3 +498,18 @@ def test_ask_the_model_javascript_shows_the_python_numbers(tmp_path):
             assert softmax(got["probs"]) == pytest.approx(want["probs"], abs=1e-6)
             assert np.allclose(got["cross"], want["cross"], atol=1e-5)
             assert got["rows"] == want["self_rows"] and got["fed"] == want["fed"]
+
+
+def test_the_ask_figure_names_the_sites_weights_in_a_book_build(monkeypatch, tmp_path):
+    """Built into the book (SITE_WEIGHTS_ENV set), the figure carries no weights and names the site's
+    script instead; the script holds every preset's export."""
+    from encdec.widgets.export_weights import PRESETS, SITE_WEIGHTS, SITE_WEIGHTS_ENV, export_preset, write_site_script
+
+    monkeypatch.setenv(SITE_WEIGHTS_ENV, SITE_WEIGHTS)
+    w = AskTheModel()
+    assert w.weights == {} and w.weights_src == SITE_WEIGHTS and w.presets == list(PRESETS)
+    monkeypatch.delenv(SITE_WEIGHTS_ENV)
+    assert AskTheModel().weights_src == "" and set(AskTheModel().weights) == set(PRESETS)
+    text = write_site_script(tmp_path / "w.js").read_text()
+    assert json.loads(text.split("window.encdecWeights = ", 1)[1].rstrip().rstrip(";")) == \
+        {p: export_preset(p) for p in PRESETS}

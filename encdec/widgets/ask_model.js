@@ -91,19 +91,38 @@ function forwardMessage(model, err) {
 
 let askCount = 0;  // a page may hold several figures: their controls need their own ids
 
+// The weights: the widget's own (a notebook), or, in the built book, one script per site that every
+// page loads once (weights_src, relative to the site's root: a classic <script> loads from file://).
+function siteWeights(src) {
+  if (window.encdecWeights) return Promise.resolve(window.encdecWeights);
+  if (!window.encdecWeightsLoading) {
+    const root = document.documentElement.dataset.content_root || "";
+    window.encdecWeightsLoading = new Promise((resolve, reject) => {
+      const script = document.createElement("script");
+      script.src = root + src;
+      script.onload = () => resolve(window.encdecWeights || {});
+      script.onerror = () => reject(new Error(script.src));
+      document.head.appendChild(script);
+    });
+  }
+  return window.encdecWeightsLoading;
+}
+
 function render({ model, el }) {
   const root = widgetRoot(el, "AskTheModel");
   const uid = `encdec-ask-${++askCount}`;
   const nets = {};
-  const net = (preset) => nets[preset] || (nets[preset] = loadModel(model.get("weights")[preset]));
+  const fromSite = () => model.get("weights_src") !== "";
+  const weights = () => (fromSite() ? window.encdecWeights || {} : model.get("weights"));
+  const net = (preset) => nets[preset] || (nets[preset] = loadModel(weights()[preset]));
 
   // window.encdec.generate(preset, questionIds): the answer ids from BOS through EOS (documented in the gallery)
   if (typeof window !== "undefined") {
     const api = window.encdec || (window.encdec = {});
-    api.presets = Object.keys(model.get("weights"));
+    api.presets = model.get("presets");
     api.generate = (preset, questionIds) => {
-      if (!model.get("weights")[preset]) {
-        throw new Error(t(model, "ask_model.error_preset", { preset: `${preset}`, known: Object.keys(model.get("weights")).join(", ") }));
+      if (!weights()[preset]) {
+        throw new Error(t(model, "ask_model.error_preset", { preset: `${preset}`, known: Object.keys(weights()).join(", ") }));
       }
       try {
         return greedyGenerate(net(preset), Array.isArray(questionIds) ? questionIds : Array.from(questionIds ?? []), { record: false }).tokens;
@@ -212,6 +231,16 @@ function render({ model, el }) {
       for (const part of [answers, stepView, experiments, presetGroup]) part.replaceChildren();
       stepLabel.textContent = "";
       total = 0;
+      back.disabled = next.disabled = reset.disabled = end.disabled = true;
+      return;
+    }
+    if (fromSite() && !window.encdecWeights) {  // the site's weights script is still loading
+      status.className = "encdec-row encdec-status";
+      total = 0;
+      status.textContent = t(model, loadFailed ? "ask_model.weights_failed" : "ask_model.weights_loading",
+        { src: model.get("weights_src") });
+      for (const part of [answers, stepView, experiments, presetGroup]) part.replaceChildren();
+      stepLabel.textContent = "";
       back.disabled = next.disabled = reset.disabled = end.disabled = true;
       return;
     }
@@ -342,8 +371,12 @@ function render({ model, el }) {
           off_total: off.positionsComputed, same: t(model, run.sameTokens ? "ask_model.same_yes" : "ask_model.same_no") })));
   }
 
+  let loadFailed = false;
   draw();
-  return watch(model, ["question", "preset", "presets", "step", "forced", "use_cache", "weights", "examples"], draw);
+  if (fromSite() && !window.encdecWeights) {
+    siteWeights(model.get("weights_src")).then(draw, () => { loadFailed = true; draw(); });
+  }
+  return watch(model, ["question", "preset", "presets", "step", "forced", "use_cache", "weights", "weights_src", "examples"], draw);
 }
 
 export default { render };

@@ -16,13 +16,14 @@ The Python twins of what the JavaScript computes: ``parse_question`` (what the r
 
 from __future__ import annotations
 
+import os
 import re
 
 import traitlets as t
 
 from ..data import BOS_ID, EOS_ID, OPERAND_MAX, QUESTION_LEN, TOKEN_TO_ID, VOCAB, encode_question, question_text
 from ._base import LESSON_QUESTION_TEXT, BookWidget, esm, watch_greedy
-from .export_weights import PRESETS, export_preset
+from .export_weights import PRESETS, SITE_WEIGHTS_ENV, export_preset
 
 #: Questions offered in the figure's list: the lesson's example, then two the historical run gets
 #: wrong (tests/test_widgets.py checks it, and chapter 13's build the first of them: a retrained
@@ -117,7 +118,10 @@ class AskTheModel(BookWidget):
 
     _esm = esm("ask_model.js", "model_forward.js")
     _section = "ask_model"
-    weights = t.Dict().tag(sync=True)  # {preset: export}
+    weights = t.Dict().tag(sync=True)  # {preset: export}; empty when weights_src names the site's file
+    # the built book's one weights script per site, relative to its root (the book build sets it:
+    # SITE_WEIGHTS_ENV); a page then carries no weights of its own
+    weights_src = t.Unicode("").tag(sync=True)
     presets = t.List(t.Unicode()).tag(sync=True)
     preset = t.Unicode("modern").tag(sync=True)
     question = t.Unicode(LESSON_QUESTION_TEXT).tag(sync=True)  # as the reader typed it
@@ -131,9 +135,13 @@ class AskTheModel(BookWidget):
         presets = list(presets)
         if not presets:
             raise ValueError("presets must name at least one checkpoint, e.g. ('modern', 'historical')")
-        if weights is None:
+        site = os.environ.get(SITE_WEIGHTS_ENV, "") if weights is None else ""
+        if site:
+            kwargs.setdefault("weights_src", site)
+            weights = {}
+        elif weights is None:
             weights = {preset: export_preset(preset) for preset in presets}
-        missing = [p for p in presets if p not in weights]
+        missing = [] if site else [p for p in presets if p not in weights]
         if missing:
             raise ValueError(f"no weights for {missing}: expected exports of every preset in {presets}")
         kwargs.setdefault("preset", presets[0])

@@ -1,14 +1,13 @@
 """A trained checkpoint's weights for the browser's forward pass (``model_forward.js``), chapter 13.
 
 The "ask the model" figure (``AskTheModel``, chapter 13 and the gallery) runs the trained
-``historical`` and ``modern`` models in the reader's browser. Its weights travel inside the
-widget: executing the page calls ``export_preset`` for each checkpoint and puts the result into a
-synced trait, so the executed notebook's widget state, and with it the static page, carries them.
-Why not a weights file beside the pages: Chromium refuses ``fetch`` from ``file://``, and a
-``<script>`` file would be one more build product to place relative to every page and keep in step
-with its checkpoint. Embedded, the page works served or opened from disk with no network, and it
-cannot lag behind its checkpoint: the build re-executes a page when a checkpoint changes
-(``scripts/book_assets.py --check-cache``), which re-exports. Nothing here is committed.
+``historical`` and ``modern`` models in the reader's browser. In a notebook its weights travel
+inside the widget (``export_preset`` for each checkpoint, in a synced trait). In the built book
+they travel once per site: the build writes one script, ``SITE_WEIGHTS``, with the widget assets
+(``write_site_script``, from ``scripts/book_assets.py`` at every build, so it cannot lag behind a
+checkpoint), and the executed pages' widgets name it (``SITE_WEIGHTS_ENV``, set by ``mk/book.mk``)
+instead of carrying 1.4 MB each. A classic ``<script>``, unlike ``fetch``, loads from ``file://``,
+so the site still works opened from disk with no network. Nothing here is committed.
 
 The same export as files, for the node parity test or a page of one's own (one command)::
 
@@ -35,6 +34,11 @@ import numpy as np
 
 FORMAT = 1
 PRESETS = ("modern", "historical")  # the two runs the figure compares (``overfit`` answers nothing new)
+# The built book's weights: one script per site that every page with the figure loads once (a
+# classic <script> loads from file://, where fetch may not), named by this variable in the build's
+# environment (mk/book.mk); its path is relative to the site's root.
+SITE_WEIGHTS_ENV = "ENCDEC_SITE_WEIGHTS"
+SITE_WEIGHTS = "_widget_assets/encdec-weights.js"
 
 
 def export_model(model, preset: str = "") -> dict:
@@ -81,6 +85,15 @@ def write(out: Path, presets=PRESETS) -> list[Path]:
         path.write_text(json.dumps(export_preset(preset)), encoding="utf-8")
         paths.append(path)
     return paths
+
+
+def write_site_script(path: Path, presets=PRESETS) -> Path:
+    """The site's weights script: ``window.encdecWeights = {preset: export, ...}``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    exports = {preset: export_preset(preset) for preset in presets}
+    path.write_text("// written by encdec.widgets.export_weights from the shipped checkpoints\n"
+                    f"window.encdecWeights = {json.dumps(exports)};\n", encoding="utf-8")
+    return path
 
 
 def main(argv: list[str] | None = None) -> list[Path]:
