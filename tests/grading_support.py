@@ -7,15 +7,13 @@ package's ``KVCache.update`` is an exercise target.
 """
 from __future__ import annotations
 
-import functools
 import shutil
-import time
 from pathlib import Path
 
 import torch
 
-from autograder import judge as J
-from autograder.preprocessors import deliver, withdraw
+from autograder.fixtures import in_process
+from autograder.fixtures.in_process import graded_inputs  # noqa: F401 (the tests draw inputs through it)
 from encdec import attention as A
 from encdec import model as M
 from encdec.data import BOS_ID
@@ -27,42 +25,10 @@ ROOT = Path(__file__).resolve().parents[1]
 SEED = 12345
 
 
-@functools.lru_cache(maxsize=None)
-def graded_inputs(check_id: str, seed: int) -> dict:
-    """The grader's inputs of one check for one seed, drawn once per test session (drawing the
-    decoding checks' takes about a second; nothing a run does changes them)."""
-    return J.graded_inputs(check_id, seed)
-
-
 def graded(check_id, impl, workdir, seed=SEED):
     """A graded run of one check, as the grader does it: inputs in, the student's code, verdict.
     Returns the verdict and the error the kernel side raised (None when the student's code ran)."""
-    inputs = graded_inputs(check_id, seed)
-    if not J.CHECKS[check_id].runs:
-        saved, kernel_error = _run_once(check_id, impl, workdir, inputs)
-        return J.verify(check_id, saved, inputs), kernel_error
-    # judged by cost: once per run, its CPU time read around it (here, this process on one thread)
-    results, kernel_error = {}, None
-    for run, run_inputs in inputs["runs"].items():
-        start = time.process_time()
-        saved, error = _run_once(check_id, impl, workdir, run_inputs)
-        results[run] = {"saved": saved, "cpu": time.process_time() - start}
-        kernel_error = kernel_error or error
-    return J.verify(check_id, results, inputs), kernel_error
-
-
-def _run_once(check_id, impl, workdir, inputs):
-    deliver(workdir, check_id, J.wire_bytes(check_id, inputs))
-    kernel_error = None
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as in the kernel
-    try:
-        C.run(check_id, impl, workdir)
-    except AssertionError as err:  # a graded run raises only when the student's code raised
-        kernel_error = err
-    finally:
-        torch.set_num_threads(threads)
-    return withdraw(workdir, check_id), kernel_error
+    return in_process.verdict(check_id, impl, workdir, seed)
 
 
 def own_run(check_id, impl, workdir):
@@ -116,25 +82,38 @@ def plain_argmax(logits_last, done):
     return logits_last.argmax(-1), done
 
 
-def cached_decoder(position=lambda t: t, encoder_every_step=False, cache=AppendingCache, choose=pick_next):
+def cached_decoder(position=lambda t: t, encoder_every_step=False, cache=AppendingCache, choose=pick_next,
+                   mistake=None):
     """Cached greedy decoding as the lesson writes it: step t feeds its newest token at the
     answer position ``position(t)`` through caches of class ``cache``, and ``choose`` picks the
-    next tokens; ``encoder_every_step`` re-runs the encoder at every step."""
+    next tokens; ``encoder_every_step`` re-runs the encoder at every step. ``mistake``: one of
+    ``memory_without_positions`` (the encoder reads the embeddings alone),
+    ``one_cache_for_all_layers`` (a list built with *) or ``layers_not_chained`` (each layer reads
+    the embedding)."""
 
     @torch.no_grad()
     def decode(model, ques_b, n):
         N = ques_b.shape[0]
         tokens = torch.full((N, 1), BOS_ID, dtype=torch.long)  # (N, 1)
         ans_pos = model.positions(1 + n)  # (1, 1 + n, M)
-        memory = model.encode(ques_b)  # (N, Kq, M)
-        caches = [(cache(), cache(static=True)) for _ in model.decoder.layers]
+        memory = model.encoder(model.emb_layer(ques_b)) if mistake == "memory_without_positions" \
+            else model.encode(ques_b)  # (N, Kq, M)
+        layers = model.decoder.layers
+        if mistake == "one_cache_for_all_layers":
+            caches = [(cache(), cache(static=True))] * len(layers)
+        else:
+            caches = [(cache(), cache(static=True)) for _ in layers]
         done = torch.zeros(N, dtype=torch.bool)  # (N,)
         for t in range(n):
             if encoder_every_step:
                 memory = model.encode(ques_b)
             p = position(t)
             x = model.emb_layer(tokens[:, -1:]) + ans_pos[:, p : p + 1]  # (N, 1, M)
-            h = model.decoder(x, memory, None, caches=caches)  # (N, 1, M)
+            if mistake == "layers_not_chained":
+                for layer, pair in zip(layers, caches):
+                    h = layer(x, memory, None, cache=pair)  # (N, 1, M): every layer fed the embedding
+            else:
+                h = model.decoder(x, memory, None, caches=caches)  # (N, 1, M)
             nxt, done = choose(model.proj_to_vocab(h[:, -1]), done)  # (N,), (N,)
             tokens = torch.cat([tokens, nxt[:, None]], dim=1)  # (N, t + 2)
         return tokens

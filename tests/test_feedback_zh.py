@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -21,10 +20,9 @@ import torch
 import torch.nn.functional as F
 
 from autograder import judge as J
-from autograder.preprocessors import deliver, withdraw
+from autograder.fixtures import in_process
 from encdec import attention as A
 from encdec import model as M
-from encdec.grading import checks as C
 from encdec.data import BOS_ID
 from encdec.generate import pick_next
 from encdec.grading import language
@@ -138,27 +136,7 @@ def saved(name: str, workdir: Path) -> tuple[str, bytes | dict | None, dict]:
     judged by cost runs once per run, its CPU time read around the run (here, in this process)."""
     check_id, impl = CASES[name]
     inputs = J.graded_inputs(check_id, SEED)
-    if not J.CHECKS[check_id].runs:
-        return check_id, _run_once(check_id, impl, workdir, inputs), inputs
-    results = {}
-    for run, run_inputs in inputs["runs"].items():
-        start = time.process_time()
-        got = _run_once(check_id, impl, workdir, run_inputs)
-        results[run] = {"saved": got, "cpu": time.process_time() - start}
-    return check_id, results, inputs
-
-
-def _run_once(check_id: str, impl, workdir: Path, inputs: dict) -> bytes | None:
-    deliver(workdir, check_id, J.wire_bytes(check_id, inputs))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as in the kernel: the grader's bounds are timed on one thread
-    try:
-        C.run(check_id, impl, workdir)
-    except AssertionError:
-        pass
-    finally:
-        torch.set_num_threads(threads)
-    return withdraw(workdir, check_id)
+    return check_id, in_process.saved(check_id, impl, workdir, inputs)[0], inputs
 
 
 # --- what counts as English ----------------------------------------------------------------------

@@ -121,7 +121,7 @@ def test_the_recorded_step_logits_never_change_a_decoding_score(check_id, workdi
     whose recorded logits are forged to the reference's still fails."""
     import numpy as np
 
-    from grading_support import _run_once
+    from autograder.fixtures.in_process import run_once as _run_once
 
     inputs = graded_inputs(check_id, 7)
     right, _ = _run_once(check_id, cached_decoder(), workdir, inputs)
