@@ -129,14 +129,14 @@ def grade(work: Path, timeout: int = TIMEOUT, only: list[str] | None = None) -> 
 
 def recorded_labels(path: Path) -> tuple[str, ...]:
     """The labels of the failed verdicts ``TrustedVerdict`` recorded in a graded notebook's cells."""
-    from autograder.preprocessors import VERDICT_KEY
+    from autograder.preprocessors import recorded_verdicts
 
     if not path.exists():
         return ()
     out = []
     for cell in json.loads(path.read_text()).get("cells", []):
-        for v in cell.get("metadata", {}).get(VERDICT_KEY, []) or []:
-            if isinstance(v, dict) and not v.get("ok") and v.get("label") not in out:
+        for v in recorded_verdicts(cell) or []:
+            if not v.get("ok") and str(v.get("label")) not in out:
                 out.append(str(v.get("label")))
     return tuple(out)
 

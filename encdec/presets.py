@@ -94,7 +94,5 @@ def get_preset(name: str) -> tuple[ModelConfig, TrainConfig]:
     """Fresh copies of a preset's (ModelConfig, TrainConfig)."""
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}: expected one of {', '.join(PRESETS)}")
-    from dataclasses import replace
-
     model_config, train_config = PRESETS[name]
     return replace(model_config), replace(train_config)

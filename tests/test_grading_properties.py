@@ -145,34 +145,9 @@ def test_a_cache_that_appends_on_another_axis_is_named_where_the_sizes_let_it_ru
     assert P.update(out, [(k.numpy(), v.numpy()) for k, v in steps]) == "cache_wrong_axis"
 
 
-def _decoder(mode: str):
-    """A cached greedy decoder with one mistake of ``REPLAYED`` (or none)."""
-    from encdec.data import BOS_ID
-    from encdec.generate import pick_next
-    from grading_support import AppendingCache as Cache
-
-    @torch.no_grad()
-    def decode(model, ques_b, n):
-        memory = model.encoder(model.emb_layer(ques_b)) if mode == "memory_without_positions" else model.encode(ques_b)
-        pos, L = model.positions(1 + n), len(model.decoder.layers)
-        shared = mode == "one_cache_for_all_layers"
-        caches = [(Cache(), Cache(static=True))] * L if shared else [(Cache(), Cache(static=True)) for _ in range(L)]
-        tokens = torch.full((ques_b.shape[0], 1), BOS_ID, dtype=torch.long)
-        done = torch.zeros(ques_b.shape[0], dtype=torch.bool)
-        for t in range(n):
-            x = model.emb_layer(tokens[:, -1:]) + pos[:, t : t + 1]
-            h = x
-            for layer, cache in zip(model.decoder.layers, caches):
-                h = layer(x if mode == "layers_not_chained" else h, memory, None, cache=cache)
-            nxt, done = pick_next(model.proj_to_vocab(h[:, -1]), done)
-            tokens = torch.cat([tokens, nxt[:, None]], 1)
-        return tokens
-    return decode
-
-
 @pytest.mark.parametrize("mode", [None, "layers_not_chained", "memory_without_positions", "one_cache_for_all_layers"])
 def test_a_decoding_mistake_is_named_when_its_replay_gives_the_recorded_step_logits(mode, tmp_path):
-    from grading_support import graded
+    from grading_support import cached_decoder, graded
 
-    verdict, _ = graded("kv_cache.tokens_hidden", _decoder(mode), tmp_path)
+    verdict, _ = graded("kv_cache.tokens_hidden", cached_decoder(mistake=mode), tmp_path)
     assert verdict.label == (mode or "passed"), verdict.message

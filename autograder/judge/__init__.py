@@ -80,7 +80,7 @@ def verify(check_id: str, saved: bytes | None, inputs: dict, lang: str = languag
     read right after the test cell ran) against the reference computed here from ``inputs``.
 
     The check is judged once; its message is data (``Verdict.words``), worded when shown in any
-    language (``Verdict.render``), so a submission scores the same in every language. Its ``label``
+    language (``Verdict.words.render``), so a submission scores the same in every language. Its ``label``
     is read from that structure (``labels.of``): the evidence of the grader only. ``lang`` is kept
     for callers that want ``verdict.message`` in the submission's language."""
     verdict = _verify(checks()[check_id], saved, inputs)

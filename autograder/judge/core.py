@@ -17,7 +17,7 @@ from torch import Tensor, nn
 
 from encdec.grading import language
 from encdec.grading.words import Words, as_words, words
-from encdec.grading.words import diagnosis as diagnosis_words
+from encdec.grading.words import diagnosis as diagnosis_words  # (this module has its own diagnosis())
 from encdec.grading.calls import as_array
 from encdec.grading.compare import ATOL, error_match, mismatch_details, same
 from encdec.grading.misconceptions import MISCONCEPTIONS, base_name
@@ -29,7 +29,7 @@ __all__ = ["ATOL", "Check", "Verdict", "compare", "diagnosis", "first_failure", 
 @dataclass
 class Verdict:
     """A check's verdict: ``ok``, and its message as data (``Words``: table entries, diagnoses),
-    worded only when shown (``render``) in the language asked for.
+    worded only when shown (``words.render(lang)``) in the language asked for.
 
     ``parts``: where the item checks several things the lesson teaches separately, each part's
     name and whether it passed; a failed verdict with some parts passed earns their share of the
@@ -50,9 +50,6 @@ class Verdict:
     def message(self) -> str:
         """The message in the verdict's language."""
         return self.words.render(self.lang)
-
-    def render(self, lang: str) -> str:
-        return self.words.render(lang)
 
     @property
     def credit(self) -> float:

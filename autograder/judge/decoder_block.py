@@ -8,7 +8,6 @@ import torch
 
 from encdec import attention as A
 from encdec import model as Mdl
-from encdec.grading import language
 from encdec.grading.words import words
 
 from . import labels

@@ -17,7 +17,6 @@ from encdec import attention as A
 from encdec import model as Mdl
 from encdec.config import ModelConfig
 from encdec.data import BOS_ID, EOS_ID
-from encdec.grading import language
 from encdec.grading.words import words
 from encdec.grading.compare import cache_blame
 from encdec.generate import greedy_decode, pick_next
@@ -321,35 +320,6 @@ def _judge_tokens(check):
     return judge
 
 
-REPLAYED = ("layers_not_chained", "memory_without_positions", "one_cache_for_all_layers")
-
-
-@torch.no_grad()
-def _replay(model, ques: Tensor, tokens: Tensor, mode: str) -> Tensor:
-    """The step logits (n, N, V) a cached decoding with one mistake (``REPLAYED``) gives along the
-    student's own tokens (N, 1 + n): each step feeds token t at position t, as the lesson does."""
-    n = tokens.shape[1] - 1
-    pos = model.positions(1 + n)
-    layers = model.decoder.layers
-    if mode == "memory_without_positions":
-        memory = model.encoder(model.emb_layer(ques))  # (N, Kq, M) without ques_pos
-    else:
-        memory = model.encode(ques)
-    if mode == "one_cache_for_all_layers":
-        pair = (A.KVCache(), A.KVCache(static=True))
-        caches = [pair] * len(layers)  # e.g. [(KVCache(), KVCache(static=True))] * L: one pair shared
-    else:
-        caches = [(A.KVCache(), A.KVCache(static=True)) for _ in layers]
-    steps = []
-    for t in range(n):
-        x = model.emb_layer(tokens[:, t : t + 1]) + pos[:, t : t + 1]  # (N, 1, M)
-        h = x
-        for layer, cache in zip(layers, caches):
-            h = layer(x if mode == "layers_not_chained" else h, memory, None, cache=cache)  # (N, 1, M)
-        steps.append(model.proj_to_vocab(h[:, -1]))  # (N, V)
-    return torch.stack(steps)  # (n, N, V)
-
-
 def _replayed_mistake(inputs, tok, steps) -> str | None:
     """The decoding mistake whose step logits, replayed along the student's own tokens, are the
     step logits the kernel recorded at every step (and the lesson's are not); None otherwise. The
@@ -360,8 +330,8 @@ def _replayed_mistake(inputs, tok, steps) -> str | None:
     tokens = torch.from_numpy(tok.astype(np.int64))
     if np.allclose(steps, _teacher_forced_logits(model, ques, tokens).numpy(), atol=1e-4, rtol=1e-4):
         return None
-    for mode in REPLAYED:
-        if np.allclose(steps, _replay(model, ques, tokens, mode).numpy(), atol=1e-4, rtol=1e-4):
+    for mode in Var.REPLAYED:
+        if np.allclose(steps, Var.replayed_step_logits(model, ques, tokens, mode).numpy(), atol=1e-4, rtol=1e-4):
             return mode
     return None
 

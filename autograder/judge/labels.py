@@ -15,7 +15,7 @@ from collections import defaultdict
 
 from encdec.grading import language
 from encdec.grading.misconceptions import MISCONCEPTIONS
-from encdec.grading.words import Msg, Words
+from encdec.grading.words import OBSERVED, Msg, Words
 
 PASSED = "passed"
 OUTCOMES = (  # labels that are kinds of outcome (each worded by the table entry "outcome_<label>")
@@ -28,7 +28,6 @@ _HEADS = {  # the table entry a verdict's message starts with -> its outcome, wh
     "unreadable": "unreadable_outputs", "unjudgeable": "unreadable_outputs", "unknown_check": "unknown_check",
     "raised": "raised", "cost_unmeasured": "not_measured", "cost_over": "over_cost", "cost_tokens": "cost_tokens",
 }
-_OBSERVATIONS = ("observed_step_logits", "observed_after_eos", "observed_not_argmax", "stage_observed")
 
 
 def of(message: Words) -> str:
@@ -38,7 +37,7 @@ def of(message: Words) -> str:
     if named:
         return named[0]
     for part in message.walk():
-        if isinstance(part, Msg) and part.key in _OBSERVATIONS:
+        if isinstance(part, Msg) and part.key.startswith(OBSERVED):  # an observation line
             return "observed:" + _observation(part)
     heads = [p.key for p in message.parts if isinstance(p, Msg)]
     if heads and heads[0] in _HEADS:
@@ -89,13 +88,14 @@ def _template(key: str, **known) -> str:
 
 
 def _describe_observed(what: str) -> str:
-    parts = what.split(":")
-    if parts[0] != "stage":
-        return _template(f"observed_{parts[0]}").lstrip()
-    finding = _template(parts[1], module=parts[2] if len(parts) > 2 else "#", arg=parts[3] if len(parts) > 3 else "#",
-                        role=_template("role", module=parts[2], role=_template(f"role_{parts[2]}"))
-                        if len(parts) > 2 and f"role_{parts[2]}" in language.MESSAGES[language.current()] else "#")
-    return _template("stage_observed", what="#", stage=finding)
+    """``step_logits`` or ``stage:<finding>[:<module>][:<argument>]`` (``_observation``), worded."""
+    first, *rest = what.split(":")
+    if first != "stage":
+        return _template(f"observed_{first}").lstrip()
+    finding, module, arg = (rest + ["#", "#"])[:3]
+    known = f"role_{module}" in language.MESSAGES[language.current()]
+    role = _template("role", module=module, role=_template(f"role_{module}")) if known else "#"
+    return _template("stage_observed", what="#", stage=_template(finding, module=module, arg=arg, role=role))
 
 
 def kind(label: str) -> str:

@@ -10,7 +10,7 @@ import torch
 
 from encdec import model as Mdl
 from encdec.config import ModelConfig
-from encdec.grading import language
+from encdec.grading import wire
 from encdec.grading.words import words
 
 from . import labels
@@ -231,20 +231,15 @@ def _build_loss(seed: int, hidden: bool) -> dict:
     return inputs
 
 
-def _loss_key(i: int) -> str:
-    return "loss" if i == 0 else f"loss_{i}"
-
-
 def _wire_loss(inputs):
     arrays = {}
     for i, (x, a) in enumerate(inputs["cases"]):
-        arrays[_loss_key(i).replace("loss", "logits")] = x.numpy()
-        arrays[_loss_key(i).replace("loss", "ans")] = a.numpy()
+        arrays[wire.case("logits", i)], arrays[wire.case("ans", i)] = x.numpy(), a.numpy()
     return {"cases": len(inputs["cases"])}, arrays
 
 
 def _ref_loss(inputs):
-    return {_loss_key(i): Mdl.sequence_loss(x, a[:, 1:]).reshape(1).double().numpy()
+    return {wire.case("loss", i): Mdl.sequence_loss(x, a[:, 1:]).reshape(1).double().numpy()
             for i, (x, a) in enumerate(inputs["cases"])}
 
 
@@ -252,18 +247,19 @@ def _loss_variants(inputs) -> dict:
     out: dict[str, dict] = {}
     for i, (x, a) in enumerate(inputs["cases"]):
         for k, v in Var.loss_variants(x, a).items():
-            out.setdefault(k, {})[_loss_key(i)] = v.reshape(1).double().numpy()
+            out.setdefault(k, {})[wire.case("loss", i)] = v.reshape(1).double().numpy()
     return {k: v for k, v in out.items() if len(v) == len(inputs["cases"])}
 
 
 def _judge_loss(check):
     def judge(got, ref, inputs):
         variants = _loss_variants(inputs)
+        keys = [wire.case("loss", i) for i in range(len(inputs["cases"]))]
         results = [compare(check, "the loss", got.get(key), ref[key],
                            candidates=lambda key=key: {k: v[key] for k, v in variants.items()})
-                   for key in (_loss_key(i) for i in range(len(inputs["cases"])))]
+                   for key in keys]
         r = first_failure(*results)
-        values = [got.get(_loss_key(i)) for i in range(len(inputs["cases"]))]
+        values = [got.get(key) for key in keys]
         if not r.ok and all(v is not None and v.shape == (1,) for v in values):
             named_by_property(r, Prop.loss([float(v[0]) for v in values], inputs["cases"]))
         return r

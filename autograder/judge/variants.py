@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from encdec.attention import get_subsequent_mask, masked_softmax
+from encdec.attention import KVCache, get_subsequent_mask, masked_softmax
 from encdec.data import BOS_ID
 from encdec.generate import new_caches, pick_next
 from encdec.grading.misconceptions import MISCONCEPTIONS, base_name  # noqa: F401 (re-exported)
@@ -189,6 +189,37 @@ def decode_variants(model: nn.Module, ques_b: Tensor, max_new_tokens: int) -> di
 
     modes = ("pos_not_advanced", "pos_ahead", "prefix_refed_into_cache", "cache_overwrites", "ignores_done")
     return _run_all({m: (lambda m=m: loop(m)) for m in modes})
+
+
+# Cached decodings with one mistake, replayed along a student's own tokens: named by their step logits
+# (the tokens alone cannot tell them from each other on every model).
+REPLAYED = ("layers_not_chained", "memory_without_positions", "one_cache_for_all_layers")
+
+
+@torch.no_grad()
+def replayed_step_logits(model: nn.Module, ques: Tensor, tokens: Tensor, mode: str) -> Tensor:
+    """The step logits (n, N, V) a cached decoding with one mistake (``REPLAYED``) gives along the
+    student's own tokens (N, 1 + n): each step feeds token t at position t, as the lesson does."""
+    n = tokens.shape[1] - 1
+    pos = model.positions(1 + n)
+    layers = model.decoder.layers
+    if mode == "memory_without_positions":
+        memory = model.encoder(model.emb_layer(ques))  # (N, Kq, M) without ques_pos
+    else:
+        memory = model.encode(ques)
+    if mode == "one_cache_for_all_layers":
+        pair = (KVCache(), KVCache(static=True))
+        caches = [pair] * len(layers)  # e.g. [(KVCache(), KVCache(static=True))] * L: one pair shared
+    else:
+        caches = [(KVCache(), KVCache(static=True)) for _ in layers]
+    steps = []
+    for t in range(n):
+        x = model.emb_layer(tokens[:, t : t + 1]) + pos[:, t : t + 1]  # (N, 1, M)
+        h = x
+        for layer, cache in zip(layers, caches):
+            h = layer(x if mode == "layers_not_chained" else h, memory, None, cache=cache)  # (N, 1, M)
+        steps.append(model.proj_to_vocab(h[:, -1]))  # (N, V)
+    return torch.stack(steps)  # (n, N, V)
 
 
 def _run_all(makers: dict) -> dict:

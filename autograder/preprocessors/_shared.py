@@ -19,6 +19,16 @@ INPUTS_KEY, OUTPUTS_KEY = "encdec_inputs", "encdec_outputs"  # in resources["nbg
 VERDICT_KEY = "encdec_verdict"  # in a graded cell's metadata: what each check concluded (labels)
 
 
+def recorded_verdicts(cell) -> list[dict] | None:
+    """What ``TrustedVerdict`` recorded in a graded cell's metadata (``VERDICT_KEY``: check, ok,
+    label, credit, missed per check), or None where the cell holds no well-formed record (a notebook
+    graded before verdicts were recorded)."""
+    recorded = cell.get("metadata", {}).get(VERDICT_KEY)
+    if isinstance(recorded, list) and recorded and all(isinstance(v, dict) for v in recorded):
+        return recorded
+    return None
+
+
 def workdir(resources: dict) -> Path:
     path = resources.get("metadata", {}).get("path") or "."
     return Path(path)

@@ -20,7 +20,7 @@ from nbformat import NotebookNode, from_dict
 from nbgrader import utils
 
 from autograder.judge.labels import PASSED
-from autograder.preprocessors import CHECK_CALL, VERDICT_KEY
+from autograder.preprocessors import CHECK_CALL, recorded_verdicts
 
 MAX_TEXT = 4000  # characters of a cell's outputs kept as an example
 
@@ -146,8 +146,8 @@ def _outcome(student: str, cell: NotebookNode | None) -> Outcome:
 def _label(cell: NotebookNode, text: str, score: float | None) -> str:
     """The first failed check's label the grader recorded, or ``passed``; ``unlabelled`` when the
     notebook was graded before labels were recorded (its text is never read for one)."""
-    recorded = cell.get("metadata", {}).get(VERDICT_KEY)
-    if isinstance(recorded, list) and recorded and all(isinstance(v, dict) for v in recorded):
+    recorded = recorded_verdicts(cell)
+    if recorded is not None:
         failed = [str(v.get("label")) for v in recorded if not v.get("ok")]
         return failed[0] if failed else PASSED
     if text.startswith("passed") and score is not None and score > 0:

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from .stages import BLOCK, MODEL, recording
-from .wire import section
+from .wire import case, section
 
 
 def _t(a: np.ndarray) -> Tensor:
@@ -102,9 +102,8 @@ def call_forward(impl, meta, a) -> dict:
 def call_loss(impl, meta, a) -> dict:
     out = {}
     for i in range(int(meta.get("cases", 1))):  # the plain case, then the grader's probes
-        suffix = "" if i == 0 else f"_{i}"
-        y = impl(_t(a[f"logits{suffix}"]), _t(a[f"ans{suffix}"]))
-        out[f"loss{suffix}"] = as_array(y, "next_token_loss(logits, ans_b)").astype(np.float64).reshape(-1)
+        y = impl(_t(a[case("logits", i)]), _t(a[case("ans", i)]))
+        out[case("loss", i)] = as_array(y, "next_token_loss(logits, ans_b)").astype(np.float64).reshape(-1)
     return out
 
 

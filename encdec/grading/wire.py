@@ -99,5 +99,11 @@ def section(arrays: dict[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]
     return {k[len(p):]: v for k, v in arrays.items() if k.startswith(p)}
 
 
+def case(name: str, i: int) -> str:
+    """The array name of probe ``i`` of a check that calls the student's code several times:
+    ``name`` for the first, then ``name_1``, ``name_2``, ..."""
+    return name if i == 0 else f"{name}_{i}"
+
+
 def prefixed(prefix: str, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {f"{prefix}/{k}": np.asarray(v) for k, v in arrays.items()}

@@ -86,7 +86,7 @@ class Words:
         from . import language
 
         with language.speaking(lang):
-            return "".join(_word(p) for p in self.parts)
+            return _text(self)
 
     @staticmethod
     def join(sep: str, items) -> "Words":
@@ -143,19 +143,18 @@ def as_words(message: "Words | str | None") -> Words:
     return message if isinstance(message, Words) else Words(message or "")
 
 
+def _text(message: Words) -> str:
+    """``message`` worded in the current language."""
+    return "".join(_word(p) for p in message.parts)
+
+
 def _word(part: Part) -> str:
     from . import language
 
     if isinstance(part, str):
         return part
     if isinstance(part, Msg):
-        return language.text(part.key, **{k: _field(v) for k, v in part.fields})
+        return language.text(part.key, **{k: _text(v) if isinstance(v, Words) else v for k, v in part.fields})
     if isinstance(part, Diag):
         return language.diagnosis_line(part.key)
-    return language.fill("".join(_word(p) for p in part.words.parts))
-
-
-def _field(value):
-    if isinstance(value, Words):
-        return "".join(_word(p) for p in value.parts)
-    return value
+    return language.fill(_text(part.words))
