@@ -1,4 +1,4 @@
-# The course book (`make book`): widget and MathJax assets, then Jupyter Book 1.x with warnings
+# The course book (`make book`): the widget renderer and weights, then Jupyter Book 1.x with warnings
 # as errors into _build/html. Chapters execute at build (execute_notebooks: cache); the cache is
 # cleared when the package or a checkpoint changes (scripts/book_assets.py --check-cache).
 BOOK_OUT := _build

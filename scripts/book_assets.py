@@ -1,21 +1,19 @@
-"""Copy the front-end assets the static book needs into build/widget_assets/_widget_assets.
+"""Write the front-end assets the static book needs into build/widget_assets/_widget_assets.
 
-The book's widgets run in the browser through the Jupyter widgets HTML manager, which loads
-modules with RequireJS; math is typeset by MathJax. By default myst-nb and Sphinx point pages at
-CDNs; this script makes local copies so the built site works with no network and as file://:
+The built site works with no network and as file://, and a page loads only what it uses:
 
-- RequireJS and ``@jupyter-widgets/html-manager`` (with its fonts) and MathJax, from
-  ``node_modules`` (``npm ci`` installs the versions pinned in package-lock.json);
-- anywidget's AMD front end, from the installed anywidget wheel (so its version always matches
-  the Python package that wrote the widget state);
-- ``config.js``, which tells RequireJS where those modules are, relative to itself;
-- ``encdec-weights.js``, the trained checkpoints' weights for the "ask the model" figure, once per
-  site (``encdec.widgets.export_weights.write_site_script``): the book's pages carry none.
+- ``widgets.js``: renders the saved widget views of a page (``encdec/widgets/static_page.js``: every
+  book widget is an anywidget whose state carries its own ES module, so no Jupyter widgets HTML
+  manager, RequireJS or icon font is needed). Only pages with widgets load it (myst-nb adds
+  ``nb_ipywidgets_js``, _config.yml, to those pages alone).
+- ``encdec-weights.js``: the trained checkpoints' weights for the "ask the model" figure, once per
+  site (``encdec.widgets.export_weights.write_site_script``); only that figure loads it.
 
-Sphinx publishes the folder at the site root through ``html_extra_path`` (``_config.yml``). The
-assets stay out of any ``_static`` folder: Jupyter Book 1.x would inject every script there into
-every page. ``--check-cache`` also clears the notebook execution cache when the package
-(widgets included) or a checkpoint changed, since a cache hit would keep old widget JavaScript.
+Math needs no script: ``scripts/book_math.py`` typesets it at build. Sphinx publishes the folder at
+the site root through ``html_extra_path`` (``_config.yml``). The assets stay out of any ``_static``
+folder: Jupyter Book 1.x would inject every script there into every page. ``--check-cache`` also
+clears the notebook execution cache when the package (widgets included) or a checkpoint changed,
+since a cache hit would keep old widget JavaScript.
 
 Usage: python scripts/book_assets.py [--out build/widget_assets] [--check-cache _build]
 """
@@ -26,7 +24,6 @@ import argparse
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -34,98 +31,25 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 ASSETS = "_widget_assets"  # the folder name pages refer to (see _config.yml)
-HTML_MANAGER_SERIES = "1.0."  # html-manager 1.0.x renders ipywidgets 8 state
-
-# AMD modules the HTML manager's bundle defines by name. Pointing them at the bundle's own path
-# makes each module's ``module.uri`` (which webpack uses to find its fonts) the bundle folder.
-BUNDLED_MODULES = (
-    "@jupyter-widgets/base",
-    "@jupyter-widgets/base7",
-    "@jupyter-widgets/controls",
-    "@jupyter-widgets/controls7",
-    "@jupyter-widgets/html-manager",
-    "@jupyter-widgets/html-manager/dist/libembed-amd",
-)
-
-CONFIG_JS = """\
-// Written by scripts/book_assets.py: RequireJS module paths, relative to this file, so the
-// widgets load from the book itself (served or opened as file://), never from a CDN.
-(function () {
-  var base = document.currentScript.src.replace(/[^/]*$/, "");
-  var bundle = base + "html-manager/embed-amd";
-  var paths = { anywidget: base + "anywidget/index" };
-  %(bundled)s.forEach(function (name) { paths[name] = bundle; });
-  window.require.config({ paths: paths });
-})();
-"""
-
-SOURCE_MAP = re.compile(rb"^//# sourceMappingURL=.*$", re.MULTILINE)
+WIDGETS_JS = "widgets.js"  # encdec/widgets/static_page.js, as the pages name it
 
 
-def _package_version(folder: Path) -> str:
-    return json.loads((folder / "package.json").read_text())["version"]
-
-
-def _copy_js(src: Path, dst: Path) -> None:
-    """Copy a script without its sourceMappingURL comment (the maps are not shipped)."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    dst.write_bytes(SOURCE_MAP.sub(b"", src.read_bytes()))
-
-
-MATHJAX_ENTRY = "tex-mml-chtml.js"  # what Sphinx loads (mathjax_path in _config.yml)
-
-
-def _mathjax_unused(folder: str, names: list[str]) -> list[str]:
-    """Skip MathJax's other combined builds and its SVG output: pages load only MATHJAX_ENTRY,
-    which fetches components (TeX extensions, accessibility, fonts) from the folders kept."""
-    top = Path(folder).name == "es5"
-    return [n for n in names if n.endswith(".map") or n.startswith("node-main")
-            or (top and n.endswith(".js") and n != MATHJAX_ENTRY)
-            or (Path(folder).name == "output" and n.startswith("svg"))]
-
-
-def build_assets(out: Path, node_modules: Path = ROOT / "node_modules") -> dict:
+def build_assets(out: Path) -> dict:
     """Write every asset under ``out / ASSETS``; return the manifest (versions, files)."""
     import anywidget
 
-    manager = node_modules / "@jupyter-widgets" / "html-manager"
-    requirejs = node_modules / "requirejs"
-    mathjax = node_modules / "mathjax"
-    for folder in (manager, requirejs, mathjax):
-        if not (folder / "package.json").is_file():
-            raise SystemExit(f"{folder} is missing: run `npm ci` in the repository root first")
-    versions = {
-        "@jupyter-widgets/html-manager": _package_version(manager),
-        "requirejs": _package_version(requirejs),
-        "mathjax": _package_version(mathjax),
-        "anywidget": anywidget.__version__,
-    }
-    if not versions["@jupyter-widgets/html-manager"].startswith(HTML_MANAGER_SERIES):
-        raise SystemExit(
-            f"@jupyter-widgets/html-manager {versions['@jupyter-widgets/html-manager']} found; "
-            f"expected {HTML_MANAGER_SERIES}x (ipywidgets 8): check package-lock.json and run `npm ci`"
-        )
-    anywidget_amd = Path(anywidget.__file__).parent / "nbextension" / "index.js"
-    if not anywidget_amd.is_file():
-        raise SystemExit(f"anywidget's AMD front end is missing from the installed wheel: {anywidget_amd}")
+    from encdec.widgets._base import asset_text
+    from encdec.widgets.export_weights import SITE_WEIGHTS, write_site_script
 
     staging = out / (ASSETS + ".tmp")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    _copy_js(requirejs / "require.js", staging / "require.js")
-    dist = manager / "dist"
-    _copy_js(dist / "embed-amd.js", staging / "html-manager" / "embed-amd.js")
-    for font in dist.iterdir():  # the bundle's fonts sit next to it, named by content hash
-        if font.suffix in {".woff", ".woff2", ".ttf", ".eot", ".svg"}:
-            shutil.copy2(font, staging / "html-manager" / font.name)
-    _copy_js(anywidget_amd, staging / "anywidget" / "index.js")
-    shutil.copytree(mathjax / "es5", staging / "mathjax", ignore=_mathjax_unused)
-    (staging / "config.js").write_text(CONFIG_JS % {"bundled": json.dumps(list(BUNDLED_MODULES))})
+    (staging / WIDGETS_JS).write_text(asset_text("static_page.js"), encoding="utf-8")
     # the trained models' weights, once per site, for the "ask the model" figure of every page
-    from encdec.widgets.export_weights import SITE_WEIGHTS, write_site_script
-
     write_site_script(staging / Path(SITE_WEIGHTS).relative_to(ASSETS))
-    manifest = {"versions": versions, "files": sorted(str(p.relative_to(staging)) for p in staging.rglob("*") if p.is_file() and "mathjax" not in p.parts)}
+    # anywidget wrote the widget state the pages carry; widgets.js reads it
+    manifest = {"versions": {"anywidget": anywidget.__version__},
+                "files": sorted(str(p.relative_to(staging)) for p in staging.rglob("*") if p.is_file())}
     (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     final = out / ASSETS
     shutil.rmtree(final, ignore_errors=True)

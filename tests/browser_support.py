@@ -42,6 +42,12 @@ def toc_pages(toc: Path = ROOT / "_toc.yml") -> list[str]:
     return pages
 
 
+def site_pages() -> list[str]:
+    """Every page a reader can open: the book's pages of both editions (_toc.yml) and Sphinx's own
+    search and index pages (the site's root index.html only redirects to book/index)."""
+    return toc_pages() + ["search", "genindex"]
+
+
 # The gallery's interactions are tested one by one; every other page is loaded and checked.
 GALLERY = "book/widgets_gallery"
 CHAPTERS = [page for page in toc_pages() if page != GALLERY]
@@ -300,20 +306,18 @@ def open_page(site):
 
 def standalone_widget_page(widgets, folder: Path, name: str = "page", lang: str = "en") -> Path:
     """A static page of ``widgets`` as the built book shows them, without building the book: their
-    saved state and views, rendered by the same offline assets (the Jupyter widgets HTML manager and
-    anywidget's front end, scripts/book_assets.py, from node_modules). Open it as file://."""
+    saved state and views, rendered by the book's own widget renderer (``_widget_assets/widgets.js``,
+    scripts/book_assets.py). Open it as file://."""
     import html
     import json
     import sys
 
     from ipywidgets.embed import embed_data
 
-    if not (folder / "_widget_assets" / "config.js").is_file():
+    if not (folder / "_widget_assets" / "widgets.js").is_file():
         sys.path.insert(0, str(ROOT / "scripts"))
         from book_assets import build_assets
 
-        if not (ROOT / "node_modules").is_dir():
-            raise AssertionError("node_modules is missing: run `npm ci` (or `make book`) first")
         build_assets(folder)
     data = embed_data(views=list(widgets), drop_defaults=False)
     state = json.dumps(data["manager_state"]).replace("</", "<\\/")
@@ -323,8 +327,7 @@ def standalone_widget_page(widgets, folder: Path, name: str = "page", lang: str 
     page.write_text(
         f'<!doctype html>\n<html lang="{html.escape(lang)}"><head><meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        '<script src="_widget_assets/require.js"></script>\n<script src="_widget_assets/config.js"></script>\n'
-        '<script src="_widget_assets/html-manager/embed-amd.js"></script>\n</head><body>\n'
-        f'<script type="application/vnd.jupyter.widget-state+json">{state}</script>\n{views}\n</body></html>\n',
+        '<title>widgets</title>\n<script src="_widget_assets/widgets.js"></script>\n</head><body><main>\n'
+        f'<script type="application/vnd.jupyter.widget-state+json">{state}</script>\n{views}\n</main></body></html>\n',
         encoding="utf-8")
     return page

@@ -485,12 +485,9 @@ def test_the_trained_weights_travel_once_per_site_not_once_per_page():
     """The "ask the model" pages carry no weights of their own: each widget names the site's one
     weights script, which holds the shipped checkpoints' exports (the figure loads it, from file://
     too: tests/test_browser_ask_model.py)."""
-    from encdec.widgets.export_weights import PRESETS, SITE_WEIGHTS, export_preset
+    from encdec.widgets.export_weights import PRESETS, SITE_WEIGHTS, export_preset, read_site_script
 
-    script = (SITE / SITE_WEIGHTS).read_text(encoding="utf-8")
-    prefix = "window.encdecWeights = "
-    body = script[script.index(prefix) + len(prefix):].rstrip().rstrip(";")
-    assert json.loads(body) == {preset: export_preset(preset) for preset in PRESETS}
+    assert read_site_script(SITE / SITE_WEIGHTS) == {preset: export_preset(preset) for preset in PRESETS}
     data = export_preset("modern")["data"][:200]  # a stretch of the weights' base64
     for edition, root in EDITIONS.items():
         for name in ("ch13_generation", "widgets_gallery"):

@@ -255,8 +255,11 @@ def test_each_widget_is_one_python_file_and_one_js_file_of_the_same_name():
         stems.append(stem)
     assert len(set(stems)) == len(stems), "two widgets share a file"
     # shared by several figures: common.js (+ _base.py), and the model's forward pass in the page
-    # (model_forward.js, whose weights export_weights.py exports)
-    assert sorted(p.stem for p in folder.glob("*.js")) == sorted([*stems, "common", "model_forward"])
+    # (model_forward.js, whose weights export_weights.py exports); and the static page's: the
+    # renderer of saved widget views (static_page.js) and the unpacking of the site's weights
+    # script (site_weights.js), both written into the built site by scripts/book_assets.py
+    assert sorted(p.stem for p in folder.glob("*.js")) == sorted([*stems, "common", "model_forward", "static_page",
+                                                                   "site_weights"])
     assert sorted(p.stem for p in folder.glob("*.py")) == sorted([*stems, "__init__", "_base", "export_weights"])
 
 
@@ -503,13 +506,11 @@ def test_ask_the_model_javascript_shows_the_python_numbers(tmp_path):
 def test_the_ask_figure_names_the_sites_weights_in_a_book_build(monkeypatch, tmp_path):
     """Built into the book (SITE_WEIGHTS_ENV set), the figure carries no weights and names the site's
     script instead; the script holds every preset's export."""
-    from encdec.widgets.export_weights import PRESETS, SITE_WEIGHTS, SITE_WEIGHTS_ENV, export_preset, write_site_script
+    from encdec.widgets.export_weights import PRESETS, SITE_WEIGHTS, SITE_WEIGHTS_ENV, export_preset, read_site_script, write_site_script
 
     monkeypatch.setenv(SITE_WEIGHTS_ENV, SITE_WEIGHTS)
     w = AskTheModel()
     assert w.weights == {} and w.weights_src == SITE_WEIGHTS and w.presets == list(PRESETS)
     monkeypatch.delenv(SITE_WEIGHTS_ENV)
     assert AskTheModel().weights_src == "" and set(AskTheModel().weights) == set(PRESETS)
-    text = write_site_script(tmp_path / "w.js").read_text()
-    assert json.loads(text.split("window.encdecWeights = ", 1)[1].rstrip().rstrip(";")) == \
-        {p: export_preset(p) for p in PRESETS}
+    assert read_site_script(write_site_script(tmp_path / "w.js")) == {p: export_preset(p) for p in PRESETS}

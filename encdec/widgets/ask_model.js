@@ -100,7 +100,7 @@ function siteWeights(src) {
     window.encdecWeightsLoading = new Promise((resolve, reject) => {
       const script = document.createElement("script");
       script.src = root + src;
-      script.onload = () => resolve(window.encdecWeights || {});
+      script.onload = () => resolve(window.encdecWeightsReady || window.encdecWeights || {});
       script.onerror = () => reject(new Error(script.src));
       document.head.appendChild(script);
     });

@@ -29,10 +29,11 @@ function exportedFloats(b64) {
 
 // One exported checkpoint -> the model's parameters under the lesson's names (encdec/model.py).
 function loadModel(exported) {
-  if (!exported || exported.format !== 1 || !exported.config || typeof exported.data !== "string") {
+  const unpacked = exported && exported.floats instanceof Float32Array;  // the site's script (site_weights.js)
+  if (!exported || exported.format !== 1 || !exported.config || (typeof exported.data !== "string" && !unpacked)) {
     throw forwardError("bad_weights", { format: exported && exported.format });
   }
-  const floats = exportedFloats(exported.data);
+  const floats = unpacked ? exported.floats : exportedFloats(exported.data);
   const index = new Map(exported.tensors.map(([name, shape, offset]) => [name, { shape, offset }]));
   const get = (name) => {
     const entry = index.get(name);

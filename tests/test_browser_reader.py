@@ -1,0 +1,184 @@
+"""Every page of both editions as every reader meets it: WCAG 2.1 A/AA (axe-core), light and dark;
+the widgets operable without a mouse; a phone's 390 px; the page's weight.
+
+Each page is opened once, in the built site served on 127.0.0.1 (every other host blocked), with
+its widgets rendered; what it requested is weighed there (``reader_pages``). The widgets' own
+keyboard, live-region and phone behaviour, state by state, is tested widget by widget in
+tests/test_browser_widgets_a11y.py; this module holds every page of the site to the same rules.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from browser_support import ROOT, block_external, chromium, require_built_book, serve, site_pages, watch_page, PageLog  # noqa: F401
+
+pytestmark = pytest.mark.browser
+
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+WCAG_21_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+PAGE_BUDGET = 2_500_000  # bytes a page may load, everything it requests included (issue: a mid-range phone)
+PHONE = {"width": 390, "height": 844}
+PAGES = site_pages()
+
+AXE_RUN = """async (tags) => {
+  const result = await axe.run(document, { runOnly: { type: "tag", values: tags }, resultTypes: ["violations"] });
+  return result.violations.map((v) => ({ id: v.id, nodes: v.nodes.slice(0, 5).map((n) => [n.target.join(" "), n.failureSummary]) }));
+}"""
+
+
+def _open(chromium, url, dark=False):
+    """A page opened offline, its widgets rendered; (context, page, log, requests)."""
+    log = PageLog()
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    if dark:  # the theme's switch keeps the reader's choice in localStorage
+        context.add_init_script("localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark');")
+    block_external(context, log)
+    page = context.new_page()
+    watch_page(page, log)
+    requests = []
+    page.on("requestfinished", lambda request: requests.append(request))
+    page.goto(url, wait_until="load")
+    views = page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
+    page.wait_for_function("n => document.querySelectorAll('.encdec-widget').length >= n", arg=views, timeout=20000)
+    if views or page.locator(".encdec-AskTheModel").count():
+        page.wait_for_function("() => !document.querySelector('.encdec-AskTheModel') || window.encdecWeights",
+                               timeout=20000)
+    page.wait_for_load_state("networkidle")
+    return context, page, log, requests
+
+
+@pytest.fixture(scope="module")
+def served(chromium):
+    with serve(require_built_book()) as base:
+        yield base
+
+
+def _axe(page) -> list[dict]:
+    page.add_script_tag(path=str(AXE))
+    return page.evaluate(AXE_RUN, WCAG_21_AA)
+
+
+FITS_JS = """() => {
+  const root = document.documentElement;
+  const widgets = [...document.querySelectorAll('.encdec-widget')].map((w) => {
+    const box = w.getBoundingClientRect();
+    const out = [...w.querySelectorAll('*')].filter((e) => {
+      const r = e.getBoundingClientRect();
+      return r.width > 0 && (r.right > box.right + 1 || r.left < box.left - 1);
+    }).length;
+    return [w.dataset.widget, Math.round(box.width), w.scrollWidth - w.clientWidth, out];
+  });
+  return { page: root.scrollWidth - root.clientWidth, viewport: window.innerWidth, widgets };
+}"""
+
+_reports: dict[str, dict] = {}
+
+
+def reader_report(chromium, served, path) -> dict:
+    """One visit of ``path`` (made once, read by each test below): axe in the light theme and after
+    the theme's switch to dark, what the page requested with its sizes, and at 390x844 how far the
+    page and each widget reach past their width."""
+    if path not in _reports:
+        context, page, log, requests = _open(chromium, f"{served}{path}.html")
+        try:
+            light = _axe(page)
+            sizes = sorted(((r.sizes()["responseBodySize"], r.url.removeprefix(served)) for r in requests), reverse=True)
+            page.evaluate("document.documentElement.dataset.theme = 'dark'; document.documentElement.dataset.mode = 'dark'")
+            page.wait_for_timeout(100)
+            dark = _axe(page)
+            page.evaluate("document.documentElement.dataset.theme = 'light'; document.documentElement.dataset.mode = 'light'")
+            page.set_viewport_size(PHONE)
+            page.wait_for_timeout(200)
+            phone = page.evaluate(FITS_JS)
+        finally:
+            context.close()
+        _reports[path] = {"problems": log.problems(), "light": light, "dark": dark, "sizes": sizes, "phone": phone}
+    return _reports[path]
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_meets_wcag_21_aa_in_light_and_dark(chromium, served, path):
+    report = reader_report(chromium, served, path)
+    assert report["problems"] == {}, f"{path}: {report['problems']}"
+    assert report["light"] == [], f"{path}, light: {report['light']}"
+    assert report["dark"] == [], f"{path}, dark: {report['dark']}"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_loads_at_most_its_budget(chromium, served, path):
+    """Everything the page requested, its own HTML, the theme, fonts, scripts and the trained
+    weights where a figure needs them, from this site only (other hosts are blocked and logged)."""
+    report = reader_report(chromium, served, path)
+    weight = sum(size for size, _ in report["sizes"])
+    assert report["problems"] == {}, f"{path}: {report['problems']}"
+    assert 0 < weight <= PAGE_BUDGET, f"{path} loads {weight:,} bytes (budget {PAGE_BUDGET:,}); heaviest {report['sizes'][:4]}"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_page_fits_a_phone(chromium, served, path):
+    """At 390x844 the page never scrolls sideways and no widget is wider than the text column
+    (nothing in a widget sticks out of it, and it does not scroll sideways either)."""
+    found = reader_report(chromium, served, path)["phone"]
+    assert found["viewport"] == PHONE["width"]
+    assert found["page"] <= 0, f"{path}: the page scrolls sideways by {found['page']} px at 390 px"
+    wide = [w for w in found["widgets"] if w[2] > 1 or w[3] > 0]
+    assert wide == [], f"{path}: widgets wider than the column (name, width, overflow px, parts outside): {wide}"
+
+
+def test_a_dark_page_is_dark_behind_the_widgets_too(chromium, served):
+    """The widgets follow the theme's switch: dark page, dark widget, light text (not a white box)."""
+    context, page, _, _ = _open(chromium, f"{served}book/widgets_gallery.html", dark=True)
+    try:
+        colours = page.evaluate("""() => [...document.querySelectorAll('.encdec-widget')].map((w) => {
+          const lum = (c) => { const [r, g, b] = c.match(/[\\d.]+/g).map(Number); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+          const s = getComputedStyle(w);
+          return [w.dataset.widget, lum(s.backgroundColor), lum(s.color)];
+        })""")
+    finally:
+        context.close()
+    assert len(colours) == 9
+    for name, background, text in colours:
+        assert background < 80 < text, f"{name} in the dark theme: background {background:.0f}, text {text:.0f} (0-255)"
+
+
+@pytest.mark.parametrize("path", [p for p in PAGES if "ch1" in p or "gallery" in p])
+def test_every_control_of_every_widget_is_reachable_by_keyboard_and_named(chromium, served, path):
+    """What a mouse can press, Tab can reach: every element a widget draws as clickable (a pointer
+    cursor, a button, a field) is focusable itself or is a cell of a grid with one tab stop (arrow
+    keys move inside it), and has an accessible name. Tab from the top of the page reaches every
+    widget."""
+    context, page, _, _ = _open(chromium, f"{served}{path}.html")
+    try:
+        found = page.evaluate("""() => {
+          const widgets = [...document.querySelectorAll('.encdec-widget')];
+          const unreachable = [], unnamed = [];
+          for (const w of widgets) {
+            for (const e of w.querySelectorAll('*')) {
+              const clickable = getComputedStyle(e).cursor === 'pointer' || e.matches('button, input, select, textarea, [role=button], [role=gridcell], [role=option]');
+              if (!clickable || e.disabled || e.closest('[hidden]') || e.getClientRects().length === 0) continue;
+              if (e.parentElement && getComputedStyle(e.parentElement).cursor === 'pointer' && e.tabIndex < 0 && !e.matches('[role=gridcell]')) continue;  // a part of a clickable
+              const grid = e.closest('[role=grid]');
+              const inGrid = grid && grid.querySelector('[tabindex="0"]');
+              if (e.tabIndex < 0 && !inGrid) unreachable.push(w.dataset.widget + ': ' + e.outerHTML.slice(0, 90));
+              const name = (e.getAttribute('aria-label') || e.getAttribute('aria-labelledby') || e.labels?.length || e.textContent.trim() || e.title || '');
+              if (!name) unnamed.push(w.dataset.widget + ': ' + e.outerHTML.slice(0, 90));
+            }
+          }
+          return { count: widgets.length, names: widgets.map((w) => w.dataset.widget), unreachable, unnamed };
+        }""")
+        reached = set()
+        page.locator("body").focus()
+        for _ in range(400):  # every widget has a tab stop, reached from the top in page order
+            page.keyboard.press("Tab")
+            name = page.evaluate("() => document.activeElement && document.activeElement.closest('.encdec-widget')?.dataset.widget")
+            if name:
+                reached.add(name)
+            if reached == set(found["names"]):
+                break
+    finally:
+        context.close()
+    assert found["count"] > 0, f"{path} has no widget"
+    assert found["unreachable"] == [], f"{path}: clickable but not reachable by keyboard: {found['unreachable'][:5]}"
+    assert found["unnamed"] == [], f"{path}: controls without an accessible name: {found['unnamed'][:5]}"
+    assert reached == set(found["names"]), f"{path}: Tab never reached {set(found['names']) - reached}"
