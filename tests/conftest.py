@@ -31,7 +31,8 @@ GROUP_OF = {module: group for group, modules in GROUPS.items() for module in mod
 LONG_FIRST = ["grading-batches", "tests/test_browser.py", "tests/test_gradescope.py",
               "tests/test_contributing_recipe.py", "tests/test_grading_queue.py", "tests/test_grading_decoding.py",
               "tests/test_browser_inert.py", "tests/test_formgrader.py", "tests/test_feedback_zh.py",
-              "tests/test_exercises_notebooks.py", "tests/test_browser_zh.py", "tests/test_browser_gallery.py"]
+              "tests/test_exercises_notebooks.py", "tests/test_browser_reader.py", "tests/test_browser_widgets_a11y.py",
+              "tests/test_browser_zh.py", "tests/test_browser_gallery.py"]
 SHARED = "encdec-shared-block"  # a user property: (SHARED, (name, seconds)) of a session fixture made in a test's set-up
 _seconds: dict[str, float] = defaultdict(float)
 _made: list[tuple[str, float]] = []  # session fixtures made in the set-up under way: (block, seconds)

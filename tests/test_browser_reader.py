@@ -182,3 +182,43 @@ def test_every_control_of_every_widget_is_reachable_by_keyboard_and_named(chromi
     assert found["unreachable"] == [], f"{path}: clickable but not reachable by keyboard: {found['unreachable'][:5]}"
     assert found["unnamed"] == [], f"{path}: controls without an accessible name: {found['unnamed'][:5]}"
     assert reached == set(found["names"]), f"{path}: Tab never reached {set(found['names']) - reached}"
+
+
+def test_the_static_renderer_draws_each_widget_and_names_one_it_cannot(chromium, tmp_path):
+    """widgets.js (encdec/widgets/static_page.js) on a page of two widgets whose second saved state
+    lost its module: the first still draws and works (a click changes its numbers, locally), the
+    second's place says the figure could not be shown and why; nothing else breaks."""
+    import json
+
+    from browser_support import standalone_widget_page
+    from encdec.widgets import CrossEntropySlider, MaskToggle
+
+    page_file = standalone_widget_page([MaskToggle(), CrossEntropySlider()], tmp_path)
+    html = page_file.read_text(encoding="utf-8")
+    start = html.index('<script type="application/vnd.jupyter.widget-state+json">') + len(
+        '<script type="application/vnd.jupyter.widget-state+json">')
+    end = html.index("</script>", start)
+    state = json.loads(html[start:end])
+    broken = [entry for entry in state["state"].values() if "CrossEntropy" in entry["state"].get("_anywidget_id", "")]
+    assert len(broken) == 1
+    del broken[0]["state"]["_esm"]
+    page_file.write_text(html[:start] + json.dumps(state) + html[end:], encoding="utf-8")
+    context = chromium.new_context()
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        page.goto(page_file.as_uri())
+        page.wait_for_selector(".encdec-MaskToggle")
+        page.wait_for_function("() => [...document.querySelectorAll('.encdec-widget-view')].some((v) => v.textContent.includes('could not be shown'))")
+        views = page.locator(".encdec-widget-view")
+        assert views.count() == 2
+        message = views.nth(1).inner_text()
+        before = page.locator(".encdec-MaskToggle [data-testid='rowsum-0']").inner_text()
+        page.locator(".encdec-MaskToggle [data-preset='none']").click()
+        status = page.locator(".encdec-MaskToggle [data-testid='preset']").inner_text()
+    finally:
+        context.close()
+    assert "This figure could not be shown" in message and "no saved state of an anywidget" in message
+    assert before == "1.000" and "none" in status
+    assert errors == []
