@@ -18,10 +18,12 @@ The same export as files, for the node parity test or a page of one's own (one c
 
 writes ``DIR/<preset>.json``. Format 1: ``{"format", "preset", "config", "tensors": [[name, shape,
 offset], ...], "data"}``, ``data`` the base64 of every tensor of the state dict in little-endian
-float32, one after another (``offset`` counts floats). Float32 exactly as trained, never float16:
+float32, one after another (``offset`` counts floats). Float32 exactly as trained, never rounded:
 the parity test holds the browser's greedy answers equal to Python's on every question of the
-task, which rounded weights would not guarantee. Sizes: ``historical`` 86,544 floats (346 KB),
-``modern`` 169,488 (678 KB), a third more as base64.
+task, and rounding breaks that. Measured on all 19,602 questions, ``modern`` keeps every answer
+with its weights rounded to float16, bfloat16 or 8-bit (per row), but ``historical``, whose
+plateau answers many questions by a small margin, changes 9 answers in float16, 76 in bfloat16
+and 185 in 8 bits. Sizes: ``historical`` 86,544 floats (346 KB), ``modern`` 169,488 (678 KB).
 """
 
 from __future__ import annotations
