@@ -322,6 +322,7 @@ def standalone_widget_page(widgets, folder: Path, name: str = "page", lang: str 
     page = folder / f"{name}.html"
     page.write_text(
         f'<!doctype html>\n<html lang="{html.escape(lang)}"><head><meta charset="utf-8">\n'
+        f'<title>{html.escape(name)}</title>\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<script src="_widget_assets/require.js"></script>\n<script src="_widget_assets/config.js"></script>\n'
         '<script src="_widget_assets/html-manager/embed-amd.js"></script>\n</head><body>\n'
