@@ -67,11 +67,11 @@ function render({ model, el }) {
         h("td", { class: "encdec-sum" + (allForbidden ? " warn" : ""), "data-testid": `rowsum-${i}` }, fmt(sum(weights[i]))));
     });
     body.replaceChildren(toolbar,
-      h("table", { class: "encdec-grid", role: "grid", "aria-label": t(model, "mask_toggle.grid_label"),
+      h("table", { class: "encdec-grid encdec-standing", role: "grid", "aria-label": t(model, "mask_toggle.grid_label"),
         onkeydown: gridKeys(at, K, K, toggle) }, h("thead", {}, head), h("tbody", {}, rows)),
       info,
       mask.some((r) => r.every(Boolean)) ? h("p", { class: "encdec-note", "data-testid": "all-forbidden" },
-        t(model, "mask_toggle.all_forbidden")) : null,
+        t(model, "mask_toggle.all_forbidden")) : "",
       h("p", { class: "encdec-caption" }, t(model, "mask_toggle.caption")));
   }
 

@@ -44,7 +44,7 @@ function render({ model, el }) {
         fmt(sum(weights))));
 
     body.replaceChildren(
-      h("table", { class: "encdec-grid encdec-compare" },
+      h("table", { class: "encdec-grid encdec-compare encdec-standing" },
         h("thead", {}, h("tr", {}, h("th", {}, t(model, "softmax_compare.source")),
           tokens.map((tok, j) => h("th", { class: j > reader ? "future" : "" }, h("span", { class: "encdec-idx" }, j), " ", tok,
             j > reader ? h("div", { class: "encdec-tag" }, t(model, "softmax_compare.future")) : null)),
