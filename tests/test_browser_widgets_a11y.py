@@ -143,8 +143,14 @@ def luminance(rgb):
     return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
 
 
+def rgb(css: str) -> list[float]:
+    """0-255 channels of a computed colour: rgb(...), rgba(...), or color(srgb ...) as color-mix() gives."""
+    values = [float(x) for x in re.findall(r"[\d.]+", css.replace("srgb", ""))[:3]]
+    return [255 * v for v in values] if css.startswith("color(") else values
+
+
 def contrast(a: str, b: str) -> float:
-    la, lb = (luminance([float(x) for x in re.findall(r"[\d.]+", c)[:3]]) for c in (a, b))
+    la, lb = (luminance(rgb(c)) for c in (a, b))
     return (max(la, lb) + 0.05) / (min(la, lb) + 0.05)
 
 
@@ -433,3 +439,17 @@ def test_ask_model(reader, lang):
         assert r.focused() == "reset"  # End is disabled there: the focus stays in the stepper
 
     every_reader(r, light, dark)
+
+
+def test_heat_cells_keep_their_text_readable_at_every_weight(reader):
+    """heat() (common.js) at weights 0, 0.01, ..., 1 in a widget: text on cell at least 4.5:1, light and dark."""
+    r = reader("AttentionMapViewer", "en")
+    r.page.add_script_tag(content=(ROOT / "encdec" / "widgets" / "common.js").read_text(encoding="utf-8"))
+    r.w.evaluate("""w => { const row = w.querySelector('tbody tr');
+        for (let k = 0; k <= 100; k++) { const a = heat(k / 100); row.append(h('td', { class: a.class, style: a.style }, '0.00')); } }""")
+    for dark in (False, True):
+        r.dark(dark)
+        pairs = r.w.evaluate("w => [...w.querySelectorAll('tbody tr:first-child td')].slice(-101).map((td) => "
+                             "[getComputedStyle(td).color, getComputedStyle(td).backgroundColor])")
+        worst = min(contrast(*pair) for pair in pairs)
+        assert worst >= 4.5, (dark, worst)
