@@ -178,13 +178,10 @@ def every_reader(r, drive_light, drive_dark):
     drive_light()
     r.axe("driven, light")
     r.dark()
-    r.axe("driven, dark")
     drive_dark()
     r.axe("driven again, dark")
     assert r.phone() == []
-    r.axe("a phone's column, dark")
-    r.dark(False)
-    r.axe("a phone's column, light")
+    r.axe("a phone's column, dark")  # the compact view's own rules; its colours are the same
 
 
 LANGS = ["en", "zh"]
