@@ -450,3 +450,9 @@ def test_heat_cells_keep_their_text_readable_at_every_weight(reader):
                              "[getComputedStyle(td).color, getComputedStyle(td).backgroundColor])")
         worst = min(contrast(*pair) for pair in pairs)
         assert worst >= 4.5, (dark, worst)
+    # JupyterLab's dark theme gives the same dark colours
+    colours = "w => [getComputedStyle(w).backgroundColor, getComputedStyle(w.querySelector('.heat')).backgroundColor]"
+    book_dark = r.w.evaluate(colours)
+    r.dark(False)
+    r.page.evaluate("document.body.dataset.jpThemeLight = 'false'")
+    assert r.w.evaluate(colours) == book_dark
