@@ -162,8 +162,8 @@ function render({ model, el }) {
   const reset = h("button", { type: "button", class: "encdec-btn", "data-testid": "reset", onclick: () => push(model, { step: 0 }) });
   const end = h("button", { type: "button", class: "encdec-btn", "data-testid": "end", onclick: () => push(model, { step: total }) });
   const presetGroup = h("span", { class: "encdec-group", role: "group" });
-  const stepLabel = h("span", { class: "encdec-label", "data-testid": "step-label", "aria-live": "polite" });
-  const status = h("div", { class: "encdec-row", "data-testid": "status", "aria-live": "polite" });
+  const stepLabel = h("span", { class: "encdec-label", "data-testid": "step-label" });
+  const status = h("div", { class: "encdec-row", "data-testid": "status" });
   const answers = h("div", {});
   const stepView = h("div", {});
   const experiments = h("div", {});
@@ -171,6 +171,10 @@ function render({ model, el }) {
   root.append(form, h("div", { class: "encdec-toolbar" }, pickLabel, pick, random, randomWrong), status, answers,
     h("div", { class: "encdec-toolbar" }, forcedLabel, forcedSelect, h("span", { class: "encdec-group" }, cacheBox, cacheLabel)),
     h("div", { class: "encdec-toolbar" }, presetGroup, back, next, reset, end, stepLabel), stepView, experiments, caption);
+  const live = liveRegion(root);
+  let heard = null;  // the question and setting whose answers the live region said last
+  const at = [0, 0];  // the cross-attention map's tab stop
+  let shown = null;  // its cell the readout describes
 
   function randomQuestion(accept) {
     for (let tries = 0; tries < 1000; tries++) {
@@ -227,7 +231,8 @@ function render({ model, el }) {
     if (code) {
       const known = { no_text: "ask_model.error_empty", bad_format: "ask_model.error_format", out_of_range: "ask_model.error_range" };
       status.className = "encdec-row encdec-status bad";
-      status.textContent = t(model, known[code], parsed.values);
+      status.textContent = live.textContent = t(model, known[code], parsed.values);
+      heard = null;
       for (const part of [answers, stepView, experiments, presetGroup]) part.replaceChildren();
       stepLabel.textContent = "";
       total = 0;
@@ -250,7 +255,8 @@ function render({ model, el }) {
       runs = compute(ids, forced, useCache);
     } catch (err) {
       status.className = "encdec-row encdec-status bad";
-      status.textContent = forwardMessage(model, err);
+      status.textContent = live.textContent = forwardMessage(model, err);
+      heard = null;
       return;
     }
     status.className = "encdec-row";
@@ -259,6 +265,7 @@ function render({ model, el }) {
 
     // Both checkpoints' answers, side by side.
     const P = forced === null ? 1 : 2;
+    const said = [];  // each checkpoint's answer and verdict, for the live region
     answers.replaceChildren(h("div", { class: "encdec-scroll" }, h("table", { class: "encdec-grid", "data-testid": "answers" },
       h("thead", {}, h("tr", {}, h("th", { class: "encdec-wrap" }, t(model, "ask_model.th_model")),
         h("th", { class: "encdec-wrap" }, t(model, "ask_model.th_answer")), h("th", { class: "encdec-wrap" }, t(model, "ask_model.th_verdict")))),
@@ -270,6 +277,7 @@ function render({ model, el }) {
             : h("button", { type: "button", class: "encdec-btn encdec-wrap", "data-testid": `goto-${preset}`,
               onclick: () => push(model, { preset, step: v.step }) },
             t(model, "ask_model.wrong_step", { s: v.step, got: TOKENS[run.tokens[v.position]] ?? "—", want: TOKENS[run.truth[v.position]] }));
+        said.push(t(model, "ask_model.live_answer", { preset, answer: run.tokens.map((id) => TOKENS[id]).join(" "), verdict: cell.textContent }));
         return h("tr", { "data-preset": preset },
           h("th", { class: "encdec-rowhead encdec-wrap" }, h("code", {}, preset), h("div", { class: "encdec-note" },
             t(model, "ask_model.preset_desc", { enc: c.num_enc_layers, dec: c.num_dec_layers, M: c.emb_dim,
@@ -291,6 +299,11 @@ function render({ model, el }) {
     stepLabel.textContent = total === 0 ? t(model, "ask_model.nothing_to_decode")
       : s === 0 ? t(model, "ask_model.step_0", { total })
         : t(model, s === 1 ? "ask_model.step_prefill" : "ask_model.step_decode", { s, total });
+    const heardKey = `${question}|${forcedName}|${useCache}`;
+    const step = run.steps[s - 1];
+    live.textContent = heard !== heardKey ? said.join(" ") : s === 0 ? stepLabel.textContent
+      : t(model, "ask_model.live_step", { step: stepLabel.textContent, token: TOKENS[step.next], p: fmt(softmax(step.logits)[step.next]) });
+    heard = heardKey;
     stepView.replaceChildren(s === 0 ? h("p", { class: "encdec-note" }, t(model, total ? "ask_model.press_next" : "ask_model.forced_eos"))
       : stepPanel(m, run, s, useCache));
 
@@ -327,13 +340,21 @@ function render({ model, el }) {
         t(model, useCache ? "ask_model.cross_kv_fixed" : "ask_model.cross_kv_again", { Kq, L })));
 
     // this step's cross-attention: one row per layer and head, one column per question token
+    const H = step.cross[0].length, rows = step.cross.length * H;
+    const describe = (r, j) => t(model, "ask_model.cross_cell",
+      { l: Math.floor(r / H) + 1, h: (r % H) + 1, source: TOKENS[run.question[j]], j, w: fmt(step.cross[Math.floor(r / H)][r % H][j], 2) });
+    if (at[0] >= rows || at[1] >= Kq) at.splice(0, 2, 0, 0);
+    const info = h("div", { class: "encdec-info", "data-testid": "readout" },
+      shown && shown[0] < rows && shown[1] < Kq ? describe(...shown) : t(model, "ask_model.readout_hint"));
+    const show = (r, j) => { shown = [r, j]; info.textContent = describe(r, j); };
     const head = h("tr", {}, h("th", { class: "encdec-corner encdec-wrap" }, t(model, "ask_model.cross_corner")),
       run.question.map((id, j) => h("th", {}, h("span", { class: "encdec-idx" }, j), " ", TOKENS[id])));
     const crossRows = step.cross.flatMap((heads, l) => heads.map((row, hd) => h("tr", { "data-layer": l, "data-head": hd },
       h("th", { class: "encdec-rowhead" }, t(model, "ask_model.layer_head", { l: l + 1, h: hd + 1 })),
-      row.map((w, j) => h("td", { class: "encdec-cell", style: heat(w), "data-col": j,
-        title: t(model, "ask_model.cross_cell", { l: l + 1, h: hd + 1, source: TOKENS[run.question[j]], j, w: fmt(w) }) }, fmt(w, 2))))));
-    const cross = h("div", { class: "encdec-scroll" }, h("table", { class: "encdec-grid encdec-heat", "data-testid": "cross" },
+      row.map((w, j) => h("td", { ...heat(w), ...gridCell(at, H * l + hd, j, show), "aria-label": describe(H * l + hd, j),
+        onclick: () => show(H * l + hd, j) }, fmt(w, 2))))));
+    const cross = h("div", { class: "encdec-scroll" }, h("table", { class: "encdec-grid encdec-heat encdec-standing", "data-testid": "cross",
+      role: "grid", "aria-label": t(model, "ask_model.cross_title", { Kq, token: newest }), onkeydown: gridKeys(at, rows, Kq, null) },
       h("thead", {}, head), h("tbody", {}, crossRows)));
 
     return h("div", { class: "encdec-panel ready", "data-testid": "step-panel", "data-step": s },
@@ -342,7 +363,7 @@ function render({ model, el }) {
         tn(model, "ask_model.computed", step.computed, { total: step.computedTotal })),
       h("div", { class: "encdec-columns" }, top, caches),
       h("div", { class: "encdec-label" }, t(model, "ask_model.cross_title", { Kq, token: newest })),
-      cross);
+      cross, info);
   }
 
   function experimentPanel(m, run, forced, useCache) {
@@ -376,7 +397,7 @@ function render({ model, el }) {
   if (fromSite() && !window.encdecWeights) {
     siteWeights(model.get("weights_src")).then(draw, () => { loadFailed = true; draw(); });
   }
-  return watch(model, ["question", "preset", "presets", "step", "forced", "use_cache", "weights", "weights_src", "examples"], draw);
+  return watch(model, ["question", "preset", "presets", "step", "forced", "use_cache", "weights", "weights_src", "examples"], keepFocus(root, draw));
 }
 
 export default { render };

@@ -5,6 +5,9 @@ function render({ model, el }) {
   const controls = h("div", {});
   const body = h("div", {});
   root.append(controls, body);
+  const live = liveRegion(root);
+  const at = [0, 0];  // the map's tab stop
+  let shown = null;  // the cell the readout describes (focused, hovered or tapped)
 
   function draw() {
     const maps = model.get("maps"), kind = model.get("kind");
@@ -18,7 +21,7 @@ function render({ model, el }) {
       ["decoder_self", t(model, "attention_maps.kind_decoder_self")], ["cross", t(model, "attention_maps.kind_cross")]];
     const group = (name, items, current, key) => h("span", { class: "encdec-group" }, h("span", { class: "encdec-label" }, name),
       items.map(([value, text]) => h("button", {
-        class: "encdec-btn" + (value === current ? " active" : ""), [`data-${key}`]: value,
+        class: "encdec-btn" + (value === current ? " active" : ""), [`data-${key}`]: value, "aria-pressed": value === current ? "true" : "false",
         onclick: () => push(model, { [key]: value }) }, text)));
     controls.replaceChildren(h("div", { class: "encdec-toolbar" },
       group(t(model, "attention_maps.attention_label"), kinds, kind, "kind"),
@@ -26,22 +29,29 @@ function render({ model, el }) {
       group(t(model, "attention_maps.head_label"), Array.from({ length: heads }, (_, k) => [k, `${k + 1}`]), head, "head")));
     const what = { encoder_self: t(model, "attention_maps.what_encoder_self"),
       decoder_self: t(model, "attention_maps.what_decoder_self"), cross: t(model, "attention_maps.what_cross") }[kind];
+    const title = t(model, "attention_maps.title", { kind: kinds.find(([k]) => k === kind)[1], layer: layer + 1, head: head + 1, what });
+    const describe = (i, j) => t(model, "attention_maps.cell_title", { reader: rowsTok[i], i, source: colsTok[j], j, weight: fmt(map[i][j], 2) });
+    if (at[0] >= map.length || at[1] >= colsTok.length) at.splice(0, 2, 0, 0);
+    const inMap = shown && shown[0] < map.length && shown[1] < colsTok.length;
+    const info = h("div", { class: "encdec-info", "data-testid": "readout" }, inMap ? describe(...shown) : t(model, "attention_maps.readout_hint"));
+    const show = (i, j) => { shown = [i, j]; info.textContent = describe(i, j); };
+    live.textContent = title;
     body.replaceChildren(
-      h("div", { class: "encdec-label", "data-testid": "map-title" },
-        t(model, "attention_maps.title", { kind: kinds.find(([k]) => k === kind)[1], layer: layer + 1, head: head + 1, what })),
-      h("table", { class: "encdec-grid encdec-heat" },
+      h("div", { class: "encdec-label", "data-testid": "map-title" }, title),
+      h("table", { class: "encdec-grid encdec-heat encdec-standing", role: "grid", "aria-label": title,
+        onkeydown: gridKeys(at, map.length, colsTok.length, null) },
         h("thead", {}, h("tr", {}, h("th", { class: "encdec-corner" }, t(model, "common.corner_reader_source")),
           colsTok.map((tok, j) => h("th", {}, h("span", { class: "encdec-idx" }, j), " ", tok)))),
         h("tbody", {}, map.map((row, i) => h("tr", {}, h("th", { class: "encdec-rowhead" }, h("span", { class: "encdec-idx" }, i), " ", rowsTok[i]),
-          row.map((w, j) => h("td", { class: "encdec-cell", style: heat(w), "data-row": i, "data-col": j,
-            title: t(model, "attention_maps.cell_title", { reader: rowsTok[i], i, source: colsTok[j], j, weight: fmt(w) }) },
+          row.map((w, j) => h("td", { ...heat(w), ...gridCell(at, i, j, show), "aria-label": describe(i, j), onclick: () => show(i, j) },
             fmt(w, 2))))))),
+      info,
       h("p", { class: "encdec-caption" }, t(model, "attention_maps.caption",
         { source: sourceText(model), question: question.join(" "), input: decIn.join(" ") })));
   }
 
   draw();
-  return watch(model, ["maps", "kind", "layer", "head", "question", "answer"], draw);
+  return watch(model, ["maps", "kind", "layer", "head", "question", "answer"], keepFocus(root, draw));
 }
 
 export default { render };

@@ -91,10 +91,70 @@ function shapeText(shape) {
   return "[" + shape.join(", ") + "]";
 }
 
-// Weight in [0, 1] -> cell background (light to dark blue) and a readable text colour.
-function heat(weight) {
-  const w = Math.max(0, Math.min(1, weight));
-  return `background: rgba(29, 78, 216, ${(0.04 + 0.86 * w).toFixed(3)}); color: ${w > 0.5 ? "#fff" : "#111"}`;
+// Weight in [0, 1] -> a heat cell's class and style: widgets.css colours it (light to dark blue in the
+// light theme, dark to light in the dark one), in two halves so its text keeps 4.5:1 at every weight.
+function heat(weight, cls = "encdec-cell") {
+  const w = Math.max(0, Math.min(1, weight)), hot = w > 0.5;
+  return { class: `${cls} heat${hot ? " hot" : ""}`, style: `--encdec-w: ${(100 * (hot ? 2 * w - 1 : 2 * w)).toFixed(1)}%` };
+}
+
+// A grid of cells (data-row, data-col) is one tab stop, as in ARIA's grid pattern: the cell at `at`
+// ([row, col], the widget's, kept across redraws) has tabindex 0, the others -1; arrow keys move,
+// Home and End go to the row's ends (with Ctrl, the grid's corners), Enter or Space calls act(row, col).
+function gridKeys(at, rows, cols, act) {
+  return (e) => {
+    let [i, j] = at;
+    const moves = { ArrowUp: [i - 1, j], ArrowDown: [i + 1, j], ArrowLeft: [i, j - 1], ArrowRight: [i, j + 1],
+      Home: [e.ctrlKey ? 0 : i, 0], End: [e.ctrlKey ? rows - 1 : i, cols - 1] };
+    if ((e.key === "Enter" || e.key === " ") && act) {
+      e.preventDefault();
+      act(i, j);
+      return;
+    }
+    if (!moves[e.key]) return;
+    e.preventDefault();
+    [i, j] = [Math.max(0, Math.min(rows - 1, moves[e.key][0])), Math.max(0, Math.min(cols - 1, moves[e.key][1]))];
+    const cell = e.currentTarget.querySelector(`[data-row="${i}"][data-col="${j}"]`);
+    if (!cell) return;
+    for (const other of e.currentTarget.querySelectorAll('[tabindex="0"]')) other.tabIndex = -1;
+    cell.tabIndex = 0;
+    cell.focus();
+  };
+}
+
+// The cell attributes of such a grid: its place, the roving tabindex, and `show(row, col)` on focus,
+// hover and tap (a readout that is not only a tooltip).
+function gridCell(at, i, j, show) {
+  const seen = () => { at[0] = i; at[1] = j; show(i, j); };
+  return { role: "gridcell", "data-row": i, "data-col": j, tabindex: at[0] === i && at[1] === j ? 0 : -1,
+    onfocus: seen, onmouseenter: () => show(i, j) };
+}
+
+// The widget's polite live region: a short sentence after each change, read aloud, not shown.
+function liveRegion(root) {
+  const live = h("p", { class: "encdec-live", "aria-live": "polite", "data-testid": "live" });
+  root.append(live);
+  return live;
+}
+
+// Redraw without losing the keyboard's place: when the focused element was replaced, the one at the
+// same place among the widget's focusable elements takes the focus; when it was disabled (a stepper's
+// end), the one before it.
+function focusable(root) {
+  return [...root.querySelectorAll(["button", "input", "select", "[tabindex]"].join())].filter((e) => !e.disabled);
+}
+
+function keepFocus(root, draw) {
+  return () => {
+    const was = document.activeElement;
+    const k = root.contains(was) ? focusable(root).indexOf(was) : -1;
+    draw();
+    if (k < 0 || (root.contains(was) && !was.disabled)) return;
+    const now = focusable(root);
+    const target = root.contains(was)
+      ? now.filter((e) => e.compareDocumentPosition(was) & Node.DOCUMENT_POSITION_FOLLOWING).pop() : now[k];
+    if (target) target.focus();
+  };
 }
 
 // Set traits from the browser; in a live kernel Python sees them, on the static page they stay local.

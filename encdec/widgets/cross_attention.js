@@ -1,4 +1,4 @@
-// CrossAttentionExplorer: shapes of Q, K, V, scores, A and output; hover A to read who reads whom.
+// CrossAttentionExplorer: shapes of Q, K, V, scores, A and output; hover, tap or focus A to read who reads whom.
 
 function render({ model, el }) {
   const root = widgetRoot(el, "CrossAttentionExplorer");
@@ -16,13 +16,15 @@ function render({ model, el }) {
   swap.addEventListener("change", () => push(model, { swap_q: swap.checked, selected: [0, 0] }));
   const kaLabel = h("span", {}), kqLabel = h("span", {}), swapLabel = h("span", {});
   const body = h("div", {});
-  const info = h("div", { class: "encdec-info", "data-testid": "hover-info", "aria-live": "polite" });
+  const info = h("div", { class: "encdec-info", "data-testid": "hover-info" });
   root.append(
     h("div", { class: "encdec-toolbar" },
       h("label", {}, kaLabel, " ", kaInput, " ", kaValue),
       h("label", {}, kqLabel, " ", kqInput, " ", kqValue)),
     h("div", { class: "encdec-toolbar" }, h("label", {}, swap, " ", swapLabel)),
     body, info);
+  const live = liveRegion(root);
+  const at = [0, 0];  // the grid's tab stop
 
   function describe(i, j) {
     const Ka = model.get("Ka"), Kq = model.get("Kq");
@@ -62,16 +64,19 @@ function render({ model, el }) {
       ? h("div", { class: "encdec-tag" }, model.get(side === "a" ? "answer_tokens" : "question_tokens")[k]) : null];
     const rowTok = (k) => label(swapped ? "q" : "a", k);
     const colTok = (k) => label(swapped ? "a" : "q", k);
-    const grid = h("table", { class: "encdec-grid encdec-small" },
+    if (at[0] >= qLen || at[1] >= kvLen) at.splice(0, 2, 0, 0);
+    const select = (i, j) => push(model, { selected: [i, j] });
+    const grid = h("table", { class: "encdec-grid encdec-small encdec-standing", role: "grid",
+      "aria-label": t(model, "cross_attention.grid_label", { shape: shapeText(["N", qLen, kvLen]) }), onkeydown: gridKeys(at, qLen, kvLen, select) },
       h("thead", {}, h("tr", {}, h("th", { class: "encdec-corner" }, t(model, swapped ? "cross_attention.corner_swapped" : "cross_attention.corner")),
         Array.from({ length: kvLen }, (_, j) => h("th", {}, ...colTok(j))))),
       h("tbody", {}, Array.from({ length: qLen }, (_, i) => h("tr", {}, h("th", { class: "encdec-rowhead" }, ...rowTok(i)),
         Array.from({ length: kvLen }, (_, j) => h("td", {
           class: "encdec-cell encdec-acell" + (i === sel_i && j === sel_j ? " selected" : ""),
-          "data-row": i, "data-col": j, title: describe(i, j),
-          onmouseenter: () => { info.textContent = describe(i, j); },
+          ...gridCell(at, i, j, (r, c) => { info.textContent = describe(r, c); }),
+          "aria-label": describe(i, j), "aria-selected": i === sel_i && j === sel_j ? "true" : "false",
           onmouseleave: () => { info.textContent = describe(...model.get("selected")); },
-          onclick: () => push(model, { selected: [i, j] }),
+          onclick: () => select(i, j),
         }, ""))))));
     body.replaceChildren(
       h("div", { class: "encdec-columns" },
@@ -86,10 +91,12 @@ function render({ model, el }) {
         t(model, swapped ? "cross_attention.note_swapped" : "cross_attention.note", { Ka, Kq })));
     const [i, j] = model.get("selected");
     info.textContent = i < qLen && j < kvLen ? describe(i, j) : t(model, "cross_attention.hover_hint");
+    live.textContent = t(model, "cross_attention.live", { a: shapeText(["N", qLen, kvLen]), output: shapeText(["N", qLen, "M"]),
+      cell: i < qLen && j < kvLen ? describe(i, j) : t(model, "cross_attention.hover_hint") });
   }
 
   draw();
-  return watch(model, ["Ka", "Kq", "swap_q", "selected", "answer_tokens", "question_tokens"], draw);
+  return watch(model, ["Ka", "Kq", "swap_q", "selected", "answer_tokens", "question_tokens"], keepFocus(root, draw));
 }
 
 export default { render };

@@ -19,6 +19,8 @@ function render({ model, el }) {
   const sliderLabel = h("span", {});
   const body = h("div", {});
   root.append(h("div", { class: "encdec-toolbar" }, h("label", {}, sliderLabel, " ", slider, " ", pValue)), body);
+  const live = liveRegion(root);
+  let current = null;  // the token whose bar the readout describes (hovered, tapped or chosen with the arrow keys)
 
   function draw() {
     const vocab = model.get("vocab"), correct = model.get("correct"), rival = model.get("rival");
@@ -37,16 +39,34 @@ function render({ model, el }) {
       if (text !== undefined) e.textContent = text;
       return e;
     };
-    const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", class: "encdec-svg", role: "img",
-      "aria-label": t(model, "cross_entropy.svg_aria") });
+    const svg = s("svg", { viewBox: `0 0 ${W} ${H}`, width: "100%", class: "encdec-svg", role: "img", tabindex: 0,
+      "aria-label": t(model, "cross_entropy.svg_aria"), "data-testid": "bars" });
+    const barText = (k) => t(model, "cross_entropy.bar_title", { token: vocab[k], p: fmt(ex.probs[k]), grad: fmt(ex.grad[k]) });
+    if (current === null || current >= vocab.length) current = vocab.indexOf(correct);
+    const readout = h("div", { class: "encdec-info", "data-testid": "readout" }, barText(current));
+    const rects = [];
+    const pick = (k) => {
+      current = k;
+      readout.textContent = live.textContent = barText(k);
+      rects.forEach((rect, r) => rect.classList.toggle("current", r === k));
+    };
+    svg.addEventListener("keydown", (e) => {
+      const k = { ArrowLeft: current - 1, ArrowDown: current - 1, ArrowRight: current + 1, ArrowUp: current + 1,
+        Home: 0, End: vocab.length - 1 }[e.key];
+      if (k === undefined) return;
+      e.preventDefault();
+      pick(Math.max(0, Math.min(vocab.length - 1, k)));
+    });
     svg.append(s("line", { x1: 0, x2: W, y1: mid, y2: mid, class: "axis" }));
     svg.append(s("text", { x: 4, y: top - 6, class: "tick" }, "+1"), s("text", { x: 4, y: mid + scaleY + 12, class: "tick" }, "−1"));
     vocab.forEach((tok, k) => {
       const g = ex.grad[k];
       const x = k * colW + colW * 0.2, w = colW * 0.6;
       const y = g >= 0 ? mid - g * scaleY : mid, hgt = Math.max(Math.abs(g) * scaleY, 0.5);
-      const rect = s("rect", { x, y, width: w, height: hgt, class: g < 0 ? "neg" : "pos", "data-token": tok });
-      rect.append(s("title", {}, t(model, "cross_entropy.bar_title", { token: tok, p: fmt(ex.probs[k]), grad: fmt(g) })));
+      const rect = s("rect", { x, y, width: w, height: hgt, class: (g < 0 ? "neg" : "pos") + (k === current ? " current" : ""), "data-token": tok });
+      rect.addEventListener("mouseenter", () => pick(k));
+      rect.addEventListener("click", () => pick(k));
+      rects.push(rect);
       svg.append(rect);
       svg.append(s("text", { x: k * colW + colW / 2, y: H - 8, class: "label" + (tok === correct ? " correct" : ""), "text-anchor": "middle" },
         tok.length > 4 ? tok.slice(0, 3) + "." : tok));
@@ -64,8 +84,11 @@ function render({ model, el }) {
           rival, p_rival: h("span", { "data-testid": `prob-${rival}` }, fmt(ex.probs[vocab.indexOf(rival)])),
           n: vocab.length - 2, rest: fmt(1 - p - ex.probs[vocab.indexOf(rival)]) }))),
       svg,
+      readout,
       h("p", { class: "encdec-caption" },
         t(model, "cross_entropy.caption", { token: correct, grad: h("b", {}, fmt(ex.grad[vocab.indexOf(correct)])) })));
+    live.textContent = t(model, "cross_entropy.live", { p: fmt(p, 2), loss: fmt(ex.loss), token: correct,
+      grad: fmt(ex.grad[vocab.indexOf(correct)]) });
   }
 
   draw();

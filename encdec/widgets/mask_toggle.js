@@ -8,6 +8,11 @@ function presetMask(preset, K, numPadding) {
 
 function render({ model, el }) {
   const root = widgetRoot(el, "MaskToggle");
+  const body = h("div", {});
+  root.append(body);
+  const live = liveRegion(root);
+  const at = [0, 0];  // the grid's tab stop
+  let read = null;  // the cell the readout describes (focused, hovered or tapped)
 
   function draw() {
     const tokens = model.get("tokens");
@@ -20,12 +25,31 @@ function render({ model, el }) {
       none: t(model, "mask_toggle.preset_none") };
     const status = { causal: "mask_toggle.status_causal", padding: "mask_toggle.status_padding",
       none: "mask_toggle.status_none", custom: "mask_toggle.status_custom" };
+    // what a cell shows (its weight, or ✕, and s = its score), first in its name and the readout
+    const shown = (i, j) => [mask[i][j] && !mask[i].every(Boolean) ? "✕" : fmt(weights[i][j]), `s=${fmt(scores[i][j], 1)}`];
+    const describe = (i, j) => t(model, mask[i][j] ? "mask_toggle.cell_forbidden" : "mask_toggle.cell_allowed",
+      { i, reader: tokens[i], j, source: tokens[j], shown: shown(i, j).join(" ") });
+    const info = h("div", { class: "encdec-info", "data-testid": "readout" },
+      read && read[0] < K && read[1] < K ? describe(...read) : t(model, "mask_toggle.readout_hint"));
+    const show = (i, j) => { read = [i, j]; info.textContent = describe(i, j); };
+    const toggle = (i, j) => {
+      const next = mask.map((r) => r.slice());
+      next[i][j] = !next[i][j];
+      read = [i, j];
+      push(model, { mask: next, preset: "custom" });
+      const row = maskedSoftmaxRow(model.get("scores")[i], next[i]);
+      live.textContent = t(model, next[i][j] ? "mask_toggle.live_forbidden" : "mask_toggle.live_allowed",
+        { i, reader: tokens[i], j, source: tokens[j], sum: fmt(sum(row)) });
+    };
 
     const toolbar = h("div", { class: "encdec-toolbar" },
       h("span", { class: "encdec-label" }, t(model, "mask_toggle.preset_label")),
       ["causal", "padding", "none"].map((p) => h("button", {
-        class: "encdec-btn" + (preset === p ? " active" : ""), "data-preset": p,
-        onclick: () => push(model, { preset: p, mask: presetMask(p, K, model.get("num_padding")) }),
+        class: "encdec-btn" + (preset === p ? " active" : ""), "data-preset": p, "aria-pressed": preset === p ? "true" : "false",
+        onclick: () => {
+          push(model, { preset: p, mask: presetMask(p, K, model.get("num_padding")) });
+          live.textContent = t(model, "mask_toggle.live_preset", { mask: t(model, status[p]) });
+        },
       }, presetNames[p])),
       h("span", { class: "encdec-note", "data-testid": "preset" }, t(model, status[preset])));
 
@@ -34,31 +58,25 @@ function render({ model, el }) {
       h("th", {}, t(model, "mask_toggle.row_sum")));
     const rows = tokens.map((tok, i) => {
       const allForbidden = mask[i].every(Boolean);
+      const cell = (j) => { const [w, s] = shown(i, j); return [h("span", { class: "w" }, w), " ", h("span", { class: "s" }, s)]; };
       return h("tr", {}, h("th", { class: "encdec-rowhead" }, h("span", { class: "encdec-idx" }, i), " ", tok),
         tokens.map((_, j) => h("td", {
-          class: "encdec-cell " + (mask[i][j] ? "forbidden" : "allowed"),
-          style: mask[i][j] ? "" : heat(weights[i][j]),
-          "data-row": i, "data-col": j,
-          title: t(model, mask[i][j] ? "mask_toggle.cell_forbidden" : "mask_toggle.cell_allowed",
-            { i, reader: tokens[i], j, source: tokens[j], score: fmt(scores[i][j], 2) }),
-          onclick: () => {
-            const next = mask.map((r) => r.slice());
-            next[i][j] = !next[i][j];
-            push(model, { mask: next, preset: "custom" });
-          },
-        }, h("span", { class: "w" }, mask[i][j] && !allForbidden ? "✕" : fmt(weights[i][j])),
-          h("span", { class: "s" }, `s=${fmt(scores[i][j], 1)}`))),
-        h("td", { class: "encdec-sum" + (allForbidden ? " warn" : ""), "data-testid": `rowsum-${i}`,
-          title: allForbidden ? t(model, "mask_toggle.all_forbidden") : "" },
-          fmt(sum(weights[i]))));
+          ...(mask[i][j] ? { class: "encdec-cell forbidden" } : heat(weights[i][j], "encdec-cell allowed")),
+          ...gridCell(at, i, j, show), "aria-label": describe(i, j), onclick: () => toggle(i, j),
+        }, cell(j))),
+        h("td", { class: "encdec-sum" + (allForbidden ? " warn" : ""), "data-testid": `rowsum-${i}` }, fmt(sum(weights[i]))));
     });
-    root.replaceChildren(toolbar,
-      h("table", { class: "encdec-grid" }, h("thead", {}, head), h("tbody", {}, rows)),
+    body.replaceChildren(toolbar,
+      h("table", { class: "encdec-grid encdec-standing", role: "grid", "aria-label": t(model, "mask_toggle.grid_label"),
+        onkeydown: gridKeys(at, K, K, toggle) }, h("thead", {}, head), h("tbody", {}, rows)),
+      info,
+      mask.some((r) => r.every(Boolean)) ? h("p", { class: "encdec-note", "data-testid": "all-forbidden" },
+        t(model, "mask_toggle.all_forbidden")) : "",
       h("p", { class: "encdec-caption" }, t(model, "mask_toggle.caption")));
   }
 
   draw();
-  return watch(model, ["tokens", "scores", "mask", "preset"], draw);
+  return watch(model, ["tokens", "scores", "mask", "preset"], keepFocus(root, draw));
 }
 
 export default { render };

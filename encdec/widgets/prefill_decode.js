@@ -13,6 +13,7 @@ function render({ model, el }) {
   const label = h("span", { class: "encdec-label", "data-testid": "step-label" });
   const body = h("div", {});
   root.append(h("div", { class: "encdec-toolbar" }, back, next, reset, label), body);
+  const live = liveRegion(root);
 
   function draw() {
     const question = model.get("question"), steps = model.get("steps"), probs = model.get("probs");
@@ -32,6 +33,7 @@ function render({ model, el }) {
     const known = s === 0 ? 0 : P + s - 1;  // answer tokens inside the decoder at step s
     const fed = s <= 1 ? null : answer[known - 1];
     const produced = s === 0 ? null : steps[s - 1];
+    live.textContent = produced ? t(model, "prefill_decode.live", { step: label.textContent, token: produced }) : label.textContent;
     const chip = (tok, cls, extra = {}) => h("span", { class: "encdec-chip " + (cls || ""), ...extra }, tok);
 
     const memory = h("div", { class: "encdec-panel" + (s >= 1 ? " ready" : ""), "data-testid": "memory" },
@@ -75,7 +77,7 @@ function render({ model, el }) {
   }
 
   draw();
-  return watch(model, ["step", "steps", "prefix", "question", "probs", "self_cache_lens", "cross_cache_lens"], draw);
+  return watch(model, ["step", "steps", "prefix", "question", "probs", "self_cache_lens", "cross_cache_lens"], keepFocus(root, draw));
 }
 
 export default { render };

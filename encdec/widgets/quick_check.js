@@ -30,12 +30,24 @@ function statusText(model, state, response) {
 
 function render({ model, el }) {
   const root = widgetRoot(el, "QuickCheck");
+  const body = h("div", {});
+  root.append(body);
+  const live = liveRegion(root);
   const typed = {};  // number questions: the text in each box, kept across redraws
 
   function setAt(name, i, value) {
     const next = model.get(name).slice();
     next[i] = value;
     push(model, { [name]: next });
+    const q = model.get("questions")[i], response = model.get("responses")[i] ?? null, verdict = isRight(q, response);
+    const state = model.get("revealed")[i] ? "revealed" : verdict === null ? "unanswered" : verdict ? "right" : "wrong";
+    live.textContent = t(model, "quick_check.live", { n: i + 1, status: statusText(model, state, response), score: scoreText() });
+  }
+
+  function scoreText() {
+    const questions = model.get("questions"), responses = model.get("responses");
+    const right = questions.filter((q, i) => isRight(q, responses[i] ?? null) === true).length;
+    return t(model, "quick_check.score", { right, total: questions.length });
   }
 
   function question(q, i, response, revealed) {
@@ -68,7 +80,7 @@ function render({ model, el }) {
       h("div", { class: "encdec-qc-prompt" }, h("span", { class: "encdec-idx" }, `${i + 1}. `), richText(q.prompt)),
       body,
       h("div", { class: "encdec-qc-foot" },
-        h("span", { class: "encdec-qc-status", "data-testid": `status-${i}`, "aria-live": "polite" }, status),
+        h("span", { class: "encdec-qc-status", "data-testid": `status-${i}` }, status),
         state === "wrong" ? h("button", { class: "encdec-btn", "data-testid": `reveal-${i}`,
           onclick: () => setAt("revealed", i, true) }, t(model, "quick_check.show_answer")) : null),
       open && q.explain ? h("div", { class: "encdec-qc-explain", "data-testid": `explain-${i}` }, richText(q.explain)) : null);
@@ -76,17 +88,15 @@ function render({ model, el }) {
 
   function draw() {
     const questions = model.get("questions"), responses = model.get("responses"), revealed = model.get("revealed");
-    const right = questions.filter((q, i) => isRight(q, responses[i]) === true).length;
-    root.replaceChildren(
+    body.replaceChildren(
       h("div", { class: "encdec-toolbar" },
         h("span", { class: "encdec-label" }, model.get("title") || t(model, "quick_check.title")),
-        h("span", { class: "encdec-note", "data-testid": "score" },
-          t(model, "quick_check.score", { right, total: questions.length }))),
+        h("span", { class: "encdec-note", "data-testid": "score" }, scoreText())),
       ...questions.map((q, i) => question(q, i, responses[i] ?? null, Boolean(revealed[i]))));
   }
 
   draw();
-  return watch(model, ["questions", "responses", "revealed", "title"], draw);
+  return watch(model, ["questions", "responses", "revealed", "title"], keepFocus(root, draw));
 }
 
 export default { render };

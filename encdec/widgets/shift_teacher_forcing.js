@@ -22,6 +22,7 @@ function render({ model, el }) {
   const [maskBox, maskLabel, maskText] = toggle("causal_mask");
   const body = h("div", {});
   root.append(h("div", { class: "encdec-toolbar" }, shiftLabel, maskLabel), body);
+  const live = liveRegion(root);
 
   function draw() {
     const tokens = model.get("tokens");
@@ -31,6 +32,8 @@ function render({ model, el }) {
     maskText.textContent = t(model, "shift_teacher_forcing.mask_label");
     const rows = teacherForcingTable(tokens, shift, causal);
     const leaks = rows.filter((r) => r.leak);
+    live.textContent = leaks.length ? t(model, "shift_teacher_forcing.live_leak", { n: leaks.length, total: rows.length })
+      : t(model, "shift_teacher_forcing.no_leak");
     const chip = (k, r) => h("span", { class: "encdec-chip" + (k === r.label ? " leak" : ""), "data-index": k },
       h("span", { class: "encdec-idx" }, k), " ", tokens[k]);
     body.replaceChildren(

@@ -15,6 +15,7 @@ function render({ model, el }) {
     h("div", { class: "encdec-toolbar" }, readerLabel, readers),
     h("div", { class: "encdec-toolbar" }, h("label", {}, sliderLabel, " ", slider, " ", sliderValue)),
     body);
+  const live = liveRegion(root);
 
   function draw() {
     const tokens = model.get("tokens");
@@ -30,7 +31,7 @@ function render({ model, el }) {
     if (Number(slider.value) !== future) slider.value = future;
     sliderValue.textContent = fmt(future, 1);
     readers.replaceChildren(...tokens.map((tok, i) => h("button", {
-      class: "encdec-btn" + (i === reader ? " active" : ""), "data-reader": i,
+      class: "encdec-btn" + (i === reader ? " active" : ""), "data-reader": i, "aria-pressed": i === reader ? "true" : "false",
       onclick: () => push(model, { reader: i }) }, `${i} ${tok}`)));
 
     const bar = (w, cls) => h("div", { class: "encdec-bar-wrap" },
@@ -43,7 +44,7 @@ function render({ model, el }) {
         fmt(sum(weights))));
 
     body.replaceChildren(
-      h("table", { class: "encdec-grid encdec-compare" },
+      h("table", { class: "encdec-grid encdec-compare encdec-standing" },
         h("thead", {}, h("tr", {}, h("th", {}, t(model, "softmax_compare.source")),
           tokens.map((tok, j) => h("th", { class: j > reader ? "future" : "" }, h("span", { class: "encdec-idx" }, j), " ", tok,
             j > reader ? h("div", { class: "encdec-tag" }, t(model, "softmax_compare.future")) : null)),
@@ -56,10 +57,12 @@ function render({ model, el }) {
           line(t(model, "softmax_compare.row_zero"), wrong, "zero", "bad"))),
       h("p", { class: "encdec-caption" },
         t(model, "softmax_compare.caption", { i: reader, token: tokens[reader], sum: h("b", {}, fmt(sum(wrong))) })));
+    live.textContent = t(model, "softmax_compare.live",
+      { i: reader, token: tokens[reader], score: fmt(future, 1), right: fmt(sum(right)), wrong: fmt(sum(wrong)) });
   }
 
   draw();
-  return watch(model, ["tokens", "scores", "reader", "future_score"], draw);
+  return watch(model, ["tokens", "scores", "reader", "future_score"], keepFocus(root, draw));
 }
 
 export default { render };
