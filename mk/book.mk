@@ -9,9 +9,10 @@ export MATPLOTLIBRC := $(abspath book/matplotlibrc)
 export MPLCONFIGDIR := $(abspath $(BOOK_OUT)/.matplotlib)
 NPM_STAMP := node_modules/.npm-ci-done
 
-# npm ci: the exact front-end versions of package-lock.json (re-run when the lock changes).
+# npm ci: the exact front-end versions of package-lock.json (re-run when the lock changes): MathJax
+# for the math typeset at build, axe-core for the browser tests.
 $(NPM_STAMP): package.json package-lock.json
-	@command -v npm >/dev/null || { echo "npm is needed for the book's widget assets: install Node.js with npm"; exit 1; }
+	@command -v npm >/dev/null || { echo "npm is needed to typeset the book's math (MathJax, at build): install Node.js with npm"; exit 1; }
 	npm ci --ignore-scripts --no-audit --no-fund
 	touch $@
 

@@ -328,7 +328,7 @@ def standalone_widget_page(widgets, folder: Path, name: str = "page", lang: str 
         f'<!doctype html>\n<html lang="{html.escape(lang)}"><head><meta charset="utf-8">\n'
         f'<title>{html.escape(name)}</title>\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        '<title>widgets</title>\n<script src="_widget_assets/widgets.js"></script>\n</head><body><main>\n'
+        '<script src="_widget_assets/widgets.js"></script>\n</head><body><main>\n'
         f'<script type="application/vnd.jupyter.widget-state+json">{state}</script>\n{views}\n</main></body></html>\n',
         encoding="utf-8")
     return page

@@ -55,6 +55,8 @@ def served(chromium):
 
 
 def _axe(page) -> list[dict]:
+    if not AXE.is_file():
+        raise AssertionError(f"axe-core is missing ({AXE}): run `make book` (npm ci installs it)")
     page.add_script_tag(path=str(AXE))
     return page.evaluate(AXE_RUN, WCAG_21_AA)
 
@@ -158,6 +160,7 @@ def test_every_control_of_every_widget_is_reachable_by_keyboard_and_named(chromi
               const clickable = getComputedStyle(e).cursor === 'pointer' || e.matches('button, input, select, textarea, [role=button], [role=gridcell], [role=option]');
               if (!clickable || e.disabled || e.closest('[hidden]') || e.getClientRects().length === 0) continue;
               if (e.parentElement && getComputedStyle(e.parentElement).cursor === 'pointer' && e.tabIndex < 0 && !e.matches('[role=gridcell]')) continue;  // a part of a clickable
+              if (e.matches('label') && e.control && e.control.tabIndex >= 0) continue;  // its field takes the focus
               const grid = e.closest('[role=grid]');
               const inGrid = grid && grid.querySelector('[tabindex="0"]');
               if (e.tabIndex < 0 && !inGrid) unreachable.push(w.dataset.widget + ': ' + e.outerHTML.slice(0, 90));
