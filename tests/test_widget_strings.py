@@ -37,7 +37,10 @@ ROOT = Path(__file__).resolve().parent.parent
 WIDGETS_DIR = ROOT / "encdec" / "widgets"
 TABLES = {lang: json.loads((WIDGETS_DIR / "strings" / f"{lang}.json").read_text(encoding="utf-8"))
           for lang in _base.LANGUAGES}
-JS_FILES = sorted(WIDGETS_DIR.glob("*.js"))
+# The widgets' JS. static_page.js is the static page's renderer of saved widgets, not a widget: it
+# runs with no widget's string table (its one sentence to a reader says that a widget's saved state
+# could not be drawn, so no table of it can be had), and carries that sentence in both languages.
+JS_FILES = sorted(p for p in WIDGETS_DIR.glob("*.js") if p.name != "static_page.js")
 PY_FILES = sorted(WIDGETS_DIR.glob("*.py"))
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
 CJK = re.compile(r"[\u4e00-\u9fff]")
