@@ -6,6 +6,8 @@ The built site works with no network and as file://, and a page loads only what 
   book widget is an anywidget whose state carries its own ES module, so no Jupyter widgets HTML
   manager, RequireJS or icon font is needed). Only pages with widgets load it (myst-nb adds
   ``nb_ipywidgets_js``, _config.yml, to those pages alone).
+- ``widgets.css``: the widgets' stylesheet, once per site: the built pages' figures name it
+  (``encdec.widgets._base.SITE_CSS``) and widgets.js links it, instead of each figure carrying it.
 - ``encdec-weights.js``: the trained checkpoints' weights for the "ask the model" figure, once per
   site (``encdec.widgets.export_weights.write_site_script``); only that figure loads it.
 
@@ -38,13 +40,14 @@ def build_assets(out: Path) -> dict:
     """Write every asset under ``out / ASSETS``; return the manifest (versions, files)."""
     import anywidget
 
-    from encdec.widgets._base import asset_text
+    from encdec.widgets._base import SITE_CSS, asset_text
     from encdec.widgets.export_weights import SITE_WEIGHTS, write_site_script
 
     staging = out / (ASSETS + ".tmp")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     (staging / WIDGETS_JS).write_text(asset_text("static_page.js"), encoding="utf-8")
+    (staging / Path(SITE_CSS).relative_to(ASSETS)).write_text(asset_text("widgets.css"), encoding="utf-8")
     # the trained models' weights, once per site, for the "ask the model" figure of every page
     write_site_script(staging / Path(SITE_WEIGHTS).relative_to(ASSETS))
     # anywidget wrote the widget state the pages carry; widgets.js reads it

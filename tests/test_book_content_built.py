@@ -481,6 +481,21 @@ def test_no_build_talk_in_a_lesson(edition, name):
     assert not said, f"{edition}/{name}: {said}"
 
 
+def test_the_widgets_stylesheet_travels_once_per_site_not_once_per_figure():
+    """Every figure of a built page names the site's one widgets.css (which widgets.js links) instead
+    of carrying the stylesheet in its saved state; that file is the package's widgets.css."""
+    from encdec.widgets._base import SITE_CSS, asset_text
+
+    assert (SITE / SITE_CSS).read_text(encoding="utf-8") == asset_text("widgets.css")
+    first_rule = asset_text("widgets.css").split("}", 1)[0]
+    for edition, root in EDITIONS.items():
+        for name in ("ch11_cross_attention", "ch13_generation", "widgets_gallery"):
+            html = (root / f"{name}.html").read_text(encoding="utf-8")
+            figures = html.count('"_anywidget_id"')
+            assert figures and html.count(f'"_css": "{SITE_CSS}"') == figures, (edition, name)
+            assert json.dumps(first_rule)[1:-1] not in html, f"{edition}/{name} still carries the stylesheet"
+
+
 def test_the_trained_weights_travel_once_per_site_not_once_per_page():
     """The "ask the model" pages carry no weights of their own: each widget names the site's one
     weights script, which holds the shipped checkpoints' exports (the figure loads it, from file://

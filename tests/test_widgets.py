@@ -503,6 +503,17 @@ def test_ask_the_model_javascript_shows_the_python_numbers(tmp_path):
             assert got["rows"] == want["self_rows"] and got["fed"] == want["fed"]
 
 
+def test_a_figure_names_the_sites_stylesheet_in_a_book_build(monkeypatch):
+    """Built into the book (SITE_CSS_ENV set), a figure's CSS is the site's one stylesheet's path;
+    elsewhere (Jupyter) it is the stylesheet itself."""
+    from encdec.widgets._base import SITE_CSS, SITE_CSS_ENV, asset_text
+
+    assert MaskToggle().get_state()["_css"] == asset_text("widgets.css")
+    monkeypatch.setenv(SITE_CSS_ENV, SITE_CSS)
+    assert MaskToggle().get_state()["_css"] == SITE_CSS
+    assert AskTheModel().get_state()["_css"] == SITE_CSS
+
+
 def test_the_ask_figure_names_the_sites_weights_in_a_book_build(monkeypatch, tmp_path):
     """Built into the book (SITE_WEIGHTS_ENV set), the figure carries no weights and names the site's
     script instead; the script holds every preset's export."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import re
 from collections.abc import Sequence
 from importlib import resources
@@ -160,6 +161,14 @@ def text(key: str, lang: str = "en", **values) -> str:
     return fill(string_table("en" if lang == "auto" else lang)[section][name], **values)
 
 
+# The built book's one copy of widgets.css per site (scripts/book_assets.py writes it with the widget
+# assets): the book build names it in this variable (mk/book.mk), and each figure's ``_css`` is then
+# that path, relative to the site's root, which the page's renderer (static_page.js) links once,
+# instead of the whole stylesheet in every figure's saved state. Elsewhere (Jupyter) it is the text.
+SITE_CSS_ENV = "ENCDEC_SITE_CSS"
+SITE_CSS = "_widget_assets/widgets.css"
+
+
 class BookWidget(anywidget.AnyWidget):
     """Shared CSS and strings for every figure; subclasses set ``_esm`` and ``_section``."""
 
@@ -167,6 +176,11 @@ class BookWidget(anywidget.AnyWidget):
     _section = ""  # the widget's section of the string tables
     lang = t.Unicode().tag(sync=True)
     _strings = t.Dict().tag(sync=True)  # {lang: {section: {key: template}}}, the languages lang may show
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        if os.environ.get(SITE_CSS_ENV):  # the built book: the site's one stylesheet (SITE_CSS)
+            self._css = os.environ[SITE_CSS_ENV]
 
     @t.default("lang")
     def _default_lang(self):

@@ -49,11 +49,25 @@
     return modules.get(esm);
   }
 
-  const styles = new Set();
+  // A widget's CSS: its text, or in the built book the path of the site's one stylesheet, relative
+  // to the site's root (encdec.widgets._base.SITE_CSS), linked once.
+  const SITE_PATH = /^[\w./-]+\.css$/;
+  // A promise of the stylesheet in place: a widget draws once its style applies.
+  const styles = new Map();
   function addStyle(css) {
-    if (!css || styles.has(css)) return;
-    styles.add(css);
-    document.head.append(Object.assign(document.createElement("style"), { textContent: css }));
+    if (!css) return Promise.resolve();
+    if (!styles.has(css)) {
+      if (SITE_PATH.test(css)) {
+        const root = document.documentElement.dataset.content_root || "";
+        const link = Object.assign(document.createElement("link"), { rel: "stylesheet", href: root + css });
+        styles.set(css, new Promise((resolve) => { link.onload = link.onerror = resolve; }));
+        document.head.append(link);
+      } else {
+        document.head.append(Object.assign(document.createElement("style"), { textContent: css }));
+        styles.set(css, Promise.resolve());
+      }
+    }
+    return styles.get(css);
   }
 
   function failed(el, error) {
@@ -73,8 +87,7 @@
         throw new Error(`no saved state of an anywidget with id ${id}`);
       }
       const traits = { ...entry.state };
-      addStyle(traits._css);
-      const module = await importModule(traits._esm);
+      const [module] = await Promise.all([importModule(traits._esm), addStyle(traits._css)]);
       const widget = module.default || module;
       const model = localModel(traits);
       if (typeof widget.initialize === "function") await widget.initialize({ model });
