@@ -14,7 +14,6 @@ the step view and both experiments).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import random
 import statistics
 import sys
@@ -23,6 +22,8 @@ import time
 from pathlib import Path
 
 import torch
+
+from tests_support import browser_support
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,15 +57,6 @@ TYPED_JS = """
 """
 
 
-def _browser_support():
-    """The browser helpers the tests use (tests/browser_support.py), loaded from their file."""
-    spec = importlib.util.spec_from_file_location("browser_support", ROOT / "tests" / "browser_support.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def quantile(values, q):
     return sorted(values)[min(len(values) - 1, int(q * len(values)))]
 
@@ -73,7 +65,7 @@ def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=200)
     args = parser.parse_args(argv)
-    support = _browser_support()
+    support = browser_support()
     from encdec.generate import greedy_decode
     from encdec.train import load_run
     from encdec.widgets import AskTheModel, parse_question

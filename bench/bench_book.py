@@ -9,7 +9,6 @@ _build/. Needs the checkpoints (`make checkpoints`) and node_modules (`npm ci`, 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import shutil
 import statistics
@@ -19,19 +18,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests_support import browser_support
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _browser_support():
-    """The browser helpers the tests use (tests/browser_support.py), loaded from their file."""
-    spec = importlib.util.spec_from_file_location("browser_support", ROOT / "tests" / "browser_support.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-_support = _browser_support()
+_support = browser_support()
 PageLog, block_external, browser, serve, wait_for_widget, watch_page = (
     _support.PageLog, _support.block_external, _support.browser, _support.serve, _support.wait_for_widget,
     _support.watch_page)

@@ -14,25 +14,18 @@ the load event and to the page's widgets drawn. The budget of tests/test_browser
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
 import time
 import zlib
 from pathlib import Path
 
+from tests_support import browser_support
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _browser_support():
-    spec = importlib.util.spec_from_file_location("browser_support", ROOT / "tests" / "browser_support.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-_support = _browser_support()
+_support = browser_support()
 # (name, download bytes/s, upload bytes/s, round trip ms, CPU slowdown): a mid-range phone
 PROFILES = [("unthrottled", None, None, 0, 1),
             ("4G phone", 9_000_000 / 8, 1_500_000 / 8, 85, 4),
