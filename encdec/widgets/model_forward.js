@@ -17,23 +17,23 @@ function forwardError(code, values = {}) {
   return err;
 }
 
-// The export's base64 float32 data (little-endian) as Float32Array, read whatever the machine's order.
-function exportedFloats(b64) {
-  const bin = atob(b64);
-  const view = new DataView(new ArrayBuffer(bin.length));
-  for (let i = 0; i < bin.length; i++) view.setUint8(i, bin.charCodeAt(i));
-  const out = new Float32Array(bin.length / 4);
+// An export's float32 data (little-endian bytes) as Float32Array, read whatever the machine's order:
+// the bytes are the base64 `data` of an export, or the site's script's unpacked `bytes` (site_weights.js).
+function exportedFloats(exported) {
+  const bytes = exported.bytes || Uint8Array.from(atob(exported.data), (c) => c.charCodeAt(0));
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const out = new Float32Array(bytes.length / 4);
   for (let i = 0; i < out.length; i++) out[i] = view.getFloat32(4 * i, true);
   return out;
 }
 
 // One exported checkpoint -> the model's parameters under the lesson's names (encdec/model.py).
 function loadModel(exported) {
-  const unpacked = exported && exported.floats instanceof Float32Array;  // the site's script (site_weights.js)
+  const unpacked = exported && exported.bytes instanceof Uint8Array;  // the site's script (site_weights.js)
   if (!exported || exported.format !== 1 || !exported.config || (typeof exported.data !== "string" && !unpacked)) {
     throw forwardError("bad_weights", { format: exported && exported.format });
   }
-  const floats = unpacked ? exported.floats : exportedFloats(exported.data);
+  const floats = exportedFloats(exported);
   const index = new Map(exported.tensors.map(([name, shape, offset]) => [name, { shape, offset }]));
   const get = (name) => {
     const entry = index.get(name);
