@@ -174,7 +174,7 @@ function render({ model, el }) {
   const live = liveRegion(root);
   let heard = null;  // the question and setting whose answers the live region said last
   const at = [0, 0];  // the cross-attention map's tab stop
-  let shown = null;  // its cell the readout describes
+  const shown = [];  // its cell the readout describes
 
   function randomQuestion(accept) {
     for (let tries = 0; tries < 1000; tries++) {
@@ -343,10 +343,7 @@ function render({ model, el }) {
     const H = step.cross[0].length, rows = step.cross.length * H;
     const describe = (r, j) => t(model, "ask_model.cross_cell",
       { l: Math.floor(r / H) + 1, h: (r % H) + 1, source: TOKENS[run.question[j]], j, w: fmt(step.cross[Math.floor(r / H)][r % H][j], 2) });
-    if (at[0] >= rows || at[1] >= Kq) at.splice(0, 2, 0, 0);
-    const info = h("div", { class: "encdec-info", "data-testid": "readout" },
-      shown && shown[0] < rows && shown[1] < Kq ? describe(...shown) : t(model, "ask_model.readout_hint"));
-    const show = (r, j) => { shown = [r, j]; info.textContent = describe(r, j); };
+    const { info, show } = gridReadout(at, shown, rows, Kq, describe, t(model, "ask_model.readout_hint"));
     const head = h("tr", {}, h("th", { class: "encdec-corner encdec-wrap" }, t(model, "ask_model.cross_corner")),
       run.question.map((id, j) => h("th", {}, h("span", { class: "encdec-idx" }, j), " ", TOKENS[id])));
     const crossRows = step.cross.flatMap((heads, l) => heads.map((row, hd) => h("tr", { "data-layer": l, "data-head": hd },

@@ -7,7 +7,7 @@ function render({ model, el }) {
   root.append(controls, body);
   const live = liveRegion(root);
   const at = [0, 0];  // the map's tab stop
-  let shown = null;  // the cell the readout describes (focused, hovered or tapped)
+  const shown = [];  // the cell the readout describes (focused, hovered or tapped)
 
   function draw() {
     const maps = model.get("maps"), kind = model.get("kind");
@@ -31,10 +31,7 @@ function render({ model, el }) {
       decoder_self: t(model, "attention_maps.what_decoder_self"), cross: t(model, "attention_maps.what_cross") }[kind];
     const title = t(model, "attention_maps.title", { kind: kinds.find(([k]) => k === kind)[1], layer: layer + 1, head: head + 1, what });
     const describe = (i, j) => t(model, "attention_maps.cell_title", { reader: rowsTok[i], i, source: colsTok[j], j, weight: fmt(map[i][j], 2) });
-    if (at[0] >= map.length || at[1] >= colsTok.length) at.splice(0, 2, 0, 0);
-    const inMap = shown && shown[0] < map.length && shown[1] < colsTok.length;
-    const info = h("div", { class: "encdec-info", "data-testid": "readout" }, inMap ? describe(...shown) : t(model, "attention_maps.readout_hint"));
-    const show = (i, j) => { shown = [i, j]; info.textContent = describe(i, j); };
+    const { info, show } = gridReadout(at, shown, map.length, colsTok.length, describe, t(model, "attention_maps.readout_hint"));
     live.textContent = title;
     body.replaceChildren(
       h("div", { class: "encdec-label", "data-testid": "map-title" }, title),

@@ -12,7 +12,7 @@ function render({ model, el }) {
   root.append(body);
   const live = liveRegion(root);
   const at = [0, 0];  // the grid's tab stop
-  let read = null;  // the cell the readout describes (focused, hovered or tapped)
+  const read = [];  // the cell the readout describes (focused, hovered or tapped)
 
   function draw() {
     const tokens = model.get("tokens");
@@ -29,13 +29,11 @@ function render({ model, el }) {
     const shown = (i, j) => [mask[i][j] && !mask[i].every(Boolean) ? "✕" : fmt(weights[i][j]), `s=${fmt(scores[i][j], 1)}`];
     const describe = (i, j) => t(model, mask[i][j] ? "mask_toggle.cell_forbidden" : "mask_toggle.cell_allowed",
       { i, reader: tokens[i], j, source: tokens[j], shown: shown(i, j).join(" ") });
-    const info = h("div", { class: "encdec-info", "data-testid": "readout" },
-      read && read[0] < K && read[1] < K ? describe(...read) : t(model, "mask_toggle.readout_hint"));
-    const show = (i, j) => { read = [i, j]; info.textContent = describe(i, j); };
+    const { info, show } = gridReadout(at, read, K, K, describe, t(model, "mask_toggle.readout_hint"));
     const toggle = (i, j) => {
       const next = mask.map((r) => r.slice());
       next[i][j] = !next[i][j];
-      read = [i, j];
+      read.splice(0, 2, i, j);
       push(model, { mask: next, preset: "custom" });
       const row = maskedSoftmaxRow(model.get("scores")[i], next[i]);
       live.textContent = t(model, next[i][j] ? "mask_toggle.live_forbidden" : "mask_toggle.live_allowed",
