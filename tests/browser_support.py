@@ -256,12 +256,16 @@ def softmax(row):
 class Opened:
     """A page opened in its own browser context, offline, with what goes wrong on it logged."""
 
-    def __init__(self, chromium, url, width: int = 1280):
+    def __init__(self, chromium, url, width: int = 1280, dark: bool = False):
         self.log = PageLog()
         self.context = chromium.new_context(viewport={"width": width, "height": 900})
+        if dark:  # the theme's switch keeps the reader's choice in localStorage
+            self.context.add_init_script("localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark');")
         block_external(self.context, self.log)
         self.page = self.context.new_page()
         watch_page(self.page, self.log)
+        self.requests = []  # every request the page completed, in order (their sizes: request.sizes())
+        self.page.on("requestfinished", lambda request: self.requests.append(request))
         self.page.goto(url, wait_until="load")
 
     def widgets_rendered(self, timeout_ms: int = 20000) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from browser_support import ROOT, block_external, chromium, require_built_book, serve, site_pages, watch_page, PageLog  # noqa: F401
+from browser_support import ROOT, Opened, chromium, require_built_book, serve, site_pages  # noqa: F401
 
 pytestmark = pytest.mark.browser
 
@@ -27,25 +27,14 @@ AXE_RUN = """async (tags) => {
 }"""
 
 
-def _open(chromium, url, dark=False):
-    """A page opened offline, its widgets rendered; (context, page, log, requests)."""
-    log = PageLog()
-    context = chromium.new_context(viewport={"width": 1280, "height": 900})
-    if dark:  # the theme's switch keeps the reader's choice in localStorage
-        context.add_init_script("localStorage.setItem('mode', 'dark'); localStorage.setItem('theme', 'dark');")
-    block_external(context, log)
-    page = context.new_page()
-    watch_page(page, log)
-    requests = []
-    page.on("requestfinished", lambda request: requests.append(request))
-    page.goto(url, wait_until="load")
-    views = page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
-    page.wait_for_function("n => document.querySelectorAll('.encdec-widget').length >= n", arg=views, timeout=20000)
-    if views or page.locator(".encdec-AskTheModel").count():
-        page.wait_for_function("() => !document.querySelector('.encdec-AskTheModel') || window.encdecWeights",
-                               timeout=20000)
-    page.wait_for_load_state("networkidle")
-    return context, page, log, requests
+def _open(chromium, url, dark=False) -> Opened:
+    """A page opened offline (browser_support.Opened), its widgets drawn and its weights loaded."""
+    opened = Opened(chromium, url, dark=dark)
+    opened.widgets_rendered()
+    if opened.page.locator(".encdec-AskTheModel").count():
+        opened.page.wait_for_function("() => window.encdecWeights", timeout=20000)
+    opened.page.wait_for_load_state("networkidle")
+    return opened
 
 
 @pytest.fixture(scope="module")
@@ -82,10 +71,11 @@ def reader_report(chromium, served, path) -> dict:
     the theme's switch to dark, what the page requested with its sizes, and at 390x844 how far the
     page and each widget reach past their width."""
     if path not in _reports:
-        context, page, log, requests = _open(chromium, f"{served}{path}.html")
+        opened = _open(chromium, f"{served}{path}.html")
+        page = opened.page
         try:
             light = _axe(page)
-            sizes = sorted(((r.sizes()["responseBodySize"], r.url.removeprefix(served)) for r in requests), reverse=True)
+            sizes = sorted(((r.sizes()["responseBodySize"], r.url.removeprefix(served)) for r in opened.requests), reverse=True)
             page.evaluate("document.documentElement.dataset.theme = 'dark'; document.documentElement.dataset.mode = 'dark'")
             page.wait_for_timeout(100)
             dark = _axe(page)
@@ -94,8 +84,8 @@ def reader_report(chromium, served, path) -> dict:
             page.wait_for_timeout(200)
             phone = page.evaluate(FITS_JS)
         finally:
-            context.close()
-        _reports[path] = {"problems": log.problems(), "light": light, "dark": dark, "sizes": sizes, "phone": phone}
+            opened.context.close()
+        _reports[path] = {"problems": opened.log.problems(), "light": light, "dark": dark, "sizes": sizes, "phone": phone}
     return _reports[path]
 
 
@@ -130,7 +120,8 @@ def test_page_fits_a_phone(chromium, served, path):
 
 def test_a_dark_page_is_dark_behind_the_widgets_too(chromium, served):
     """The widgets follow the theme's switch: dark page, dark widget, light text (not a white box)."""
-    context, page, _, _ = _open(chromium, f"{served}book/widgets_gallery.html", dark=True)
+    opened = _open(chromium, f"{served}book/widgets_gallery.html", dark=True)
+    page = opened.page
     try:
         colours = page.evaluate("""() => [...document.querySelectorAll('.encdec-widget')].map((w) => {
           const lum = (c) => { const [r, g, b] = c.match(/[\\d.]+/g).map(Number); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
@@ -138,7 +129,7 @@ def test_a_dark_page_is_dark_behind_the_widgets_too(chromium, served):
           return [w.dataset.widget, lum(s.backgroundColor), lum(s.color)];
         })""")
     finally:
-        context.close()
+        opened.context.close()
     assert len(colours) == 9
     for name, background, text in colours:
         assert background < 80 < text, f"{name} in the dark theme: background {background:.0f}, text {text:.0f} (0-255)"
@@ -150,7 +141,8 @@ def test_every_control_of_every_widget_is_reachable_by_keyboard_and_named(chromi
     cursor, a button, a field) is focusable itself or is a cell of a grid with one tab stop (arrow
     keys move inside it), and has an accessible name. Tab from the top of the page reaches every
     widget."""
-    context, page, _, _ = _open(chromium, f"{served}{path}.html")
+    opened = _open(chromium, f"{served}{path}.html")
+    page = opened.page
     try:
         found = page.evaluate("""() => {
           const widgets = [...document.querySelectorAll('.encdec-widget')];
@@ -180,7 +172,7 @@ def test_every_control_of_every_widget_is_reachable_by_keyboard_and_named(chromi
             if reached == set(found["names"]):
                 break
     finally:
-        context.close()
+        opened.context.close()
     assert found["count"] > 0, f"{path} has no widget"
     assert found["unreachable"] == [], f"{path}: clickable but not reachable by keyboard: {found['unreachable'][:5]}"
     assert found["unnamed"] == [], f"{path}: controls without an accessible name: {found['unnamed'][:5]}"
@@ -206,12 +198,9 @@ def test_the_static_renderer_draws_each_widget_and_names_one_it_cannot(chromium,
     assert len(broken) == 1
     del broken[0]["state"]["_esm"]
     page_file.write_text(html[:start] + json.dumps(state) + html[end:], encoding="utf-8")
-    context = chromium.new_context()
-    page = context.new_page()
-    errors = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    opened = Opened(chromium, page_file.as_uri())
+    page = opened.page
     try:
-        page.goto(page_file.as_uri())
         page.wait_for_selector(".encdec-MaskToggle")
         page.wait_for_function("() => [...document.querySelectorAll('.encdec-widget-view')].some((v) => v.textContent.includes('could not be shown'))")
         views = page.locator(".encdec-widget-view")
@@ -221,7 +210,7 @@ def test_the_static_renderer_draws_each_widget_and_names_one_it_cannot(chromium,
         page.locator(".encdec-MaskToggle [data-preset='none']").click()
         status = page.locator(".encdec-MaskToggle [data-testid='preset']").inner_text()
     finally:
-        context.close()
+        opened.context.close()
     assert "This figure could not be shown" in message and "no saved state of an anywidget" in message
     assert before == "1.000" and "none" in status
-    assert errors == []
+    assert opened.log.page_errors == []
