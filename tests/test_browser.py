@@ -176,14 +176,19 @@ def _notebook(*sources: str) -> str:
     return json.dumps({"cells": cells, "metadata": {"kernelspec": kernel}, "nbformat": 4, "nbformat_minor": 5})
 
 
-def test_widget_syncs_both_ways_in_jupyterlab(tmp_path, chromium):
-    """Live in JupyterLab: a click in the grid reaches Python, a Python assignment redraws the grid."""
+def test_widget_syncs_both_ways_in_jupyterlab_by_mouse_and_keyboard_and_in_its_dark_theme(tmp_path, chromium):
+    """Live in JupyterLab, where students meet the widgets: a click in the grid reaches Python, a
+    Python assignment redraws the grid; then by keyboard alone Tab reaches the grid, the arrow keys
+    move inside it (JupyterLab's own arrow shortcuts do not take them: the notebook's active cell
+    stays) and Space changes the mask Python reads; and under JupyterLab's dark theme the widget
+    turns dark with light text."""
     from browser_support import jupyterlab
 
     (tmp_path / "live.ipynb").write_text(_notebook(
         "from encdec.widgets import MaskToggle\nw = MaskToggle()\nw",
         "print('STATE', w.preset, w.mask[2][3])",
         "w.preset = 'none'",
+        "print('FORBIDDEN', [(i, j) for i, row in enumerate(w.mask) for j, v in enumerate(row) if v])",
     ))
     with jupyterlab(tmp_path) as base:
         log = PageLog()
@@ -230,6 +235,45 @@ def test_widget_syncs_both_ways_in_jupyterlab(tmp_path, chromium):
                 timeout=30000,
             )
             assert w.locator("[data-testid='preset']").inner_text() == text("mask_toggle.status_none", "en")  # Python's change, drawn
+
+            # keyboard alone: from the first cell's editor, Escape (JupyterLab's command mode), then Tab
+            cells.nth(0).locator(".cm-content").click()
+            page.keyboard.press("Escape")
+            in_grid = "() => !!document.activeElement?.closest(\".encdec-widget [role='grid']\")"
+            for _ in range(40):
+                page.keyboard.press("Tab")
+                if page.evaluate(in_grid):
+                    break
+            assert page.evaluate(in_grid), "Tab never reached the mask grid in JupyterLab"
+            at = "() => [document.activeElement.dataset.row, document.activeElement.dataset.col]"
+            active = "() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')].findIndex((c) => c.classList.contains('jp-mod-active'))"
+            assert page.evaluate(at) == ["2", "3"]  # the grid's tab stop: the cell last clicked
+            before = page.evaluate(active)
+            for key in ("ArrowDown", "ArrowUp", "ArrowRight"):
+                page.keyboard.press(key)
+            assert page.evaluate(at) == ["2", "4"]  # the arrows moved inside the grid ...
+            assert page.evaluate(active) == before  # ... and not the notebook's cell selection
+            page.keyboard.press("Space")  # forbid reader 2 to read source 4
+            page.wait_for_function("() => document.activeElement.classList.contains('forbidden')", timeout=10000)
+            page.wait_for_timeout(500)
+            run(3)
+            out = cells.nth(3).locator(".jp-OutputArea-output")
+            out.wait_for(timeout=60000)
+            assert out.inner_text().strip() == "FORBIDDEN [(2, 4)]"  # Python saw the key
+
+            # JupyterLab's dark theme, chosen from its Settings menu as a student would
+            page.locator(".lm-MenuBar-itemLabel", has_text="Settings").click()
+            page.locator(".lm-Menu-itemLabel", has_text="Theme").first.hover()
+            page.locator(".lm-Menu-itemLabel", has_text=re.compile("^JupyterLab Dark$")).click()
+            page.wait_for_selector("body[data-jp-theme-light='false']", state="attached", timeout=30000)
+            page.wait_for_timeout(500)
+            background, ink = w.evaluate("""(w) => {
+              const lum = (c) => { const [r, g, b] = c.match(/[\\d.]+/g).map(Number); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+              const s = getComputedStyle(w);
+              return [lum(s.backgroundColor), lum(s.color)];
+            }""")
+            assert background < 80 < ink, f"the widget under JupyterLab Dark: background {background:.0f}, text {ink:.0f} (0-255)"
+            assert log.problems() == {}, log.problems()
         except Exception:
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SCREENSHOTS / "jupyterlab-failure.png"))
