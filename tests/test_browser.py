@@ -266,12 +266,17 @@ def test_widget_syncs_both_ways_in_jupyterlab_by_mouse_and_keyboard_and_in_its_d
             page.locator(".lm-Menu-itemLabel", has_text="Theme").first.hover()
             page.locator(".lm-Menu-itemLabel", has_text=re.compile("^JupyterLab Dark$")).click()
             page.wait_for_selector("body[data-jp-theme-light='false']", state="attached", timeout=30000)
-            page.wait_for_timeout(500)
-            background, ink = w.evaluate("""(w) => {
+            lum = """(w) => {
               const lum = (c) => { const [r, g, b] = c.match(/[\\d.]+/g).map(Number); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
               const s = getComputedStyle(w);
               return [lum(s.backgroundColor), lum(s.color)];
-            }""")
+            }"""
+            try:  # the theme's stylesheet arrives after its switch: wait for the colours, then read them
+                page.wait_for_function(f"(w) => {{ const [b, t] = ({lum})(w); return b < 80 && t > 80; }}",
+                                       arg=w.element_handle(), timeout=15000)
+            except Exception:
+                pass  # the assertion below says what the colours are
+            background, ink = w.evaluate(lum)
             assert background < 80 < ink, f"the widget under JupyterLab Dark: background {background:.0f}, text {ink:.0f} (0-255)"
             assert log.problems() == {}, log.problems()
         except Exception:
