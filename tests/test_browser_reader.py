@@ -155,6 +155,43 @@ def test_the_switch_to_dark_arrives_at_the_colours_of_a_page_loaded_dark(chromiu
     assert after == dark
 
 
+ICON_CLEAR_JS = """() => [...document.querySelectorAll('form.bd-search')].filter((f) => f.getClientRects().length).map((f) => {
+  const icon = f.querySelector('.fa-magnifying-glass').getBoundingClientRect(), field = f.querySelector('input');
+  const text = field.getBoundingClientRect().left + parseFloat(getComputedStyle(field).paddingLeft);
+  return [Math.round(icon.left), Math.round(icon.right), Math.round(text)];
+})"""
+
+
+@pytest.mark.parametrize("page,query,finds", [("book/ch11_cross_attention", "teacher forcing", "Training: teacher forcing"),
+                                              ("book/zh/ch11_cross_attention", "交叉注意力", "11 · 编码器")])
+def test_search_finds_the_pages_and_the_query_is_clear_of_the_icon(chromium, served, page, query, finds):
+    """The search index is loaded by the search page only (book/_templates/layout.html): Ctrl+K on
+    a chapter opens the field, the query goes to the search page, which lists the pages that hold
+    it. In the field, the dialog's and the search page's, the typed text starts after the
+    magnifier, which is drawn from the icon font (no fontawesome.js) and once covered the first
+    letter."""
+    opened = _open(chromium, f"{served}{page}.html")
+    try:
+        opened.page.keyboard.press("Control+k")
+        opened.page.wait_for_selector("#pst-search-dialog[open] input", timeout=10000)
+        opened.page.keyboard.type(query)
+        in_dialog = opened.page.evaluate(ICON_CLEAR_JS)
+        opened.page.keyboard.press("Enter")
+        opened.page.wait_for_url("**/search.html?q=*", timeout=10000)
+        found = opened.page.locator("#search-results ul.search li a")
+        found.first.wait_for(timeout=20000)
+        titles = found.all_inner_texts()
+        on_page = opened.page.evaluate(ICON_CLEAR_JS)
+        problems = opened.log.problems()
+    finally:
+        opened.context.close()
+    assert problems == {}, problems
+    assert any(finds in t for t in titles), f"searching {query!r} found {titles}"
+    for where, boxes in (("the Ctrl+K dialog", in_dialog), ("the search page", on_page)):
+        assert boxes, f"no search field shown in {where}"
+        assert all(right <= text for _, right, text in boxes), f"{where}: icon (left, right) over the text's start: {boxes}"
+
+
 @pytest.mark.parametrize("path", [p for p in PAGES if "ch1" in p or "gallery" in p])
 def test_every_control_of_every_widget_is_reachable_by_keyboard_and_named(chromium, served, path):
     """What a mouse can press, Tab can reach: every element a widget draws as clickable (a pointer
