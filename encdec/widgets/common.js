@@ -130,11 +130,16 @@ function gridCell(at, i, j, show) {
     onfocus: seen, onmouseenter: () => show(i, j) };
 }
 
+// A redraw of another size keeps the grid's tab stop `at` inside it (back to the first cell).
+function keepStopInside(at, rows, cols) {
+  if (at[0] >= rows || at[1] >= cols) at.splice(0, 2, 0, 0);
+}
+
 // A grid's readout, a visible line rather than a tooltip: what the cell last focused, hovered or
 // tapped shows (`seen`, [row, col] or empty, kept by the widget across redraws), else `hint`;
-// show(i, j) puts a cell in it. A redraw of another size keeps the tab stop `at` inside the grid.
+// show(i, j) puts a cell in it. The tab stop `at` stays inside the grid (keepStopInside).
 function gridReadout(at, seen, rows, cols, describe, hint) {
-  if (at[0] >= rows || at[1] >= cols) at.splice(0, 2, 0, 0);
+  keepStopInside(at, rows, cols);
   const inside = seen.length === 2 && seen[0] < rows && seen[1] < cols;
   const info = h("div", { class: "encdec-info", "data-testid": "readout" }, inside ? describe(...seen) : hint);
   const show = (i, j) => { seen.splice(0, 2, i, j); info.textContent = describe(i, j); };

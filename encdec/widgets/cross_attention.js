@@ -64,7 +64,7 @@ function render({ model, el }) {
       ? h("div", { class: "encdec-tag" }, model.get(side === "a" ? "answer_tokens" : "question_tokens")[k]) : null];
     const rowTok = (k) => label(swapped ? "q" : "a", k);
     const colTok = (k) => label(swapped ? "a" : "q", k);
-    if (at[0] >= qLen || at[1] >= kvLen) at.splice(0, 2, 0, 0);
+    keepStopInside(at, qLen, kvLen);
     const select = (i, j) => push(model, { selected: [i, j] });
     const grid = h("table", { class: "encdec-grid encdec-small encdec-standing", role: "grid",
       "aria-label": t(model, "cross_attention.grid_label", { shape: shapeText(["N", qLen, kvLen]) }), onkeydown: gridKeys(at, qLen, kvLen, select) },
@@ -92,7 +92,7 @@ function render({ model, el }) {
     const [i, j] = model.get("selected");
     info.textContent = i < qLen && j < kvLen ? describe(i, j) : t(model, "cross_attention.hover_hint");
     live.textContent = t(model, "cross_attention.live", { a: shapeText(["N", qLen, kvLen]), output: shapeText(["N", qLen, "M"]),
-      cell: i < qLen && j < kvLen ? describe(i, j) : t(model, "cross_attention.hover_hint") });
+      cell: info.textContent });
   }
 
   draw();
