@@ -253,6 +253,16 @@ def softmax(row):
     return [e / sum(exps) for e in exps]
 
 
+# A widget's tones: its background's and its text's brightness (0-255, Rec. 709 weights on the
+# sRGB values). A widget drawn dark has a background under DARK_TONE and text over it.
+WIDGET_TONES_JS = """(w) => {
+  const lum = (c) => { const [r, g, b] = c.match(/[\\d.]+/g).map(Number); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  const s = getComputedStyle(w);
+  return [lum(s.backgroundColor), lum(s.color)];
+}"""
+DARK_TONE = 80
+
+
 SWITCH_THEME_JS = """async (mode) => {
   document.documentElement.dataset.theme = mode;
   document.documentElement.dataset.mode = mode;

@@ -17,8 +17,10 @@ from encdec.widgets._base import text
 from browser_support import (  # noqa: F401 (chromium, site, open_page: fixtures)
     BOOK_HTML,
     CHAPTERS,
+    DARK_TONE,
     GALLERY,
     ROOT,
+    WIDGET_TONES_JS,
     PageLog,
     block_external,
     chromium,
@@ -266,18 +268,13 @@ def test_widget_syncs_both_ways_in_jupyterlab_by_mouse_and_keyboard_and_in_its_d
             page.locator(".lm-Menu-itemLabel", has_text="Theme").first.hover()
             page.locator(".lm-Menu-itemLabel", has_text=re.compile("^JupyterLab Dark$")).click()
             page.wait_for_selector("body[data-jp-theme-light='false']", state="attached", timeout=30000)
-            lum = """(w) => {
-              const lum = (c) => { const [r, g, b] = c.match(/[\\d.]+/g).map(Number); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
-              const s = getComputedStyle(w);
-              return [lum(s.backgroundColor), lum(s.color)];
-            }"""
             try:  # the theme's stylesheet arrives after its switch: wait for the colours, then read them
-                page.wait_for_function(f"(w) => {{ const [b, t] = ({lum})(w); return b < 80 && t > 80; }}",
+                page.wait_for_function(f"(w) => {{ const [b, t] = ({WIDGET_TONES_JS})(w); return b < {DARK_TONE} && t > {DARK_TONE}; }}",
                                        arg=w.element_handle(), timeout=15000)
             except Exception:
                 pass  # the assertion below says what the colours are
-            background, ink = w.evaluate(lum)
-            assert background < 80 < ink, f"the widget under JupyterLab Dark: background {background:.0f}, text {ink:.0f} (0-255)"
+            background, ink = w.evaluate(WIDGET_TONES_JS)
+            assert background < DARK_TONE < ink, f"the widget under JupyterLab Dark: background {background:.0f}, text {ink:.0f} (0-255)"
             assert log.problems() == {}, log.problems()
         except Exception:
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from browser_support import ROOT, Opened, chromium, require_built_book, serve, site_pages, switch_theme  # noqa: F401
+from browser_support import (  # noqa: F401 (chromium: a fixture)
+    DARK_TONE, ROOT, WIDGET_TONES_JS, Opened, chromium, require_built_book, serve, site_pages, switch_theme,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -122,16 +124,13 @@ def test_a_dark_page_is_dark_behind_the_widgets_too(chromium, served):
     opened = _open(chromium, f"{served}book/widgets_gallery.html", dark=True)
     page = opened.page
     try:
-        colours = page.evaluate("""() => [...document.querySelectorAll('.encdec-widget')].map((w) => {
-          const lum = (c) => { const [r, g, b] = c.match(/[\\d.]+/g).map(Number); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
-          const s = getComputedStyle(w);
-          return [w.dataset.widget, lum(s.backgroundColor), lum(s.color)];
-        })""")
+        colours = page.evaluate(f"""() => [...document.querySelectorAll('.encdec-widget')].map((w) =>
+          [w.dataset.widget, ...({WIDGET_TONES_JS})(w)])""")
     finally:
         opened.context.close()
     assert len(colours) == 9
     for name, background, text in colours:
-        assert background < 80 < text, f"{name} in the dark theme: background {background:.0f}, text {text:.0f} (0-255)"
+        assert background < DARK_TONE < text, f"{name} in the dark theme: background {background:.0f}, text {text:.0f} (0-255)"
 
 
 CHROME_COLOURS_JS = """() => [...document.querySelectorAll('.search-button__default-text, .theme-switch-button, .bd-header, .encdec-widget')]
