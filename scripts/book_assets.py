@@ -40,13 +40,13 @@ def build_assets(out: Path) -> dict:
     """Write every asset under ``out / ASSETS``; return the manifest (versions, files)."""
     import anywidget
 
-    from encdec.widgets._base import SITE_CSS, asset_text
+    from encdec.widgets._base import SITE_CSS, asset_text, renderer_js
     from encdec.widgets.export_weights import SITE_WEIGHTS, write_site_script
 
     staging = out / (ASSETS + ".tmp")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    (staging / WIDGETS_JS).write_text(asset_text("static_page.js"), encoding="utf-8")
+    (staging / WIDGETS_JS).write_text(renderer_js(), encoding="utf-8")
     (staging / Path(SITE_CSS).relative_to(ASSETS)).write_text(asset_text("widgets.css"), encoding="utf-8")
     # the trained models' weights, once per site, for the "ask the model" figure of every page
     write_site_script(staging / Path(SITE_WEIGHTS).relative_to(ASSETS))

@@ -37,9 +37,9 @@ ROOT = Path(__file__).resolve().parent.parent
 WIDGETS_DIR = ROOT / "encdec" / "widgets"
 TABLES = {lang: json.loads((WIDGETS_DIR / "strings" / f"{lang}.json").read_text(encoding="utf-8"))
           for lang in _base.LANGUAGES}
-# The widgets' JS. static_page.js is the static page's renderer of saved widgets, not a widget: it
-# runs with no widget's string table (its one sentence to a reader says that a widget's saved state
-# could not be drawn, so no table of it can be had), and carries that sentence in both languages.
+# The widgets' JS. static_page.js is the static page's renderer of saved widgets, not a widget: its
+# one sentence to a reader (a figure could not be shown) is the tables' "static_page.failed", which
+# the build writes into it (_base.renderer_js; tested below).
 JS_FILES = sorted(p for p in WIDGETS_DIR.glob("*.js") if p.name != "static_page.js")
 PY_FILES = sorted(WIDGETS_DIR.glob("*.py"))
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -210,6 +210,18 @@ def test_no_english_left_in_the_javascript():
             if not KEY.match(literal) and _english(literal):
                 leftovers.setdefault(path.name, []).append(literal)
     assert not leftovers, f"English text in the widgets' JS (move it to strings/en.json): {leftovers}"
+
+
+def test_the_static_renderer_says_its_sentence_from_the_tables():
+    """widgets.js as the build writes it (_base.renderer_js) carries "static_page.failed" of each
+    table, and its source (static_page.js) no sentence of its own."""
+    built = _base.renderer_js()
+    words = json.loads(re.search(r"const FAILED = (\{.*?\});", built).group(1))
+    assert words == {lang: flat(TABLES[lang])["static_page.failed"] for lang in _base.LANGUAGES}
+    assert all("{why}" in w for w in words.values())
+    source = (WIDGETS_DIR / "static_page.js").read_text(encoding="utf-8")
+    assert _base.RENDERER_WORDS in source and not CJK.search(source)
+    assert not [lit for lit in _js_literals(source) if "could not be shown" in lit]
 
 
 def test_the_literal_scan_sees_english():

@@ -169,6 +169,20 @@ SITE_CSS_ENV = "ENCDEC_SITE_CSS"
 SITE_CSS = "_widget_assets/widgets.css"
 
 
+RENDERER_WORDS = "const FAILED = {};"  # where static_page.js takes its words (renderer_js)
+
+
+def renderer_js() -> str:
+    """The static page's widget renderer as the built site carries it (``widgets.js``, written by
+    scripts/book_assets.py): ``static_page.js`` with the one sentence it may say to a reader, that a
+    figure could not be shown, from the string tables ("static_page.failed") in every language."""
+    code = asset_text("static_page.js")
+    if RENDERER_WORDS not in code:
+        raise ValueError(f"static_page.js has no {RENDERER_WORDS!r} for its words")
+    words = {lang: text("static_page.failed", lang) for lang in LANGUAGES}
+    return code.replace(RENDERER_WORDS, f"const FAILED = {json.dumps(words, ensure_ascii=False)};", 1)
+
+
 class BookWidget(anywidget.AnyWidget):
     """Shared CSS and strings for every figure; subclasses set ``_esm`` and ``_section``."""
 

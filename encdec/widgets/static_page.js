@@ -70,10 +70,14 @@
     return styles.get(css);
   }
 
+  // The widgets' string tables' "static_page.failed", by language: the build writes them in here
+  // (encdec.widgets._base.renderer_js), since a widget that could not be drawn brings no table.
+  const FAILED = {};
+
   function failed(el, error) {
     console.error("encdec: a widget did not render", error);
-    const zh = (document.documentElement.lang || "").toLowerCase().startsWith("zh");
-    el.textContent = (zh ? "此图无法显示：" : "This figure could not be shown: ") + (error && error.message ? error.message : error);
+    const lang = (document.documentElement.lang || "").toLowerCase().startsWith("zh") ? "zh" : "en";
+    el.textContent = (FAILED[lang] || FAILED.en || "{why}").replace("{why}", error && error.message ? error.message : error);
   }
 
   async function renderView(view, saved) {
