@@ -20,6 +20,7 @@ from encdec.grading.compare import where
 
 from . import labels
 from .core import Check, Verdict, diagnosis, format_patterns
+from .draws import in_double, in_single
 from .seeds import check_seed, load_secret  # noqa: F401
 
 _CHECKS: dict[str, Check] | None = None
@@ -68,11 +69,18 @@ def reference_file(check_id: str, targets: list[str]) -> tuple[dict, dict[str, n
             "shape_only": list(check.shape_only),
             "error_patterns": format_patterns(check.error_patterns, inputs.get("dims", {})),
             "when_larger": check.when_larger}
-    expected = (check.expected or check.reference)(inputs)
+    expected = reference(check, inputs, stored=True)
     out = {**wire.prefixed("in", arrays), **wire.prefixed("expected", expected)}
-    for name, outs in check.variants(inputs).items():
-        out.update(wire.prefixed(f"variant/{name}", outs))
+    for name, outs in check.variants(in_double(inputs)).items():  # in float64, as the reference
+        out.update(wire.prefixed(f"variant/{name}", in_single(outs)))
     return meta, out
+
+
+def reference(check: Check, inputs: dict, stored: bool = False) -> dict:
+    """The reference outputs of ``inputs`` (``stored``: what a visible check's file holds for the
+    student's own run), computed in float64 and rounded to float32: the same on every machine,
+    where float32 sums follow the CPU's kernels and thread count (``draws``)."""
+    return in_single(((check.expected if stored else None) or check.reference)(in_double(inputs)))
 
 
 def verify(check_id: str, saved: bytes | None, inputs: dict, lang: str = language.DEFAULT) -> Verdict:
@@ -101,7 +109,7 @@ def _verify(check: Check, saved, inputs: dict) -> Verdict:
     if isinstance(got, Verdict):
         return got
     try:
-        return check.judge(got, check.reference(inputs), inputs)
+        return check.judge(got, reference(check, inputs), inputs)
     except Exception as exc:  # noqa: BLE001 (malformed outputs: wrong dtypes, odd shapes)
         return Verdict(False, words("unjudgeable", check_id=check.id, error=f"{type(exc).__name__}: {exc}"),
                        label="unreadable_outputs")

@@ -22,6 +22,8 @@ from encdec.grading.calls import as_array
 from encdec.grading.compare import ATOL, error_match, mismatch_details, same
 from encdec.grading.misconceptions import MISCONCEPTIONS, base_name
 
+from .draws import gen, normal
+
 __all__ = ["ATOL", "Check", "Verdict", "compare", "diagnosis", "first_failure", "format_patterns", "gen",
            "randomize_", "state_arrays", "same", "as_array"]
 
@@ -98,17 +100,13 @@ class Check:
 MAX_ELEMENTS = 1 << 20  # the most numbers of a kernel's array compared with another of the kernel's
 
 
-def gen(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed + 7919)
-
-
 def randomize_(module: nn.Module, seed: int) -> nn.Module:
     """Weights that make every parameter matter: each LayerNorm has its own non-trivial gain
     and bias, so skipping or swapping a norm changes the output. Returns the module in eval mode."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in module.named_parameters():
-            r = torch.randn(p.shape, generator=g)
+            r = normal(g, *p.shape)  # the same bits on every machine (draws.py)
             owner = module.get_submodule(name.rsplit(".", 1)[0]) if "." in name else module
             if isinstance(owner, nn.LayerNorm):
                 p.copy_(1.0 + 0.5 * r if name.endswith("weight") else 0.5 * r)

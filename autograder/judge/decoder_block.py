@@ -14,6 +14,7 @@ from . import labels
 from . import properties as Prop
 from . import stages as St
 from . import variants as Var
+from .draws import below, normal
 from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, is_not_repeatable, probe_checks, \
     names_a_mask_mistake, named_by_property, not_repeatable, numpy_dict, randomize_, state_arrays
 
@@ -59,10 +60,10 @@ for _cid, _hidden, _seed in (("decoder_block.mask", False, 1101), ("decoder_bloc
 def _build_softmax(seed: int, hidden: bool) -> dict:
     g = gen(seed)
     N, L = (2, 5) if not hidden else (_ints(g, 2, 5), _ints(g, 3, 9))
-    scores = 3 * torch.randn(N, L, L, generator=g)
+    scores = 3 * normal(g, N, L, L)
     mask = A.get_subsequent_mask(torch.zeros(N, L, dtype=torch.long)).clone()
     if hidden:  # plus random padding columns, never a whole row
-        pad = torch.rand(N, 1, L, generator=g) < 0.3
+        pad = below(g, 0.3, N, 1, L)
         pad[..., 0] = False
         mask = mask | pad
     return {"scores": scores, "mask": mask, "dims": {"N": N, "L": L}}
@@ -112,12 +113,12 @@ def _build_block(seed: int, hidden: bool, probe: str = "plain") -> dict:
         N, Ka, Kq, H, M = 2, 5, 9, 2, 16
     F = 2 * M
     block = randomize_(Mdl.DecoderBlock(H, M, F, 0.1), seed)
-    dec = torch.randn(N, Ka, M, generator=g)
-    enc = torch.randn(N, Kq, M, generator=g)
+    dec = normal(g, N, Ka, M)
+    enc = normal(g, N, Kq, M)
     j = _ints(g, 1, Ka)  # first position changed by the causality probe
     dec_changed = dec.clone()
-    dec_changed[:, j:] = torch.randn(N, Ka - j, M, generator=g)
-    enc_changed = torch.randn(N, Kq, M, generator=g)
+    dec_changed[:, j:] = normal(g, N, Ka - j, M)
+    enc_changed = normal(g, N, Kq, M)
     mask = A.get_subsequent_mask(torch.zeros(N, Ka, dtype=torch.long))
     if hidden and N > 1:
         mask = mask | _padding(g, N, Ka)
@@ -128,7 +129,7 @@ def _build_block(seed: int, hidden: bool, probe: str = "plain") -> dict:
 def _padding(g, N: int, Ka: int) -> torch.Tensor:
     """Key positions hidden from every query of a batch item (padding), different per item: item 0
     has none, item 1 at least one; position 0 is never hidden, so every row keeps a key. (N, 1, Ka)"""
-    pad = torch.rand(N, 1, Ka, generator=g) < 0.3
+    pad = below(g, 0.3, N, 1, Ka)
     pad[1, 0, _ints(g, 1, Ka)] = True
     pad[0] = False
     pad[..., 0] = False

@@ -24,6 +24,7 @@ from encdec.generate import greedy_decode, pick_next
 from . import stages as St
 from . import properties as Prop
 from . import variants as Var
+from .draws import coarse, in_double, normal
 from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, named_by_property, randomize_, same, \
     state_arrays
 
@@ -41,7 +42,7 @@ def _build_update(seed: int, hidden: bool) -> dict:
     # the visible check has several sequences and heads; the hidden one a batch of one with one head
     N, H, Dh = (2, 2, 4) if not hidden else (1, 1, _ints(g, 3, 7))
     lengths = (3, 1, 1) if not hidden else (_ints(g, 2, 5), 1, 2, 1)
-    steps = [(torch.randn(N, H, t, Dh, generator=g), torch.randn(N, H, t, Dh, generator=g)) for t in lengths]
+    steps = [(normal(g, N, H, t, Dh), normal(g, N, H, t, Dh)) for t in lengths]
     return {"steps": steps, "dims": {"N": N, "H": H, "Dh": Dh}}
 
 
@@ -157,18 +158,21 @@ def _set_eos_readout(model, ques, n, g) -> tuple[Tensor, float] | None:
     proj = model.proj_to_vocab
     w0, b0 = proj.weight[EOS_ID].clone(), proj.bias[EOS_ID].clone()
     path = greedy_decode(model, ques, n, use_cache=False)  # (N, 1 + n): EOS never wins yet
-    h = _states(model, ques, path)  # (N, n, M)
-    top = _best_other(proj(h))  # (N, n)
+    # the EOS row divides by a small gap between states: computed in float64 and rounded coarsely,
+    # so that every machine builds the same row (draws.py)
+    model64 = in_double(model)
+    h = _states(model64, ques, path)  # (N, n, M)
+    top = _best_other(model64.proj_to_vocab(h))  # (N, n)
     N = h.shape[0]
     for flat in torch.randperm(N * (n - 1), generator=g)[:16].tolist():
         r, s = divmod(flat, n - 1)  # the early row and its EOS step
         fed = path.clone()
         fed[r, s + 1] = EOS_ID
-        after = _states(model, ques, fed)[r, s + 1]  # (M,): the step after that EOS
+        after = _states(model64, ques, fed)[r, s + 1]  # (M,): the step after that EOS
         others = torch.ones(N, n, dtype=torch.bool)  # every other state on the path...
         others[r, s:] = False  # ... but the early row's from its EOS on (pick_next keeps EOS there)
         rest = torch.cat([h[others], after[None]])  # (k, M): with the step after the EOS
-        rest_top = torch.cat([top[others], _best_other(proj(after))[None]])  # (k,)
+        rest_top = torch.cat([top[others], _best_other(model64.proj_to_vocab(after))[None]])  # (k,)
         u = h[r, s] - rest.mean(dim=0)
         u = u / u.norm()  # (M,)
         gap = float(h[r, s] @ u - (rest @ u).max())
@@ -177,10 +181,10 @@ def _set_eos_readout(model, ques, n, g) -> tuple[Tensor, float] | None:
         c = float(h[r, s] @ u) - gap / 2
         # k gap / 2 above the early step's best other logit, and below every other one by _SPLIT
         k = 2 * (max(float(top[r, s]), float(-rest_top.min()), 0.0) + _SPLIT) / gap
-        # up to a power of two: k divides by a small gap, so another CPU's rounding would move it
-        # (and the stored references with it); rounded up, it only makes EOS win or lose by more
+        # up to a power of two (rounded up, it only makes EOS win or lose by more): k u is then
+        # u's coarse rounding, moved in exponent only
         k = 2.0 ** math.ceil(math.log2(k))
-        proj.weight[EOS_ID], proj.bias[EOS_ID] = k * u, -k * c
+        proj.weight[EOS_ID], proj.bias[EOS_ID] = coarse(k * u), coarse(torch.tensor(-k * c))
         tokens = greedy_decode(model, ques, n, use_cache=False)  # (N, 1 + n): the reference now
         logits = _teacher_forced_logits(model, ques, tokens)  # (n, N, V)
         # a near-tie would let a correct cached decoder, which rounds in another order, pick another token
@@ -470,11 +474,12 @@ def _sharpen_readout(model, ques, n, g) -> None:
     a gain that puts the logits' spread at about 3: the greedy token then changes with the state."""
     M = model.config.emb_dim
     tokens = torch.randint(0, 16, (ques.shape[0], n + 1), generator=g)  # (N, 1 + n)
-    h = _states(model, ques, tokens).reshape(-1, M)  # (N * n, M)
+    # in float64, rounded coarsely: the same weights on every machine (draws.py)
+    h = _states(in_double(model), ques, tokens).reshape(-1, M)  # (N * n, M)
     mean, spread = h.mean(0), (h - h.mean(0)).std()
-    W = torch.randn(model.config.vocab_size, M, generator=g) * (3.0 / (spread * math.sqrt(M)))  # (V, M)
+    W = coarse(normal(g, model.config.vocab_size, M).double() * (3.0 / (spread * math.sqrt(M))))  # (V, M)
     model.proj_to_vocab.weight.copy_(W)
-    model.proj_to_vocab.bias.copy_(-(W @ mean))
+    model.proj_to_vocab.bias.copy_(coarse(-(W.double() @ mean)))
     model.proj_to_vocab.weight[EOS_ID] = 0.0
     model.proj_to_vocab.bias[EOS_ID] = -1e4
 

@@ -17,6 +17,7 @@ from . import labels
 from . import properties as Prop
 from . import stages as St
 from . import variants as Var
+from .draws import normal
 from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, is_not_repeatable, probe_checks, \
     names_a_mask_mistake, named_by_property, not_repeatable, randomize_, same, state_arrays
 
@@ -217,15 +218,15 @@ CHECKS += probe_checks(
 def _build_loss(seed: int, hidden: bool) -> dict:
     inputs = _build_answers(seed, hidden)
     d = inputs["dims"]
-    inputs["logits"] = 2 * torch.randn(d["N"], d["Ka1"], d["V"], generator=gen(seed + 1))
+    inputs["logits"] = 2 * normal(gen(seed + 1), d["N"], d["Ka1"], d["V"])
     # two more probes of the same sizes: other logits for the same answers, then other answers
     # (the loss's properties are read from the three values: ``properties.loss``)
     g = gen(seed + 2)
     other = torch.randint(0, 14, (d["N"], d["Ka"]), generator=g)
     other[:, 0], other[:, -1] = 14, 15  # BOS ... EOS
     inputs["cases"] = [(inputs["logits"], inputs["ans"]),
-                       (3 * torch.randn(d["N"], d["Ka1"], d["V"], generator=g), inputs["ans"]),
-                       (torch.randn(d["N"], d["Ka1"], d["V"], generator=g), other)]
+                       (3 * normal(g, d["N"], d["Ka1"], d["V"]), inputs["ans"]),
+                       (normal(g, d["N"], d["Ka1"], d["V"]), other)]
     d["NK1"] = d["N"] * d["Ka1"]
     d["NK"] = d["N"] * d["Ka"]
     return inputs
