@@ -12,12 +12,25 @@ export PYTHONHASHSEED := 0
 .PHONY: all book test test-all unit venv system system-book checkpoints bench clean
 all: book
 
+# torch: its CPU build on x86-64 Linux unless TORCH=gpu (PyPI's torch there is the CUDA build,
+# 5.6 GB, 2.7 GB of it GPU libraries; elsewhere PyPI's is the CPU build). The CPU wheel is found on the configured indexes and wheel folders first
+# (a mirror, or an offline machine's own wheels), else on PyTorch's CPU index (TORCH_CPU_INDEX).
+TORCH_VERSION := $(shell sed -n 's/^torch==//p' constraints.txt)
+TORCH ?= cpu
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+define INSTALL_TORCH_CPU
+$(PY) -m pip install -q --no-deps "torch==$(TORCH_VERSION)+cpu" 2>/dev/null \
+  || $(PY) -m pip install -q --no-deps --index-url $(TORCH_CPU_INDEX) "torch==$(TORCH_VERSION)+cpu"
+endef
+
 $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
-	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Python 3.11+ is needed (found $$($(PYTHON) --version))"; exit 1; }
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Python 3.11 or newer is needed (found $$($(PYTHON) --version 2>&1)): set PYTHON=/path/to/python3.11"; exit 1; }
+	@test -x $(PY) || $(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || { echo "$(PYTHON) has no venv module with pip: install python3-venv (Debian/Ubuntu: apt-get install python3-venv)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(if $(filter cpu-Linux-x86_64,$(TORCH)-$(shell uname -s)-$(shell uname -m)),$(INSTALL_TORCH_CPU))
 	$(PY) -m pip install -q -r requirements.txt -c constraints.txt
-	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	$(PY) -m pip install -q --no-deps --no-build-isolation --config-settings editable_mode=compat -e .
 	touch $@
 venv: $(VENV)/.installed
 

@@ -11,8 +11,10 @@
 set -euo pipefail
 need=()
 # CJK glyphs: matplotlib finds them through fontconfig's files, the browser through fontconfig
-{ command -v fc-list >/dev/null 2>&1 && fc-list :lang=zh-cn | grep -q .; } || need+=(fonts-noto-cjk fontconfig)
-{ command -v fc-list >/dev/null 2>&1 && fc-list | grep -q 'DejaVuSans.ttf'; } || need+=(fonts-dejavu-core)
+# (grep reads all of fc-list's output: with -q it stops at the first match, fc-list then dies of
+# SIGPIPE, and under pipefail an installed font reads as missing, about one run in ten)
+{ command -v fc-list >/dev/null 2>&1 && fc-list :lang=zh-cn | grep . >/dev/null; } || need+=(fonts-noto-cjk fontconfig)
+{ command -v fc-list >/dev/null 2>&1 && fc-list | grep 'DejaVuSans.ttf' >/dev/null; } || need+=(fonts-dejavu-core)
 if [ "${1:-test}" != book ]; then
   command -v chromium >/dev/null 2>&1 || need+=(chromium)
   command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
