@@ -1,12 +1,13 @@
 """nbgrader configuration of the course; run every nbgrader command from the repository root.
 
 Instructor sources are ``solutions/<assignment>/``, the generated student release is
-``exercises/<assignment>/``; submissions, autograded notebooks, feedback, exports, the exchange,
-the gradebook and the course secret live under one folder outside the sources, ``GRADING`` below
+``exercises/<assignment>/``; submissions, autograded notebooks, feedback, exports, the gradebook
+and the course secret live under one folder outside the sources, ``GRADING`` below
 (``grading/``, ignored by git, or ``$ENCDEC_GRADING_DIR``). ``autograder/README.md`` explains the
 grading architecture; ``autograder/preprocessors/`` holds the preprocessors registered here, one a file.
 """
 
+import os
 from pathlib import Path
 
 from autograder.environment import prepare
@@ -22,7 +23,13 @@ GRADING = grading_state(ROOT)
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
 
 c.CourseDirectory.root = str(ROOT)
-c.CourseDirectory.course_id = "encdec"
+# The course id and nbgrader's exchange are the hub's: students' nbgrader reads them from the
+# hub-wide configuration (/etc/jupyter/nbgrader_config.py, deploy/hub/), so this file sets the
+# exchange only when ENCDEC_EXCHANGE names one (else nbgrader's default, /srv/nbgrader/exchange, or
+# the hub-wide setting stands), and the id from ENCDEC_COURSE_ID (default "encdec").
+c.CourseDirectory.course_id = os.environ.get("ENCDEC_COURSE_ID") or "encdec"
+if os.environ.get("ENCDEC_EXCHANGE"):
+    c.Exchange.root = os.environ["ENCDEC_EXCHANGE"]
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "exercises"
 c.CourseDirectory.submitted_directory = str(GRADING.submitted)
@@ -31,7 +38,6 @@ c.CourseDirectory.feedback_directory = str(GRADING.feedback)
 c.CourseDirectory.db_url = GRADING.db_url
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".grading", ".grading-in",
                             "zh.yml"]  # a release's translations (autograder/release.py), not a student's file
-c.Exchange.root = str(GRADING.exchange)
 c.TrustedGrading.secret_file = str(GRADING.secret)
 # Grades out: `nbgrader export` writes a gradebook CSV that Canvas imports (autograder/lms/canvas.py;
 # `--exporter=nbgrader.plugins.CsvExportPlugin` gives nbgrader's own CSV, to grades.csv).
@@ -90,3 +96,9 @@ prepare(c)
 # becomes the sandboxed one; if the sandbox cannot start, autograde stops instead of running
 # student code unconfined (autograder/sandbox/nbgrader_sandbox.py).
 sandbox_grading(c)
+
+# This course's own settings without editing this file (it is tracked): an untracked
+# nbgrader_config.local.py beside it is read last, so it can set any of the above (the exchange,
+# the folders, the timeout, the late policy).
+if (ROOT / "nbgrader_config.local.py").is_file():
+    load_subconfig(str(ROOT / "nbgrader_config.local.py"))  # noqa: F821 (traitlets provides it)

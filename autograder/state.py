@@ -1,7 +1,7 @@
 """Where grading's mutable state lives: one folder outside the sources, ignored by git.
 
-Submissions, autograded notebooks, feedback, the gradebook, exports, nbgrader's exchange and the
-course secret all live under ``grading/`` at the course root, or under ``$ENCDEC_GRADING_DIR``
+Submissions, autograded notebooks, feedback, the gradebook, exports and the course secret all
+live under ``grading/`` at the course root, or under ``$ENCDEC_GRADING_DIR``
 (relative to the course root, or absolute). ``nbgrader_config.py`` points nbgrader's folders
 there (its ``GRADING``); tools, tests and scratch runs (``grade_fixtures.py``, whose scratch
 folder has the same layout) take the names from here, so no folder is typed twice.
@@ -39,10 +39,6 @@ class GradingState:
     @property
     def export(self) -> Path:  # exported grades and the class report
         return self.root / "export"
-
-    @property
-    def exchange(self) -> Path:  # nbgrader's exchange (release, collect)
-        return self.root / "exchange"
 
     @property
     def gradebook(self) -> Path:  # the SQLite gradebook
