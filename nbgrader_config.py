@@ -10,6 +10,7 @@ grading architecture; ``autograder/preprocessors/`` holds the preprocessors regi
 import os
 from pathlib import Path
 
+from autograder import keep
 from autograder.environment import prepare
 from autograder.sandbox.nbgrader_sandbox import sandbox_grading
 from autograder.state import grading_state
@@ -58,7 +59,12 @@ c.LatePolicy.extensions_file = ""
 c.Execute.timeout = 60
 # A graded cell deleted from a submission is put back (and then scored 0 by TrustedVerdict).
 c.OverwriteCells.add_missing_cells = True
+# No grade lost by a failed run: the last good autograde and feedback of each submission are kept
+# and put back when a regrade fails, crashes or is killed (autograder/keep.py).
+c.BaseConverter.post_convert_hook = keep.after
+keep.restore_unfinished(GRADING.root)  # runs a killed grader left marked
 c.Autograde.sanitize_preprocessors = [
+    "autograder.keep.KeepLastGrade",
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
@@ -82,6 +88,7 @@ c.Autograde.autograde_preprocessors = [
 ]
 # Feedback never shows hidden test code.
 c.GenerateFeedback.preprocessors = [
+    "autograder.keep.KeepLastGrade",
     "nbgrader.preprocessors.GetGrades",
     "autograder.preprocessors.HideIntegrityFlags",  # the instructor sees a flag before the student does
     "autograder.preprocessors.HideHiddenTests",

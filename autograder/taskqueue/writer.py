@@ -8,7 +8,8 @@ gradebook-writing tail of the course's own `Autograde.autograde_preprocessors`, 
 `SaveAutoGrades` on (the integrity flags, the late penalty): the same stock code that `nbgrader
 autograde` runs, on the same notebook, so the scores are the ones it would write. None of those
 steps runs student code. A notebook not handed in, or one that cannot be read, scores 0 (as
-stock nbgrader scores a missing one).
+stock nbgrader scores a missing one); one whose grading failed keeps its last graded copy and
+scores, and a result that graded nothing changes nothing (no grade is lost by a failed run).
 
 Scores are set, never added, and every applied key is recorded (`Applied`, written atomically
 after the gradebook commit): applying a result twice, or a task delivered twice, changes nothing.
@@ -87,14 +88,18 @@ def apply(config, assignment: str, student: str, fp: str, applied: Applied | Non
     result = json.loads((final / RESULT).read_text())
     if applied.fingerprint(student) == fp and _on_disk(cd, assignment, student, result):
         return _recorded(cd, assignment, student, fp, result, "already graded")
-    with Gradebook(cd.db_url, cd.course_id) as gb:
-        gb.update_or_create_student(student)
-        stamp = result.get("timestamp")
-        if stamp:
-            gb.update_or_create_submission(assignment, student, timestamp=dt.datetime.fromisoformat(stamp))
-        else:
-            gb.update_or_create_submission(assignment, student)
+    failed = {nb for nb, info in result["notebooks"].items()
+              if info["status"] in ("failed", "killed") and not info.get("unreadable")}
+    if failed != set(result["notebooks"]):  # a run that graded nothing changes nothing (autograder/keep.py)
+        with Gradebook(cd.db_url, cd.course_id) as gb:
+            gb.update_or_create_student(student)
+            stamp = result.get("timestamp")
+            if stamp:
+                gb.update_or_create_submission(assignment, student, timestamp=dt.datetime.fromisoformat(stamp))
+            else:
+                gb.update_or_create_submission(assignment, student)
     if (final / AUTOGRADED).is_dir():
+        _keep_failed(final / AUTOGRADED, autograded_dir(cd, assignment, student), failed)
         _replace_folder(final / AUTOGRADED, autograded_dir(cd, assignment, student))
     steps = writer_steps(config)
     out = []
@@ -168,6 +173,15 @@ def _recorded(cd, assignment: str, student: str, fp: str, result: dict, reason: 
                               reason=reason if info["status"] == "graded" else info.get("reason", ""),
                               fingerprint=fp, assignment=assignment))
     return out
+
+
+def _keep_failed(new: Path, old: Path, failed: set[str]) -> None:
+    """A notebook whose grading failed keeps its last graded copy: put it in the folder that will
+    replace the course's (nbgrader removed it from the new one)."""
+    for nb in failed:
+        last = old / f"{nb}.ipynb"
+        if last.is_file() and not (new / f"{nb}.ipynb").exists():
+            shutil.copy2(last, new / f"{nb}.ipynb")
 
 
 def _replace_folder(src: Path, dest: Path) -> None:
