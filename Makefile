@@ -32,7 +32,11 @@ $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
 	$(PY) -m pip install -q -r requirements.txt -c constraints.txt
 	$(PY) -m pip install -q --no-deps --no-build-isolation --config-settings editable_mode=compat -e .
 	touch $@
+# solutions/ (reference solutions, hidden tests) unreadable by other users of the machine: a
+# checkout is made with the user's umask, and grading refuses to start while it is open
+# (autograder/privacy.py)
 venv: $(VENV)/.installed
+	@chmod -R o-rwx solutions
 
 system:
 	bash scripts/setup-system.sh

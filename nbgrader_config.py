@@ -12,6 +12,7 @@ from pathlib import Path
 
 from autograder import keep
 from autograder.environment import prepare
+from autograder.privacy import make_private, private_grading
 from autograder.sandbox.nbgrader_sandbox import sandbox_grading
 from autograder.state import grading_state
 
@@ -20,6 +21,7 @@ ROOT = Path(__file__).resolve().parent
 # Grading's mutable state, one folder: grading/ here, or $ENCDEC_GRADING_DIR (relative to this
 # folder, or absolute); the names inside it come from autograder/state.py.
 GRADING = grading_state(ROOT)
+make_private(GRADING.root)  # 0700, before anything is written into it
 
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
 
@@ -103,6 +105,9 @@ prepare(c)
 # becomes the sandboxed one; if the sandbox cannot start, autograde stops instead of running
 # student code unconfined (autograder/sandbox/nbgrader_sandbox.py).
 sandbox_grading(c)
+# Private by default: the grading state is created 0700, and grading refuses to start while it or
+# solutions/ is open to other users of the machine (autograder/privacy.py).
+private_grading(c, GRADING.root, ROOT / "solutions")
 
 # This course's own settings without editing this file (it is tracked): an untracked
 # nbgrader_config.local.py beside it is read last, so it can set any of the above (the exchange,

@@ -29,6 +29,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 USER = "encdec-grader-test"
+GROUP = "encdec-course-test"  # the course's group that lets the plain user read solutions/
 SUITES = ["tests/test_sandbox_hostile.py", "tests/test_sandbox.py", "tests/test_grading_fixtures.py"]
 # `make test`: one representative, stock `nbgrader autograde` in the unprivileged sandbox with the
 # hostile students that attack it (reading hidden files, writing outside, the network, fork
@@ -62,6 +63,26 @@ def traversable(paths: list[Path]) -> list[tuple[Path, int]]:
     return changed
 
 
+def course_group(user: pwd.struct_passwd) -> list[tuple[Path, int]]:
+    """Let the plain user read solutions/, which the set-up closed to other users (the grader it plays
+    reads the course's sources): through a group of the course's, as teaching assistants would share
+    it, so that solutions/ stays closed to others. Returns what to put back."""
+    import grp
+
+    try:
+        grp.getgrnam(GROUP)
+    except KeyError:
+        subprocess.run(["groupadd", "--system", GROUP], check=True)
+    subprocess.run(["usermod", "-a", "-G", GROUP, user.pw_name], check=True)
+    gid = grp.getgrnam(GROUP).gr_gid
+    changed = []
+    for path in [ROOT / "solutions", *(ROOT / "solutions").rglob("*")]:
+        changed.append((path, path.stat().st_gid))
+        os.chown(path, -1, gid)
+        os.chmod(path, stat.S_IMODE(path.stat().st_mode) | stat.S_IRGRP | (stat.S_IXGRP if path.is_dir() else 0))
+    return changed
+
+
 def as_user(user: pwd.struct_passwd, home: Path, args: list[str], timeout: int) -> subprocess.CompletedProcess:
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
            "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "ENCDEC_TEST_COURSES": str(home / "courses"),
@@ -91,11 +112,14 @@ def plain_user():
     for path in [home, *home.rglob("*")]:
         os.chown(path, user.pw_uid, user.pw_gid)
     restore = traversable([Path(sys.executable).resolve(), ROOT])
+    shared = course_group(user)
     try:
         yield user, home
     finally:
         for folder, mode in restore:
             os.chmod(folder, mode)
+        for path, gid in shared:
+            os.chown(path, -1, gid)
         delegation("undelegate")
         shutil.rmtree(home, ignore_errors=True)
 

@@ -1,0 +1,83 @@
+"""Private by default (autograder/privacy.py): the grading state is created unreadable by other
+users, and grading refuses to start, with one line, while it or solutions/ is open to them."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from autograder.privacy import UNAVAILABLE, open_to_others
+
+ROOT = Path(__file__).resolve().parents[1]
+READ = ("from traitlets.config.loader import PyFileConfigLoader\n"
+        "c = PyFileConfigLoader('nbgrader_config.py', path='.').load_config()\n"
+        "print(c.Autograde.autograde_preprocessors)\n")
+
+
+@pytest.fixture
+def reachable():
+    """A folder other users can pass into (pytest's own tmp folders are 0700: everything under them
+    is private already)."""
+    folder = Path(tempfile.mkdtemp(prefix="encdec-privacy-"))
+    folder.chmod(0o755)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_open_means_others_have_bits_and_can_reach_it(reachable):
+    (reachable / "open").mkdir(mode=0o755)
+    (reachable / "open").chmod(0o755)
+    (reachable / "group").mkdir()
+    (reachable / "group").chmod(0o750)  # a course shared with its teaching assistants' group
+    (reachable / "home").mkdir()
+    (reachable / "home" / "course").mkdir()
+    (reachable / "home" / "course").chmod(0o777)
+    (reachable / "home").chmod(0o700)  # a private home: nothing under it is open
+    assert "open to other users (mode 755)" in open_to_others(reachable / "open")
+    assert open_to_others(reachable / "group") is None
+    assert open_to_others(reachable / "home" / "course") is None
+    assert open_to_others(reachable / "absent") is None
+
+
+def _course(folder: Path) -> Path:
+    shutil.copy(ROOT / "nbgrader_config.py", folder / "nbgrader_config.py")
+    shutil.copytree(ROOT / "solutions", folder / "solutions")
+    subprocess.run(["chmod", "-R", "o-rwx", str(folder / "solutions")], check=True)
+    return folder
+
+
+def test_the_grading_state_is_created_private(reachable):
+    course = _course(reachable)
+    out = subprocess.run([sys.executable, "-c", READ], cwd=course, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert (course / "grading").stat().st_mode & 0o777 == 0o700
+    assert UNAVAILABLE not in out.stdout and "warning" not in out.stderr
+
+
+@pytest.mark.parametrize("opened", ["grading", "solutions"])
+def test_autograde_refuses_to_start_while_open(reachable, opened):
+    course = _course(reachable)
+    (course / "grading").mkdir(mode=0o700)
+    (course / opened).chmod(0o755)
+    out = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", "decoder_block"], cwd=course,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0
+    assert out.stderr.strip().splitlines()[-1] == (
+        f"nbgrader autograde: {course / opened} is open to other users (mode 755): "
+        f"run `chmod -R o-rwx {course / opened}`")
+    # the formgrader and the other commands load the same file: they warn, and an autograde
+    # started from them cannot run its execution step
+    loaded = subprocess.run([sys.executable, "-c", READ], cwd=course, capture_output=True, text=True, timeout=120)
+    assert "open to other users" in loaded.stderr and UNAVAILABLE in loaded.stdout
+    assert not any("Execute" in step for step in eval(loaded.stdout))  # noqa: S307 (our own printout)
+
+
+def test_the_set_up_closes_solutions_to_other_users():
+    """`make venv` takes other users' bits off solutions/ (a checkout follows the user's umask)."""
+    modes = {p: p.stat().st_mode & 0o007 for p in [ROOT / "solutions", *(ROOT / "solutions").rglob("*")]}
+    assert not any(modes.values()), [str(p) for p, m in modes.items() if m][:5]
