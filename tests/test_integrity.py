@@ -189,7 +189,7 @@ def test_solution_and_release_notebooks_are_not_flagged(assignment):
 @pytest.mark.parametrize("source, expected", ATTACKS, ids=[a[0].splitlines()[-1][:40] for a in ATTACKS])
 def test_attack_is_flagged(source, expected):
     reasons = scan_source(source)
-    assert any(expected in r for r in reasons), reasons
+    assert any(expected in r.replace("`", "") for r in reasons), reasons  # (what was used is a code span)
     assert len(reasons) == len(set(reasons))
     assert all("\n" not in r for r in reasons)
 
@@ -208,13 +208,13 @@ def test_every_rule_family_has_an_attack():
 
 def test_reasons_are_deduplicated_and_name_what_was_used():
     assert scan_source("import sys\nsys._getframe(1)\nsys._getframe(2).f_back") == [
-        "reads interpreter stack frames (sys._getframe, f_back)"]
+        "reads interpreter stack frames (`sys._getframe`, `f_back`)"]
 
 
 def test_the_scan_fails_closed_and_never_scores():
     """What it cannot read is listed for review ("could not be checked"), and no verdict reads it:
     the grader's code that decides a score never imports the scan."""
-    assert scan_source("def f(:\n    sys._getframe()") == ["could not be checked (the cell does not parse as Python)"]
+    assert scan_source("def f(:\n    sys._getframe()") == ["could not be checked (`the cell does not parse as Python`)"]
     for module in ("judge/__init__.py", "judge/core.py", "judge/kv_cache.py", "preprocessors/trusted_verdict.py"):
         text = (ROOT / "autograder" / module).read_text()
         assert "autograder.integrity" not in text and "import integrity" not in text, module
@@ -333,9 +333,9 @@ def test_flagged_notebook_needs_manual_grade_and_says_why_scores_unchanged(grade
     assert tests and all(after["grades"][name][1] for name in tests)
 
     block = after["comments"]["block_solution"]
-    assert block.startswith(PREFIX) and "reads interpreter stack frames (sys._getframe, f_locals)" in block
+    assert block.startswith(PREFIX) and "reads interpreter stack frames (`sys._getframe`, `f_locals`)" in block
     first = after["comments"]["mask_solution"]  # the flagged cell 2 is not a solution cell
-    assert first == PREFIX + "cell 2: tampers with the interpreter (gc.get_objects)"
+    assert first == PREFIX + "cell 2: tampers with the interpreter (`gc.get_objects`)"
     assert after["comments"]["softmax_solution"] == before["comments"]["softmax_solution"]
 
     line = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
@@ -412,3 +412,20 @@ def test_rule_table_is_data():
     for pattern, reason in integrity.RULES:
         re.compile(pattern)
         assert reason.count("{}") == 1
+
+
+def test_what_a_cell_used_is_quoted_inert():
+    """The reasons reach the feedback page and the formgrader as Markdown (and MathJax typesets the
+    page): a value that is markup, a link, TeX or a backtick fence stays text inside a code span."""
+    import re
+
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+    source = ('_a = "<img/src=x/onerror=alert(1)>a.npz"\n_b = "$\\\\href{//x}{y}$b.npz"\n'
+              '_c = "```c.npz"\n_d = "[x](javascript:alert(1))d.npz"')
+    reasons = scan_source(source)
+    assert len(reasons) == 1 and "onerror" in reasons[0] and "href" in reasons[0], reasons
+    rendered = markdown2html_mistune(PREFIX + reasons[0])
+    assert "<img" not in rendered and "<a " not in rendered, rendered
+    outside_code = re.sub(r"<code>.*?</code>", "", rendered, flags=re.S)
+    assert not any(s in outside_code for s in ("onerror", "$", "href", "javascript", "npz")), rendered

@@ -75,6 +75,12 @@ def test_typeset_math_links_nowhere():
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("", outputs=[out])])
     nb, _ = SanitizeOutputs().preprocess(nb, {})
     assert nb.cells[0].outputs[0].data["text/latex"] == r"$\text {javascript:x}{y}$"
+    # math in an HTML output: MathJax typesets the page's text, HTML outputs' included
+    out = nbformat.v4.new_output("display_data", data={"text/html": r"<p>$\href{http://127.0.0.1:9/h}{z}$</p>",
+                                                       "text/plain": "z"})
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("", outputs=[out])])
+    nb, _ = SanitizeOutputs().preprocess(nb, {})
+    assert nb.cells[0].outputs[0].data["text/html"] == r"<p>$\text{http://127.0.0.1:9/h}{z}$</p>"
 
 
 def test_no_widget_state_is_kept():

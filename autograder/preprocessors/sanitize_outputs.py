@@ -51,15 +51,17 @@ class SanitizeOutputs(SanitizeHTML):
         """nbconvert's rules, and: output metadata reduced to numeric image sizes (the template
         writes a width unquoted, so a string there becomes an attribute of the page), and
         Markdown output shown as its text (a Markdown link or image is a URL the page would follow,
-        or an attachment nbconvert would look up), and TeX output with no ``\\href``."""
+        or an attachment nbconvert would look up), and TeX (a ``text/latex`` output, or math in a
+        ``text/html`` one, which MathJax typesets on the page) with no ``\\href``."""
         for output in outputs:
             if output.get("output_type") in ("display_data", "execute_result", "update_display_data"):
                 data = output.get("data", {})
                 if "text/markdown" in data:
                     data.setdefault("text/plain", data["text/markdown"])
                     del data["text/markdown"]
-                if isinstance(data.get("text/latex"), str):
-                    data["text/latex"] = inert_math(data["text/latex"])
+                for mime in ("text/latex", "text/html"):  # MathJax typesets the TeX of HTML outputs too
+                    if isinstance(data.get(mime), str):
+                        data[mime] = inert_math(data[mime])
                 output["metadata"] = _image_sizes(output.get("metadata"))
         return super().sanitize_code_outputs(outputs)
 
