@@ -29,7 +29,8 @@ GROUP_OF = {module: group for group, modules in GROUPS.items() for module in mod
 # the units (a group, else a module) that take longest, longest first (the time by block of a
 # fresh-clone run): handed out first, so the last unit to start is a short one
 LONG_FIRST = ["grading-batches", "tests/test_browser.py", "tests/test_gradescope.py",
-              "tests/test_contributing_recipe.py", "tests/test_grading_queue.py", "tests/test_grading_decoding.py",
+              "tests/test_contributing_recipe.py", "tests/test_hub.py", "tests/test_grading_queue.py",
+              "tests/test_grading_decoding.py",
               "tests/test_browser_inert.py", "tests/test_formgrader.py", "tests/test_feedback_zh.py",
               "tests/test_exercises_notebooks.py", "tests/test_browser_reader.py", "tests/test_browser_widgets_a11y.py",
               "tests/test_browser_zh.py", "tests/test_browser_gallery.py"]

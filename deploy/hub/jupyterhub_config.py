@@ -1,0 +1,91 @@
+"""JupyterHub for one class of this course: PAM login, one server per Linux user (LocalProcessSpawner).
+
+Start it as root (PAM reads /etc/shadow; the spawner starts each server as its user), with the
+settings of hub.env beside this file:
+
+    /opt/encdec-hub/env/bin/jupyterhub -f deploy/hub/jupyterhub_config.py
+
+Students (group ENCDEC_STUDENTS_GROUP) get a server from the shared environment that setup-hub.sh
+builds from the student wheel: the course package, nbgrader and JupyterLab, no solutions, no
+grader, no repository. Instructors (group ENCDEC_INSTRUCTORS_GROUP) get a server from their own
+checkout's virtual environment (~/encdec/.venv), so the formgrader grades with the course's grader.
+The instructor guide (book/instructor_guide.md, "A class on one JupyterHub") says what each step is.
+"""
+
+import os
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def settings(path: Path = HERE / "hub.env") -> dict[str, str]:
+    """hub.env's KEY=VALUE lines, each overridden by an environment variable of the same name."""
+    found = {}
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            key, value = line.split("=", 1)
+            found[key.strip()] = os.environ.get(key.strip(), value.strip())
+    return found
+
+
+S = settings()
+PREFIX = Path(S["ENCDEC_HUB_PREFIX"])
+STATE = Path(S["ENCDEC_HUB_STATE"])
+
+c = get_config()  # noqa: F821 (provided by traitlets when JupyterHub loads this file)
+
+# Where it listens: the public side on ENCDEC_HUB_IP (loopback by default), the rest on loopback.
+c.JupyterHub.ip = S["ENCDEC_HUB_IP"]
+c.JupyterHub.port = int(S["ENCDEC_HUB_PORT"])
+c.JupyterHub.hub_ip = "127.0.0.1"
+c.JupyterHub.hub_port = int(S["ENCDEC_HUB_API_PORT"])
+c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{S['ENCDEC_PROXY_API_PORT']}"
+c.ConfigurableHTTPProxy.command = [str(PREFIX / "proxy" / "node_modules" / ".bin" / "configurable-http-proxy")]
+c.JupyterHub.db_url = f"sqlite:///{STATE / 'jupyterhub.sqlite'}"
+c.JupyterHub.cookie_secret_file = str(STATE / "jupyterhub_cookie_secret")
+c.JupyterHub.pid_file = str(STATE / "jupyterhub.pid")
+
+# Who: Linux accounts (PAM), members of the course's two groups; instructors are the hub's admins.
+c.JupyterHub.authenticator_class = "pam"
+c.PAMAuthenticator.allowed_groups = {S["ENCDEC_STUDENTS_GROUP"], S["ENCDEC_INSTRUCTORS_GROUP"]}
+c.PAMAuthenticator.admin_groups = {S["ENCDEC_INSTRUCTORS_GROUP"]}
+
+# One server per Linux user, started as that user in its home folder.
+c.JupyterHub.spawner_class = "localprocess"
+c.Spawner.default_url = "/lab"
+c.Spawner.cmd = [str(PREFIX / "env" / "bin" / "jupyterhub-singleuser")]
+c.Spawner.start_timeout = 120
+c.Spawner.http_timeout = 120
+# the hub-wide Jupyter configuration is /etc/jupyter; a hub told otherwise passes it on
+c.Spawner.env_keep = ["PATH", "LANG", "LC_ALL", "JUPYTER_CONFIG_PATH"]
+
+
+def in_group(username: str, group: str) -> bool:
+    import grp
+    import pwd
+
+    try:
+        entry, gid = pwd.getpwnam(username), grp.getgrnam(group).gr_gid
+    except KeyError:
+        return False
+    return gid in os.getgrouplist(username, entry.pw_gid)
+
+
+def course_server(spawner) -> None:
+    """An instructor's server runs from the checkout's environment (the formgrader and the grader);
+    everyone else's from the shared student environment, with the student environment first on PATH."""
+    name = spawner.user.name
+    if in_group(name, S["ENCDEC_INSTRUCTORS_GROUP"]):
+        import pwd
+
+        venv = Path(pwd.getpwnam(name).pw_dir) / S["ENCDEC_CHECKOUT"] / ".venv" / "bin"
+        spawner.cmd = [str(venv / "jupyterhub-singleuser")]
+    else:
+        venv = PREFIX / "env" / "bin"
+    # the course id: the course's nbgrader_config.py sets it from ENCDEC_COURSE_ID (default "encdec"),
+    # after the hub-wide file, so the hub's id reaches the instructor's nbgrader through the server
+    spawner.environment = {**spawner.environment, "PATH": f"{venv}:/usr/local/bin:/usr/bin:/bin",
+                           "ENCDEC_COURSE_ID": S["ENCDEC_COURSE_ID"]}
+
+
+c.Spawner.pre_spawn_hook = course_server

@@ -1,0 +1,15 @@
+"""The hub-wide nbgrader configuration: ``/etc/jupyter/nbgrader_config.py``, read by every user's
+nbgrader (students' and instructors'). It names the course and nbgrader's exchange; nothing else
+belongs here. ``setup-hub.sh config`` installs it with the values of hub.env (ENCDEC_COURSE_ID,
+ENCDEC_EXCHANGE_ROOT) in place of the two below.
+
+The exchange is nbgrader's multi-user one: a root folder every user can write, with the sticky
+bit (1777, made by ``setup-hub.sh exchange``), under which the instructor's ``release_assignment``
+makes the course's folders (outbound 0755, inbound 2733: students write their submissions there
+but cannot list them).
+"""
+
+c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
+
+c.CourseDirectory.course_id = "encdec"
+c.Exchange.root = "/srv/nbgrader/exchange"
