@@ -33,6 +33,10 @@ c.CourseDirectory.root = str(ROOT)
 c.CourseDirectory.course_id = os.environ.get("ENCDEC_COURSE_ID") or "encdec"
 if os.environ.get("ENCDEC_EXCHANGE"):
     c.Exchange.root = os.environ["ENCDEC_EXCHANGE"]
+# What a student hands in stays theirs: a sticky inbound folder, and each student's own submissions
+# collected only (autograder/exchange.py; the students' side is encdec/exchange.py).
+c.ExchangeFactory.release_assignment = "autograder.exchange.ReleaseAssignment"
+c.ExchangeFactory.collect = "autograder.exchange.Collect"
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "exercises"
 c.CourseDirectory.submitted_directory = str(GRADING.submitted)

@@ -473,17 +473,13 @@ def test_students_change_no_one_elses_submission(hub):
     assert attempt(hub, bob, "write", home(ada) / ASSIGNMENT / f"{ASSIGNMENT}.ipynb") == "PermissionError"
 
 
-# Known to a student, the name of another's submission folder opens it: nbgrader's `submit` makes
-# that folder 0777 ("so the instructor can delete later") and its files 0644, under an inbound
-# folder that release_assignment resets to 2733, without the sticky bit, at every release. The name
-# cannot be listed and ends in 72 random bits, so it must leak first; each line below is what it
-# then gives away. Closing it needs nbgrader (or an exchange class of the hub's) to keep the
-# folder 0755 and the inbound folder sticky (3733).
+# Known to a student, the name of another's submission folder opens nothing: nbgrader's own
+# `submit` made that folder 0777 and its files 0644, under an inbound folder without the sticky bit;
+# the hub's exchange classes close it (encdec/exchange.py, autograder/exchange.py). Each line below
+# is what the name would otherwise give away.
 BY_NAME = {"read": "{nb}", "delete": "{nb}", "write": "{folder}/extra.py", "rename": "{folder}"}
 
 
-@pytest.mark.xfail(strict=True, reason="nbgrader's submit leaves a submission folder 0777 and inbound without the "
-                   "sticky bit: whoever knows the folder's name reads, deletes, adds to or moves it (BY_NAME)")
 @pytest.mark.parametrize("action", list(BY_NAME))
 def test_a_submission_is_closed_even_to_who_knows_its_name(hub, action):
     ada, bob = STUDENTS

@@ -5,11 +5,13 @@ ENCDEC_EXCHANGE_ROOT) in place of the two below.
 
 The exchange is nbgrader's multi-user one: a root folder every user can write, with the sticky
 bit (1777, made by ``setup-hub.sh exchange``), under which the instructor's ``release_assignment``
-makes the course's folders (outbound 0755, inbound 2733: students write their submissions there
-but cannot list them).
+makes the course's folders (outbound 0755, inbound 3733: students write their submissions there
+but cannot list them, nor rename another's: autograder/exchange.py). A student's ``submit`` closes
+the submission to other students (``encdec.exchange.Submit``: nbgrader's own leaves it 0777).
 """
 
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
 
 c.CourseDirectory.course_id = "encdec"
 c.Exchange.root = "/srv/nbgrader/exchange"
+c.ExchangeFactory.submit = "encdec.exchange.Submit"
