@@ -68,7 +68,10 @@ def reference_file(check_id: str, targets: list[str]) -> tuple[dict, dict[str, n
     meta = {**meta, "kind": check.kind, "task": check.task, "title": check.title, "targets": targets,
             "shape_only": list(check.shape_only),
             "error_patterns": format_patterns(check.error_patterns, inputs.get("dims", {})),
-            "when_larger": check.when_larger}
+            "when_larger": check.when_larger, "needs": list(check.needs),
+            # what the student's own run cannot judge: an item the grader decides by CPU time
+            "judged_by": "cost" if check.runs else "values",
+            "shape_hints": [[list(shape), key] for shape, key in check.shape_hints(inputs).items()]}
     expected = reference(check, inputs, stored=True)
     out = {**wire.prefixed("in", arrays), **wire.prefixed("expected", expected)}
     for name, outs in check.variants(in_double(inputs)).items():  # in float64, as the reference

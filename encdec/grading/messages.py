@@ -37,6 +37,17 @@ MESSAGES = {
         "no_reference": ("{check_id}: no inputs for this check. Visible checks read reference/{check_id}.npz next to "
                          "the notebook (it comes with the exercise); hidden checks run only when the notebook is graded."),
         "graded_run_done": "ran on the grader's inputs: {check_id} (the grader compares the outputs outside this notebook)",
+        # an item the grader decides by what it measures outside the kernel (the decoding's CPU time):
+        # the student's own run says what it saw and what it cannot judge, never "passed"
+        "needs_first": ("{check_id}: {title}: judged only once {what} match the reference, as in the graded run, "
+                        "where this item scores 0 until then; {what} did not match{where}. Make that check pass first."),
+        "needs_first_at": " (first at row {row}, step {step})",
+        "counted_encoder": "the encoder ran {calls} time(s)",
+        "list_sep": "; ",
+        "counted_fed": "the decoder was fed {lens} token(s) per step",
+        "own_run_by_cost": ("{check_id}: {title}: not judged here. The tokens are right and this run counted what the "
+                            "lesson expects ({counted}), but the grade decides this item by the CPU time your decoding "
+                            "takes on a larger model, measured outside the notebook: these counts are not the grade."),
         # Gradescope's results.json (autograder/gradescope): an item's fallback output, the whole result's notes
         "item_passed": "passed",
         "item_no_output": "no output",
@@ -192,6 +203,15 @@ MESSAGES = {
         "no_reference": ("{check_id}：这项检查没有输入。可见检查读取 notebook 旁边的 reference/{check_id}.npz"
                          "（它随练习一起发放）；隐藏检查只在批改 notebook 时运行。"),
         "graded_run_done": "已在批改程序的输入上运行：{check_id}（批改程序在这个 notebook 之外比较输出）",
+        "needs_first": ("{check_id}：{title}：只有在 {what} 与参考结果一致之后才评判这一项，批改时也是如此"
+                        "（在此之前这一项得 0 分）；{what} 与参考结果不一致{where}。请先让那项检查通过。"),
+        "needs_first_at": "（第一处在第 {row} 行、第 {step} 步）",
+        "counted_encoder": "编码器运行了 {calls} 次",
+        "list_sep": "；",
+        "counted_fed": "每步送入解码器的词元数为 {lens}",
+        "own_run_by_cost": ("{check_id}：{title}：这里不作评判。词元正确，这次运行的计数也符合课程的预期（{counted}），"
+                            "但批改时这一项由你的解码在一个更大的模型上所用的 CPU 时间决定，在 notebook 之外测量："
+                            "这些计数不是成绩。"),
         "item_passed": "通过",
         "item_no_output": "没有输出",
         "held_for_review": "这份提交留待教师复核；分数可能会改变。",
