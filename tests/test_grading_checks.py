@@ -275,3 +275,26 @@ def test_own_shape_check_names_no_shift_as_the_graded_one_does(workdir):
     verdict, _ = graded("target_slicing.forward_shapes", NoShift, workdir)
     assert not verdict.ok and verdict.label == "no_shift"
     assert "Diagnosis: no shift" in " ".join(str(err.value).split())
+
+
+def test_a_check_whose_function_has_no_cell_names_it():
+    """Which object a test cell hands to its check, and whether any cell still defines it, is read
+    from the notebook's text; a check that saved nothing then names it (both languages)."""
+    import nbformat
+
+    from autograder.fixtures.make import graded_notebook
+    from encdec.grading.cells import undefined_in
+
+    nb = nbformat.read(graded_notebook("tamper_deleted_solution_and_test"), as_version=4)
+    hidden = nbformat.v4.new_code_cell('### BEGIN HIDDEN TESTS\ncheckss = 1\nchecks.run("decoder_block.mask_hidden", '
+                                       'get_subsequent_mask)\n### END HIDDEN TESTS')
+    block = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "block_output")
+    assert undefined_in(nb, hidden) == "get_subsequent_mask"
+    assert undefined_in(nb, block) is None  # DecoderBlock's cell is there
+    inputs = J.graded_inputs("decoder_block.mask_hidden", SEED)
+    verdict = J.verify("decoder_block.mask_hidden", None, inputs, undefined="get_subsequent_mask")
+    assert not verdict.ok and verdict.label == "did_not_run"
+    assert "get_subsequent_mask is not defined in the notebook" in " ".join(verdict.message.split())
+    assert "get_subsequent_mask" in verdict.words.render("zh") and "没有定义" in verdict.words.render("zh")
+    # a check that ran keeps its own verdict
+    assert J.verify("decoder_block.mask_hidden", None, inputs).label == "did_not_run"

@@ -27,6 +27,9 @@ MESSAGES = {
         "not_implemented_hint": " Replace `raise NotImplementedError()` with your code and run the cell again.",
         "did_not_run": ("{check_id}: this check did not run to the end (its cell was deleted, the kernel died "
                         "or timed out before it, or an earlier error stopped it), so it scores 0."),
+        "not_defined": ("{check_id}: {name} is not defined in the notebook: the cell that defines it is missing "
+                        "(deleted, or turned into another kind of cell), so this check could not run and scores 0. "
+                        "Put that cell back (from a fresh copy of the exercise) with your code in it."),
         "graded_passed": "passed (checked by the grader): {message}",
         "partly_passed": "partly passed (checked by the grader): {score:g} of {points:g} point(s).",
         "part_passed": "  passed: {name}",
@@ -194,6 +197,8 @@ MESSAGES = {
         "not_implemented_hint": "请把 `raise NotImplementedError()` 换成你的代码，再运行一次这个单元。",
         "did_not_run": ("{check_id}：这项检查没有运行到最后（它的单元被删除了，内核在它之前崩溃或超时，"
                         "或者前面的错误让它停了下来），因此得 0 分。"),
+        "not_defined": ("{check_id}：notebook 中没有定义 {name}：定义它的单元不见了（被删除，或者被改成了另一种单元），"
+                        "所以这项检查无法运行，得 0 分。请把那个单元放回去（从练习的一份新副本中复制），并在其中写上你的代码。"),
         "graded_passed": "通过（由批改程序检查）：{message}",
         "partly_passed": "部分通过（由批改程序检查）：{points:g} 分中得 {score:g} 分。",
         "part_passed": "  通过：{name}",
