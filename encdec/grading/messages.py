@@ -30,6 +30,13 @@ MESSAGES = {
         "not_defined": ("{check_id}: {name} is not defined in the notebook: the cell that defines it is missing "
                         "(deleted, or turned into another kind of cell), so this check could not run and scores 0. "
                         "Put that cell back (from a fresh copy of the exercise) with your code in it."),
+        # nbgrader validate (encdec.grading.validation): a recorded test cell the notebook no longer has
+        "validate_missing": ("The test cell {grade_id} ({points} point(s)) is missing from this notebook: it was "
+                             "deleted, or turned into another kind of cell. The grader puts it back and it scores 0. "
+                             "Copy it back from a fresh copy of the exercise, or undo the change."),
+        "validate_not_defined": ("{name} is not defined in the notebook: the cell that defines it is missing (deleted, "
+                                 "or turned into another kind of cell), so the checks that need it cannot run and score 0. "
+                                 "Put that cell back (from a fresh copy of the exercise) with your code in it."),
         "graded_passed": "passed (checked by the grader): {message}",
         "partly_passed": "partly passed (checked by the grader): {score:g} of {points:g} point(s).",
         "part_passed": "  passed: {name}",
@@ -199,6 +206,10 @@ MESSAGES = {
                         "或者前面的错误让它停了下来），因此得 0 分。"),
         "not_defined": ("{check_id}：notebook 中没有定义 {name}：定义它的单元不见了（被删除，或者被改成了另一种单元），"
                         "所以这项检查无法运行，得 0 分。请把那个单元放回去（从练习的一份新副本中复制），并在其中写上你的代码。"),
+        "validate_missing": ("测试单元 {grade_id}（{points} 分）不在这个 notebook 中了：它被删除了，或者被改成了另一种单元。"
+                             "批改时会把它放回去，但它得 0 分。请从练习的一份新副本中把它复制回来，或者撤销这个改动。"),
+        "validate_not_defined": ("notebook 中没有定义 {name}：定义它的单元不见了（被删除，或者被改成了另一种单元），"
+                                 "所以需要它的检查无法运行，得 0 分。请把那个单元放回去（从练习的一份新副本中复制），并在其中写上你的代码。"),
         "graded_passed": "通过（由批改程序检查）：{message}",
         "partly_passed": "部分通过（由批改程序检查）：{points:g} 分中得 {score:g} 分。",
         "part_passed": "  通过：{name}",
