@@ -37,6 +37,19 @@ MESSAGES = {
         "validate_not_defined": ("{name} is not defined in the notebook: the cell that defines it is missing (deleted, "
                                  "or turned into another kind of cell), so the checks that need it cannot run and score 0. "
                                  "Put that cell back (from a fresh copy of the exercise) with your code in it."),
+        # the README of a chapter's exercise download (book/exercise_downloads.py)
+        "download_readme": ("# Exercise {name}\n\nEverything this exercise needs: the notebook `{name}.ipynb`, the stored "
+                            "inputs and outputs of its visible checks (`reference/`: keep it next to the notebook) and "
+                            "`nbgrader_config.py` (with it, `nbgrader validate {name}.ipynb` run in this folder also "
+                            "reports a test cell that is missing). No solutions.\n\n## Install the course package "
+                            "(Python 3.11 or newer)\n\n    python -m venv .venv\n    .venv/bin/pip install {wheel} "
+                            "jupyterlab\n    .venv/bin/jupyter lab\n\n(On Windows: `.venv\\Scripts\\pip` and "
+                            "`.venv\\Scripts\\jupyter`.) {where}\n\nThen open `{name}.ipynb` in this folder and run it "
+                            "from top to bottom: each visible check says what matched, what did not and why."),
+        "download_wheel_url": "The course package is the student wheel published with the book: {url}",
+        "download_wheel_by_hand": ("The course package is the student wheel `{wheel}` of the course's student release "
+                                   "(your instructor shares it; `make student-release` in the course repository "
+                                   "builds it): put its file name in the command above."),
         "graded_passed": "passed (checked by the grader): {message}",
         "partly_passed": "partly passed (checked by the grader): {score:g} of {points:g} point(s).",
         "part_passed": "  passed: {name}",
@@ -210,6 +223,16 @@ MESSAGES = {
                              "批改时会把它放回去，但它得 0 分。请从练习的一份新副本中把它复制回来，或者撤销这个改动。"),
         "validate_not_defined": ("notebook 中没有定义 {name}：定义它的单元不见了（被删除，或者被改成了另一种单元），"
                                  "所以需要它的检查无法运行，得 0 分。请把那个单元放回去（从练习的一份新副本中复制），并在其中写上你的代码。"),
+        "download_readme": ("# 练习 {name}\n\n这个练习需要的一切：notebook `{name}.ipynb`、它的可见检查存储的输入和输出"
+                            "（`reference/`：请让它与 notebook 放在一起），以及 `nbgrader_config.py`（有了它，在这个文件夹中运行 "
+                            "`nbgrader validate {name}.ipynb` 还会报告缺失的测试单元）。其中没有参考答案。\n\n## 安装课程包"
+                            "（Python 3.11 或更新版本）\n\n    python -m venv .venv\n    .venv/bin/pip install {wheel} "
+                            "jupyterlab\n    .venv/bin/jupyter lab\n\n（Windows 上：`.venv\\Scripts\\pip` 和 "
+                            "`.venv\\Scripts\\jupyter`。）{where}\n\n然后在这个文件夹中打开 `{name}.ipynb`，从上到下运行："
+                            "每项可见检查都会说明哪些一致、哪些不一致以及原因。"),
+        "download_wheel_url": "课程包是随本书发布的学生版 wheel：{url}",
+        "download_wheel_by_hand": ("课程包是课程学生版中的 wheel 文件 `{wheel}`（由教师提供；在课程仓库中运行 "
+                                   "`make student-release` 可以生成它）：请把它的文件名填入上面的命令。"),
         "graded_passed": "通过（由批改程序检查）：{message}",
         "partly_passed": "部分通过（由批改程序检查）：{points:g} 分中得 {score:g} 分。",
         "part_passed": "  通过：{name}",
