@@ -113,6 +113,16 @@ sandbox_grading(c)
 # solutions/ is open to other users of the machine (autograder/privacy.py).
 private_grading(c, GRADING.root, ROOT / "solutions")
 
+# Validation: the release records its test cells (RecordTestCells), and `nbgrader validate`
+# reports one that is missing before the notebook runs (encdec/grading/validation.py; each exercise
+# folder's own nbgrader_config.py sets the same hook for a student who validates there).
+from nbgrader.converters import GenerateAssignment  # noqa: E402
+from encdec.grading.validation import configure as _validation  # noqa: E402
+
+c.GenerateAssignment.preprocessors = [*GenerateAssignment.class_traits()["preprocessors"].default(),
+                                      "autograder.preprocessors.record_test_cells.RecordTestCells"]
+_validation(c)
+
 # This course's own settings without editing this file (it is tracked): an untracked
 # nbgrader_config.local.py beside it is read last, so it can set any of the above (the exchange,
 # the folders, the timeout, the late policy).

@@ -3,7 +3,8 @@
     python autograder/make_references.py [--out ROOT]
 
 writes ``solutions/<assignment>/reference/<check_id>.npz`` (nbgrader copies them into the
-student release ``exercises/<assignment>/reference/``): the check's fixed inputs, the expected
+student release ``exercises/<assignment>/reference/``) and the folder's ``nbgrader_config.py`` (with
+it, ``nbgrader validate`` run there reports a missing test cell: ``encdec/grading/validation.py``): the check's fixed inputs, the expected
 outputs computed with the package, the outputs of known mistakes (so the student's own run can
 name them) and the exercise's targets (so it can say when a solution calls the package's own
 version). Graded runs never use these files: their inputs are drawn by the grader. Written with
@@ -27,8 +28,16 @@ def make_references(root: Path) -> list[Path]:
     from autograder import edition, judge
     from encdec.grading import wire
 
+    from encdec.grading import validation
+
     torch.set_num_threads(1)  # one thread: the same float sums on every machine we run on
     written = []
+    for assignment in sorted({check_id.split(".", 1)[0] for check_id in judge.CHECKS}):
+        # the exercise folder's nbgrader config: validation there reports a missing test cell
+        config = root / "solutions" / assignment / "nbgrader_config.py"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(validation.FOLDER_CONFIG)
+        written.append(config)
     for check_id, check in sorted(judge.CHECKS.items()):
         if check.hidden:
             continue

@@ -86,6 +86,7 @@ def release(lang: str, out: Path, names: list[str] | None = None) -> list[Path]:
             (src / f"{a}.ipynb").write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
             for ref in sorted((SOLUTIONS / a / "reference").glob("*.npz")):
                 _localized_reference(ref, src / "reference" / ref.name, lang)
+            shutil.copy(SOLUTIONS / a / "nbgrader_config.py", src / "nbgrader_config.py")  # validation in the folder
             cmd = [sys.executable, "-m", "nbgrader", "generate_assignment", a, "--force",
                    f"--CourseDirectory.root={top}", "--CourseDirectory.source_directory=source",
                    "--CourseDirectory.release_directory=release",

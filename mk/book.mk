@@ -38,6 +38,7 @@ SITE_WEIGHTS := ENCDEC_SITE_WEIGHTS=_widget_assets/encdec-weights.js ENCDEC_SITE
 define BUILD_BOOK
 $(PY) scripts/book_assets.py --check-cache $(BOOK_OUT)
 $(PY) book/zh_sync.py --check
+$(PY) book/exercise_downloads.py
 $(LAUNCH_COPIES)
 $(SITE_WEIGHTS) $(BIN)/jupyter-book build . --path-output . --warningiserror --keep-going
 endef

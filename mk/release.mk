@@ -70,7 +70,7 @@ student-release: $(VENV)/.installed
 	for ex in exercises/*/ exercises/zh/*/; do \
 		name=$$(basename $$ex); [ -f $$ex$$name.ipynb ] || continue; \
 		dest=$(STUDENT)/$${ex%/}; mkdir -p $$dest/reference; \
-		cp $$ex$$name.ipynb $$dest/; \
+		cp $$ex$$name.ipynb $$ex/nbgrader_config.py $$dest/; \
 		cp $$ex/reference/*.npz $$dest/reference/; \
 	done
 	printf '%s\n' "$$STUDENT_README" > $(STUDENT)/README.md

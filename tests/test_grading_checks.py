@@ -33,6 +33,13 @@ class UnslicedPositions(M.Transformer):
         return self.proj_to_vocab(self.decoder(x, enc, M.get_subsequent_mask(ans_b[:, :-1])))
 
 
+class NoShift(M.Transformer):
+    def forward(self, ques_b, ques_pos, ans_b, ans_pos):
+        enc = self.encoder(self.emb_layer(ques_b) + ques_pos)
+        x = self.emb_layer(ans_b) + ans_pos
+        return self.proj_to_vocab(self.decoder(x, enc, M.get_subsequent_mask(ans_b)))
+
+
 REFERENCE = {
     "decoder_block.mask": A.get_subsequent_mask,
     "decoder_block.masked_softmax": A.masked_softmax,
@@ -235,3 +242,59 @@ def test_a_leak_that_no_mask_variant_explains_is_observed_not_named(workdir):
     assert not verdict.ok and "Observed: the future leaked into the past" in message and "Diagnosis:" not in message
     verdict, _ = graded("decoder_block.causal_hidden", block_with(lambda s, x, e, m: lesson_forward(s, x, e, m, self_mask=None)), workdir)
     assert "Diagnosis: no mask" in " ".join(verdict.message.split())
+
+
+STRUCTURE = ("kv_cache.encoder_once", "kv_cache.one_token_per_step")
+
+
+@pytest.mark.parametrize("check_id", STRUCTURE)
+def test_own_run_of_a_structure_item_waits_for_the_tokens(check_id, workdir):
+    """The graded run scores the structure only on a decoding that returns the right tokens: the
+    student's own run does not say "passed" on counts alone (a decoder whose positions never
+    advance runs the encoder once and feeds one token per step, and scores 0 on these items)."""
+    with pytest.raises(AssertionError) as err:
+        own_run(check_id, cached_decoder(position=lambda t: 0), workdir)
+    message = " ".join(str(err.value).split())
+    assert "judged only once tokens match the reference" in message and "first at row" in message
+
+
+@pytest.mark.parametrize("check_id", STRUCTURE)
+def test_own_run_of_a_structure_item_says_what_it_cannot_judge(check_id, workdir, capsys):
+    """Right tokens and right counts: the graded run still decides by CPU time, so the student's
+    own run says what it counted and that it is not the grade, never "passed"."""
+    own_run(check_id, cached_decoder(), workdir)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "passed" not in out
+    assert "not judged here" in out and "the encoder ran 1 time(s)" in out and "CPU time" in out
+
+
+def test_own_shape_check_names_no_shift_as_the_graded_one_does(workdir):
+    """Logits of shape (N, Ka, V): both runs of the shape check name "no shift"."""
+    with pytest.raises(AssertionError) as err:
+        own_run("target_slicing.forward_shapes", NoShift, workdir)
+    verdict, _ = graded("target_slicing.forward_shapes", NoShift, workdir)
+    assert not verdict.ok and verdict.label == "no_shift"
+    assert "Diagnosis: no shift" in " ".join(str(err.value).split())
+
+
+def test_a_check_whose_function_has_no_cell_names_it():
+    """Which object a test cell hands to its check, and whether any cell still defines it, is read
+    from the notebook's text; a check that saved nothing then names it (both languages)."""
+    import nbformat
+
+    from autograder.fixtures.make import graded_notebook
+    from encdec.grading.cells import undefined_in
+
+    nb = nbformat.read(graded_notebook("tamper_deleted_solution_and_test"), as_version=4)
+    hidden = nbformat.v4.new_code_cell('### BEGIN HIDDEN TESTS\ncheckss = 1\nchecks.run("decoder_block.mask_hidden", '
+                                       'get_subsequent_mask)\n### END HIDDEN TESTS')
+    block = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "block_output")
+    assert undefined_in(nb, hidden) == "get_subsequent_mask"
+    assert undefined_in(nb, block) is None  # DecoderBlock's cell is there
+    inputs = J.graded_inputs("decoder_block.mask_hidden", SEED)
+    verdict = J.verify("decoder_block.mask_hidden", None, inputs, undefined="get_subsequent_mask")
+    assert not verdict.ok and verdict.label == "did_not_run"
+    assert "get_subsequent_mask is not defined in the notebook" in " ".join(verdict.message.split())
+    assert "get_subsequent_mask" in verdict.words.render("zh") and "没有定义" in verdict.words.render("zh")
+    # a check that ran keeps its own verdict
+    assert J.verify("decoder_block.mask_hidden", None, inputs).label == "did_not_run"

@@ -202,3 +202,12 @@ def test_no_active_content_from_a_submission_reaches_the_formgrader_or_the_feedb
         text = "".join(text) if isinstance(text, list) else text
         assert not re.search(rf"<script[^>]*>[^<]*{XSS}", text, re.I), cell["cell_type"]
         assert "application/javascript" not in text
+
+
+def test_a_deleted_solution_cell_is_named_in_the_verdict(graded):
+    """The solution cell that defines get_subsequent_mask is deleted: the hidden check that needs it
+    names it, instead of a bare "did not run to the end"."""
+    batch, _ = graded
+    text = grade_fixtures._graded_text(batch.autograded("tamper_deleted_solution_and_test") / "decoder_block"
+                                       / "decoder_block.ipynb")
+    assert "get_subsequent_mask is not defined in the notebook: the cell that defines it is missing" in " ".join(text.split())

@@ -68,7 +68,10 @@ def reference_file(check_id: str, targets: list[str]) -> tuple[dict, dict[str, n
     meta = {**meta, "kind": check.kind, "task": check.task, "title": check.title, "targets": targets,
             "shape_only": list(check.shape_only),
             "error_patterns": format_patterns(check.error_patterns, inputs.get("dims", {})),
-            "when_larger": check.when_larger}
+            "when_larger": check.when_larger, "needs": list(check.needs),
+            # what the student's own run cannot judge: an item the grader decides by CPU time
+            "judged_by": "cost" if check.runs else "values",
+            "shape_hints": [[list(shape), key] for shape, key in check.shape_hints(inputs).items()]}
     expected = reference(check, inputs, stored=True)
     out = {**wire.prefixed("in", arrays), **wire.prefixed("expected", expected)}
     for name, outs in check.variants(in_double(inputs)).items():  # in float64, as the reference
@@ -83,19 +86,33 @@ def reference(check: Check, inputs: dict, stored: bool = False) -> dict:
     return in_single(((check.expected if stored else None) or check.reference)(in_double(inputs)))
 
 
-def verify(check_id: str, saved: bytes | None, inputs: dict, lang: str = language.DEFAULT) -> Verdict:
+def verify(check_id: str, saved: bytes | None, inputs: dict, lang: str = language.DEFAULT,
+           undefined: str | None = None) -> Verdict:
     """The verdict: judge what the student's kernel saved (``saved``, the bytes of its outputs file
     read right after the test cell ran) against the reference computed here from ``inputs``.
 
     The check is judged once; its message is data (``Verdict.words``), worded when shown in any
     language (``Verdict.words.render``), so a submission scores the same in every language. Its ``label``
     is read from that structure (``labels.of``): the evidence of the grader only. ``lang`` is kept
-    for callers that want ``verdict.message`` in the submission's language."""
-    verdict = _verify(checks()[check_id], saved, inputs)
+    for callers that want ``verdict.message`` in the submission's language. ``undefined``: the object
+    the test cell hands to the check when no cell of the notebook defines it (``encdec.grading.cells``):
+    a check that saved nothing then says so by name."""
+    check = checks()[check_id]
+    verdict = _not_defined(check, saved, undefined) or _verify(check, saved, inputs)
     if verdict.label is None:
         verdict.label = labels.PASSED if verdict.ok else labels.of(verdict.words)
     verdict.lang = lang if lang in language.LANGUAGES else language.DEFAULT
     return verdict
+
+
+def _not_defined(check: Check, saved, undefined: str | None) -> Verdict | None:
+    """The check saved nothing (in any of its runs) and the object its cell hands it is defined by no
+    cell: its cell is missing, named."""
+    ran = (any(isinstance(r, dict) and r.get("saved") is not None for r in saved.values())
+           if isinstance(saved, dict) else saved is not None)
+    if undefined is None or ran:
+        return None
+    return Verdict(False, words("not_defined", check_id=check.id, name=undefined), label="did_not_run")
 
 
 def _verify(check: Check, saved, inputs: dict) -> Verdict:

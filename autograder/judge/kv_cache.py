@@ -286,12 +286,13 @@ def _decode_variants(inputs) -> dict:
 
 
 def _expected_counts(what: str):
-    """What the student's own run of a visible structure check expects its counters to read (the
-    counters word the student's own feedback; a graded run is judged by cost, below)."""
+    """What the student's own run of a visible structure check stores: the reference tokens (judged
+    first, as in the graded run: the structure counts only once the tokens are right) and what its
+    counters should read (they word the student's own feedback; a graded run is judged by cost, below)."""
     def expected(inputs):
-        if what == "encoder":
-            return {"encoder_calls": np.array(1)}
-        return {"decoder_lengths": np.ones(inputs["n"], dtype=np.int64)}
+        counts = ({"encoder_calls": np.array(1)} if what == "encoder"
+                  else {"decoder_lengths": np.ones(inputs["n"], dtype=np.int64)})
+        return {**_ref_decode(inputs), **counts}
     return expected
 
 
@@ -661,6 +662,7 @@ for _cid, _hidden, _seed, _what, _title in (
                reference=_ref_decode, variants=_decode_variants if _what == "tokens" else (lambda inputs: {}),
                expected=_expected_counts(_what) if _what in ("encoder", "cache") else None,
                when_larger={"encoder_calls": "encoder_every_step", "decoder_lengths": "no_cache"},
+               needs=("tokens",) if _runs else (),
                runs={name: (lambda s, name=name: _build_run(name, s)) for name in _runs})
     _c.judge_failed = _failed_decode(_c) if not _runs else None
     _c.judge = _judge_tokens(_c) if not _runs else _judge_runs(_c)

@@ -128,9 +128,14 @@ def _forward_variants(inputs) -> dict:
     return {k: {"logits": v.detach().numpy()} for k, v in _forward_cands(inputs)().items()}
 
 
-def _forward_shape_hint(inputs):
+def _forward_shape_hints(inputs) -> dict[tuple, str]:
+    """Logits of one position per answer token, (N, Ka, V): the decoder read the whole answer."""
     d = inputs["dims"]
-    return lambda shape: "no_shift" if shape == (d["N"], d["Ka"], d["V"]) else None
+    return {(d["N"], d["Ka"], d["V"]): "no_shift"}
+
+
+def _forward_shape_hint(inputs):
+    return lambda shape: _forward_shape_hints(inputs).get(shape)
 
 
 def _forward_stage(got, inputs, crashed: bool = False) -> str | None:
@@ -210,6 +215,7 @@ CHECKS += probe_checks(
                        "Transformer.forward reads the question"), (1202, 1203),
     shape_key="logits", build=_build_forward, wire=_wire_forward, reference=_ref_forward, judge=_judge_forward,
     variants=_forward_variants, task="Transformer.forward", kind="forward", error_patterns=_FORWARD_ERRORS,
+    shape_hints=_forward_shape_hints,
     judge_failed=_failed_forward)
 
 

@@ -12,6 +12,7 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from encdec.grading import language
+from encdec.grading.cells import undefined_in  # a check whose function's cell is missing says so by name
 from encdec.grading.words import words
 
 from ._shared import OUTPUTS_KEY, VERDICT_KEY, check_ids, graded_inputs
@@ -59,7 +60,8 @@ class TrustedVerdict(NbGraderPreprocessor):
                     else:
                         # decided from the values the kernel returned and what the grader measured
                         # outside it; the integrity scan is advice for review and changes no score
-                        verdict = judge.verify(check_id, saved.get(check_id), graded_inputs(self, resources, check_id))
+                        verdict = judge.verify(check_id, saved.get(check_id), graded_inputs(self, resources, check_id),
+                                               undefined=undefined_in(nb, cell))
                     verdicts.append((check_id, verdict))
             with language.speaking(lang):  # judged once above; worded here, in the submission's language
                 cell.outputs = verdict_outputs(cell, [v for _, v in verdicts])

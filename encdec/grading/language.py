@@ -80,12 +80,12 @@ def misconceptions(lang: str | None = None) -> dict[str, str]:
     return MISCONCEPTIONS_BY_LANGUAGE[lang or _current]
 
 
-def fill(message: str) -> str:
-    """``message`` wrapped to 88 columns for feedback (HTML does not wrap), continuation lines
+def fill(message: str, width: int = 88) -> str:
+    """``message`` wrapped to ``width`` columns for feedback (HTML does not wrap), continuation lines
     indented. Chinese breaks between two characters or at a space, never inside code or a number."""
     if _current == DEFAULT:
-        return textwrap.fill(message, width=88, subsequent_indent="  ")
-    return _fill_cjk(message, 88, "  ")
+        return textwrap.fill(message, width=width, subsequent_indent="  ")
+    return _fill_cjk(message, width, "  ")
 
 
 _CJK = re.compile(r"[\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef]")

@@ -27,6 +27,29 @@ MESSAGES = {
         "not_implemented_hint": " Replace `raise NotImplementedError()` with your code and run the cell again.",
         "did_not_run": ("{check_id}: this check did not run to the end (its cell was deleted, the kernel died "
                         "or timed out before it, or an earlier error stopped it), so it scores 0."),
+        "not_defined": ("{check_id}: {name} is not defined in the notebook: the cell that defines it is missing "
+                        "(deleted, or turned into another kind of cell), so this check could not run and scores 0. "
+                        "Put that cell back (from a fresh copy of the exercise) with your code in it."),
+        # nbgrader validate (encdec.grading.validation): a recorded test cell the notebook no longer has
+        "validate_missing": ("The test cell {grade_id} ({points} point(s)) is missing from this notebook: it was "
+                             "deleted, or turned into another kind of cell. The grader puts it back and it scores 0. "
+                             "Copy it back from a fresh copy of the exercise, or undo the change."),
+        "validate_not_defined": ("{name} is not defined in the notebook: the cell that defines it is missing (deleted, "
+                                 "or turned into another kind of cell), so the checks that need it cannot run and score 0. "
+                                 "Put that cell back (from a fresh copy of the exercise) with your code in it."),
+        # the README of a chapter's exercise download (book/exercise_downloads.py)
+        "download_readme": ("# Exercise {name}\n\nEverything this exercise needs: the notebook `{name}.ipynb`, the stored "
+                            "inputs and outputs of its visible checks (`reference/`: keep it next to the notebook) and "
+                            "`nbgrader_config.py` (with it, `nbgrader validate {name}.ipynb` run in this folder also "
+                            "reports a test cell that is missing). No solutions.\n\n## Install the course package "
+                            "(Python 3.11 or newer)\n\n    python -m venv .venv\n    .venv/bin/pip install {wheel} "
+                            "jupyterlab\n    .venv/bin/jupyter lab\n\n(On Windows: `.venv\\Scripts\\pip` and "
+                            "`.venv\\Scripts\\jupyter`.) {where}\n\nThen open `{name}.ipynb` in this folder and run it "
+                            "from top to bottom: each visible check says what matched, what did not and why."),
+        "download_wheel_url": "The course package is the student wheel published with the book: {url}",
+        "download_wheel_by_hand": ("The course package is the student wheel `{wheel}` of the course's student release "
+                                   "(your instructor shares it; `make student-release` in the course repository "
+                                   "builds it): put its file name in the command above."),
         "graded_passed": "passed (checked by the grader): {message}",
         "partly_passed": "partly passed (checked by the grader): {score:g} of {points:g} point(s).",
         "part_passed": "  passed: {name}",
@@ -37,6 +60,17 @@ MESSAGES = {
         "no_reference": ("{check_id}: no inputs for this check. Visible checks read reference/{check_id}.npz next to "
                          "the notebook (it comes with the exercise); hidden checks run only when the notebook is graded."),
         "graded_run_done": "ran on the grader's inputs: {check_id} (the grader compares the outputs outside this notebook)",
+        # an item the grader decides by what it measures outside the kernel (the decoding's CPU time):
+        # the student's own run says what it saw and what it cannot judge, never "passed"
+        "needs_first": ("{check_id}: {title}: judged only once {what} match the reference, as in the graded run, "
+                        "where this item scores 0 until then; {what} did not match{where}. Make that check pass first."),
+        "needs_first_at": " (first at row {row}, step {step})",
+        "counted_encoder": "the encoder ran {calls} time(s)",
+        "list_sep": "; ",
+        "counted_fed": "the decoder was fed {lens} token(s) per step",
+        "own_run_by_cost": ("{check_id}: {title}: not judged here. The tokens are right and this run counted what the "
+                            "lesson expects ({counted}), but the grade decides this item by the CPU time your decoding "
+                            "takes on a larger model, measured outside the notebook: these counts are not the grade."),
         # Gradescope's results.json (autograder/gradescope): an item's fallback output, the whole result's notes
         "item_passed": "passed",
         "item_no_output": "no output",
@@ -183,6 +217,22 @@ MESSAGES = {
         "not_implemented_hint": "请把 `raise NotImplementedError()` 换成你的代码，再运行一次这个单元。",
         "did_not_run": ("{check_id}：这项检查没有运行到最后（它的单元被删除了，内核在它之前崩溃或超时，"
                         "或者前面的错误让它停了下来），因此得 0 分。"),
+        "not_defined": ("{check_id}：notebook 中没有定义 {name}：定义它的单元不见了（被删除，或者被改成了另一种单元），"
+                        "所以这项检查无法运行，得 0 分。请把那个单元放回去（从练习的一份新副本中复制），并在其中写上你的代码。"),
+        "validate_missing": ("测试单元 {grade_id}（{points} 分）不在这个 notebook 中了：它被删除了，或者被改成了另一种单元。"
+                             "批改时会把它放回去，但它得 0 分。请从练习的一份新副本中把它复制回来，或者撤销这个改动。"),
+        "validate_not_defined": ("notebook 中没有定义 {name}：定义它的单元不见了（被删除，或者被改成了另一种单元），"
+                                 "所以需要它的检查无法运行，得 0 分。请把那个单元放回去（从练习的一份新副本中复制），并在其中写上你的代码。"),
+        "download_readme": ("# 练习 {name}\n\n这个练习需要的一切：notebook `{name}.ipynb`、它的可见检查存储的输入和输出"
+                            "（`reference/`：请让它与 notebook 放在一起），以及 `nbgrader_config.py`（有了它，在这个文件夹中运行 "
+                            "`nbgrader validate {name}.ipynb` 还会报告缺失的测试单元）。其中没有参考答案。\n\n## 安装课程包"
+                            "（Python 3.11 或更新版本）\n\n    python -m venv .venv\n    .venv/bin/pip install {wheel} "
+                            "jupyterlab\n    .venv/bin/jupyter lab\n\n（Windows 上：`.venv\\Scripts\\pip` 和 "
+                            "`.venv\\Scripts\\jupyter`。）{where}\n\n然后在这个文件夹中打开 `{name}.ipynb`，从上到下运行："
+                            "每项可见检查都会说明哪些一致、哪些不一致以及原因。"),
+        "download_wheel_url": "课程包是随本书发布的学生版 wheel：{url}",
+        "download_wheel_by_hand": ("课程包是课程学生版中的 wheel 文件 `{wheel}`（由教师提供；在课程仓库中运行 "
+                                   "`make student-release` 可以生成它）：请把它的文件名填入上面的命令。"),
         "graded_passed": "通过（由批改程序检查）：{message}",
         "partly_passed": "部分通过（由批改程序检查）：{points:g} 分中得 {score:g} 分。",
         "part_passed": "  通过：{name}",
@@ -192,6 +242,15 @@ MESSAGES = {
         "no_reference": ("{check_id}：这项检查没有输入。可见检查读取 notebook 旁边的 reference/{check_id}.npz"
                          "（它随练习一起发放）；隐藏检查只在批改 notebook 时运行。"),
         "graded_run_done": "已在批改程序的输入上运行：{check_id}（批改程序在这个 notebook 之外比较输出）",
+        "needs_first": ("{check_id}：{title}：只有在 {what} 与参考结果一致之后才评判这一项，批改时也是如此"
+                        "（在此之前这一项得 0 分）；{what} 与参考结果不一致{where}。请先让那项检查通过。"),
+        "needs_first_at": "（第一处在第 {row} 行、第 {step} 步）",
+        "counted_encoder": "编码器运行了 {calls} 次",
+        "list_sep": "；",
+        "counted_fed": "每步送入解码器的词元数为 {lens}",
+        "own_run_by_cost": ("{check_id}：{title}：这里不作评判。词元正确，这次运行的计数也符合课程的预期（{counted}），"
+                            "但批改时这一项由你的解码在一个更大的模型上所用的 CPU 时间决定，在 notebook 之外测量："
+                            "这些计数不是成绩。"),
         "item_passed": "通过",
         "item_no_output": "没有输出",
         "held_for_review": "这份提交留待教师复核；分数可能会改变。",
