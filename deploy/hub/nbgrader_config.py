@@ -15,3 +15,12 @@ c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this f
 c.CourseDirectory.course_id = "encdec"
 c.Exchange.root = "/srv/nbgrader/exchange"
 c.ExchangeFactory.submit = "encdec.exchange.Submit"
+# nbgrader validate, and JupyterLab's Validate button, also report a deleted or retyped test cell
+# and a deleted solution cell (encdec/grading/validation.py; the course package is in every
+# user's environment on the hub)
+try:
+    from encdec.grading.validation import configure
+except ImportError:
+    pass
+else:
+    configure(c)
