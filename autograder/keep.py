@@ -66,8 +66,10 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _replace(src: Path, dest: Path) -> None:
-    """A copy of ``src`` at ``dest``: copied beside it, then renamed over it."""
+def replace_folder(src: Path, dest: Path) -> None:
+    """A copy of ``src`` at ``dest``: copied beside it, then renamed over it (a reader never sees
+    half a folder)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
     new, old = dest.with_name(f".{dest.name}.new-{os.getpid()}"), dest.with_name(f".{dest.name}.old-{os.getpid()}")
     shutil.rmtree(new, ignore_errors=True)
     shutil.copytree(src, new)
@@ -178,7 +180,7 @@ def after(notebooks: list[str], **_) -> None:
         mark = _mark(dest_root, kind, student, assignment)
         meta = json.loads(mark.read_text()) if mark.is_file() else {}
         if (dest_root / student / assignment).is_dir():
-            _replace(dest_root / student / assignment, _copy(dest_root, kind, student, assignment))
+            replace_folder(dest_root / student / assignment, _copy(dest_root, kind, student, assignment))
         if kind == "autograded" and meta.get("db_url"):
             rows = gradebook_rows(meta["db_url"], meta["course_id"], student, assignment)
             _rows(dest_root, student, assignment).write_text(json.dumps(rows))
@@ -193,7 +195,7 @@ def restore(dest_root: Path, kind: str, student: str, assignment: str) -> bool:
     kept = _copy(dest_root, kind, student, assignment)
     found = kept.is_dir()
     if found:
-        _replace(kept, dest_root / student / assignment)
+        replace_folder(kept, dest_root / student / assignment)
     rows = _rows(dest_root, student, assignment)
     if kind == "autograded" and rows.is_file() and meta.get("db_url"):
         put_rows_back(meta["db_url"], meta["course_id"], student, assignment, json.loads(rows.read_text()))

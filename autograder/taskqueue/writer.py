@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.keep import replace_folder
+
 from .course import TMP_PREFIX, autograded_dir, coursedir_for, results_dir, state_dir
 from .unit import AUTOGRADED, RESULT
 
@@ -100,7 +102,7 @@ def apply(config, assignment: str, student: str, fp: str, applied: Applied | Non
                 gb.update_or_create_submission(assignment, student)
     if (final / AUTOGRADED).is_dir():
         _keep_failed(final / AUTOGRADED, autograded_dir(cd, assignment, student), failed)
-        _replace_folder(final / AUTOGRADED, autograded_dir(cd, assignment, student))
+        replace_folder(final / AUTOGRADED, autograded_dir(cd, assignment, student))
     steps = writer_steps(config)
     out = []
     for nb, info in result["notebooks"].items():
@@ -182,19 +184,6 @@ def _keep_failed(new: Path, old: Path, failed: set[str]) -> None:
         last = old / f"{nb}.ipynb"
         if last.is_file() and not (new / f"{nb}.ipynb").exists():
             shutil.copy2(last, new / f"{nb}.ipynb")
-
-
-def _replace_folder(src: Path, dest: Path) -> None:
-    """Put a copy of `src` at `dest`: copied beside it, then renamed over the old one."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    new = dest.with_name(f"{TMP_PREFIX}{dest.name}-{os.getpid()}")
-    old = dest.with_name(f"{TMP_PREFIX}{dest.name}-{os.getpid()}-old")
-    shutil.rmtree(new, ignore_errors=True)
-    shutil.copytree(src, new)
-    if dest.exists():
-        os.rename(dest, old)
-    os.rename(new, dest)
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def _tidy(folder: Path, keep: str) -> None:
