@@ -6,7 +6,7 @@ checkout. The reference solutions and hidden tests (``solutions/``) and the grad
 gradebook, the course secret that seeds every student's hidden inputs, collected submissions,
 autograded notebooks and feedback: ``autograder/state.py``) must be out of their reach. The set-up
 (``make venv``) takes the bits of other users off ``solutions/``; the grading state is created
-0700; and every nbgrader command of the course checks both when it loads the configuration
+0700 (one made open by an earlier version is closed when it is the user's own); and every nbgrader command of the course checks both when it loads the configuration
 (``private_grading``): ``nbgrader autograde`` stops with one line, other commands warn and an
 autograde started from them (the formgrader's button) fails, as when the sandbox is missing.
 
@@ -17,6 +17,7 @@ it lets them pass); a folder under a private one (a home of mode 0700) is privat
 """
 from __future__ import annotations
 
+import os
 import stat
 import sys
 from pathlib import Path
@@ -41,14 +42,17 @@ def open_to_others(path: Path) -> str | None:
 
 
 def make_private(folder: Path) -> Path:
-    """``folder`` and its missing parents' last level created 0700 (an existing one is left as it is:
-    ``private_grading`` checks it)."""
+    """``folder`` created 0700; an existing one of this user's (a grading state made before it was
+    private) closed to other users. One of another user's is left as it is: ``private_grading``
+    refuses to grade while it is open."""
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     try:
         folder.mkdir(mode=0o700)
     except FileExistsError:
-        pass
+        st = folder.stat()
+        if st.st_uid == os.getuid() and st.st_mode & 0o007:
+            folder.chmod(stat.S_IMODE(st.st_mode) & ~0o007)
     return folder
 
 

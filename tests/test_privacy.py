@@ -59,11 +59,26 @@ def test_the_grading_state_is_created_private(reachable):
     assert UNAVAILABLE not in out.stdout and "warning" not in out.stderr
 
 
+def test_an_open_grading_state_of_ones_own_is_closed(reachable):
+    """A grading state an earlier version made with the user's umask is closed on the next command."""
+    course = _course(reachable)
+    (course / "grading").mkdir()
+    (course / "grading").chmod(0o755)
+    out = subprocess.run([sys.executable, "-c", READ], cwd=course, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "open to other users" not in out.stderr, out.stderr[-2000:]
+    assert (course / "grading").stat().st_mode & 0o777 == 0o750
+
+
 @pytest.mark.parametrize("opened", ["grading", "solutions"])
 def test_autograde_refuses_to_start_while_open(reachable, opened):
+    """solutions/, or a grading state that another user owns (which the grader does not change)."""
     course = _course(reachable)
     (course / "grading").mkdir(mode=0o700)
     (course / opened).chmod(0o755)
+    if opened == "grading":
+        if os.geteuid() != 0:
+            pytest.skip("only root can hand a folder to another user")
+        os.chown(course / "grading", 65534, 65534)  # nobody's
     out = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", "decoder_block"], cwd=course,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode != 0
