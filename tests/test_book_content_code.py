@@ -88,9 +88,9 @@ def test_exercise_targets_are_folded_reference_solutions(page):
     assert shown == targets, f"{page}: the reference solution shows {shown}, expected {targets}"
     info, body, _ = top[i - 1]  # the block right before the dropdown
     assert info.startswith("{admonition} Exercise"), f"{page}: no exercise box before the reference solution"
-    link = re.search(r"\{download\}`[^`<]*<(\.\./exercises/[^>]+\.ipynb)>`", body)
-    assert link and link.group(1) == f"../exercises/{assignment}/{assignment}.ipynb", f"{page}: box does not link the notebook"
-    assert (BOOK / link.group(1)).resolve().is_file()
+    # the exercise's zip (the notebook, its reference/ and how to install the package), made by the build
+    link = re.search(r"\{download\}`[^`<]*<(\.\./build/exercise_downloads/[^>]+\.zip)>`", body)
+    assert link and link.group(1) == f"../build/exercise_downloads/{assignment}.zip", f"{page}: box does not link the exercise"
 
 
 @pytest.mark.parametrize("page", ALL_PAGES)
