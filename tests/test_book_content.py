@@ -94,7 +94,7 @@ MIN_DROPDOWNS = {"ch11_cross_attention": 10, "ch12_what_you_trained": 10, "ch13_
 LIVE_COMPUTATIONS = {
     "ch11_cross_attention": [
         'load_run("modern")',
-        "get_subsequent_mask(ans_b)",
+        "get_subsequent_mask(dec_in)",
         "masked_softmax(scores, row_mask)",
         ".last_attention",
         "A[:, 0, 3, 7]",
@@ -135,8 +135,10 @@ LIVE_COMPUTATIONS = {
 }
 
 WIDGETS = {
-    # the softmax figure gets the cell's own scores; the stepper a multi-token answer prefix
-    "ch11_cross_attention": ["MaskToggle()", "SoftmaxMaskCompare(scores=scores.tolist()", "CrossAttentionExplorer()",
+    # the mask and cross-attention figures open on the decoder's input (the answer without EOS), the
+    # softmax figure gets the cell's own scores; the stepper a multi-token answer prefix
+    "ch11_cross_attention": ["MaskToggle(tokens=a_words[:4])", "SoftmaxMaskCompare(scores=scores.tolist()",
+                             "CrossAttentionExplorer(Ka=4, answer_tokens=a_words[:4])",
                              "AttentionMapViewer.from_model(model)"],
     "ch12_what_you_trained": ["ShiftTeacherForcing()", "CrossEntropySlider()"],
     "ch13_generation": ['PrefillDecodeStepper.from_model(model, prefix="BOS POSITIVE")', "AskTheModel()"],

@@ -516,3 +516,35 @@ def test_the_build_names_the_site_weights_where_the_figure_looks():
     from encdec.widgets.export_weights import SITE_WEIGHTS, SITE_WEIGHTS_ENV
 
     assert f"{SITE_WEIGHTS_ENV}={SITE_WEIGHTS}" in (ROOT / "mk" / "book.mk").read_text()
+
+
+def test_lesson_11s_sign_row_needs_the_magnitudes_and_the_table_measures_them():
+    """The sign of a difference is not decided by the signs and the operator: swapping the
+    operands of the lesson's question keeps both and flips the answer's sign. The page prints that
+    pair, and its 500-question table gives the sign row's weight on the signs and operator and on
+    the digits, each head's as recomputed here from the `modern` checkpoint."""
+    import torch
+
+    from encdec.data import answer_text, load_arithmetic, question_text
+    from encdec.train import load_run
+
+    pair = [question_text(a, "subtract", b).split() for a, b in ((-30, -34), (-34, -30))]
+    assert [[w[1], w[3], w[4]] for w in pair][0] == [[w[1], w[3], w[4]] for w in pair][1]
+    assert answer_text(-30 - -34).split()[1] != answer_text(-34 - -30).split()[1]
+    model, _ = load_run("modern")
+    val = load_arithmetic()
+    with torch.no_grad():
+        model(val.val_questions, model.positions(9), val.val_answers, model.positions(5))
+    maps = torch.stack([layer.attention_cross.last_attention for layer in model.decoder.layers]).mean(dim=1)
+    sign_ops, sign_digits = maps[:, :, 0, [1, 4, 5]].sum(-1), maps[:, :, 0, [2, 3, 6, 7]].sum(-1)
+    units = maps[:, :, 2, [3, 7]].sum(-1)
+    assert (sign_digits > 0.5).any() and (sign_ops > 0.5).any(), "the text: the sign row takes both groups"
+    for edition in EDITIONS:
+        out = outputs(edition, "ch11_cross_attention")
+        lines = [" ".join(line.split()) for line in out.splitlines()]
+        for words in pair:
+            assert any(line.startswith(" ".join(words)) for line in lines), f"{edition}: {words} not printed"
+        for l in range(maps.shape[0]):
+            for h in range(maps.shape[1]):
+                row = f"{l + 1} {h + 1} {sign_ops[l, h]:.2f} {sign_digits[l, h]:.2f} {units[l, h]:.2f}"
+                assert row in lines, f"{edition}: the table lacks layer {l + 1}, head {h + 1}: {row}"
