@@ -166,7 +166,7 @@ def test_cheats_score_the_same_through_the_batch_driver(tmp_path):
         a = MANIFEST[n]["assignment"]
         dest = grading_state(course).submitted / n / a
         dest.mkdir(parents=True)
-        shutil.copy(graded_notebook(n), dest / f"{a}.ipynb")
+        shutil.copy(graded_notebook(n), dest / graded_notebook(n).name)
         shutil.copytree(ROOT / "exercises" / a / "reference", dest / "reference")
     run = subprocess.run([sys.executable, "-m", "autograder.driver", *assignments, "--workers", "2"], cwd=course,
                          capture_output=True, text=True, timeout=1200)
