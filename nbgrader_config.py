@@ -10,7 +10,7 @@ grading architecture; ``autograder/preprocessors/`` holds the preprocessors regi
 import os
 from pathlib import Path
 
-from autograder import keep
+from autograder import handed_in, keep
 from autograder.environment import prepare
 from autograder.privacy import make_private, private_grading
 from autograder.sandbox.nbgrader_sandbox import sandbox_grading
@@ -69,8 +69,14 @@ c.OverwriteCells.add_missing_cells = True
 # and put back when a regrade fails, crashes or is killed (autograder/keep.py).
 c.BaseConverter.post_convert_hook = keep.after
 keep.restore_unfinished(GRADING.root)  # runs a killed grader left marked
+# Every notebook handed in is graded, with a reason: one under another name than the release's, or
+# one that is no notebook, is read by the course's exporter (autograder/handed_in.py), and a mangled
+# one is matched to the release before nbgrader's own steps (MatchRelease), each repair stated.
+c.Autograde.pre_convert_hook = handed_in.renamed_hook(ROOT / "solutions")
+c.Autograde.exporter_class = "autograder.handed_in.HandedInExporter"
 c.Autograde.sanitize_preprocessors = [
     "autograder.keep.KeepLastGrade",
+    "autograder.preprocessors.MatchRelease",
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",

@@ -81,7 +81,7 @@ def stock_batch(work: Path, names: list[str], zh_names: list[str] = ()) -> Stock
         for name in set(fixtures) & set(zh_names):
             dest = GradingState(work / a).submitted / f"{name}_zh" / a
             dest.mkdir(parents=True)
-            (dest / f"{a}.ipynb").write_text(zh_submission(name), encoding="utf-8")
+            (dest / graded_notebook(name).name).write_text(zh_submission(name), encoding="utf-8")
             shutil.copytree(ZH / a / "reference", dest / "reference")
             folders[f"{name}_zh"] = work / a
         edition.ensure(a, edition.DEFAULT_OUT)  # made here, not by two graders at once
@@ -121,7 +121,7 @@ def submit(course: Path, fixture: str, student: str | None = None) -> None:
     a = MANIFEST[fixture]["assignment"]
     dest = submission_dir(coursedir(course), a, student or fixture)
     dest.mkdir(parents=True)
-    shutil.copy(graded_notebook(fixture), dest / f"{a}.ipynb")
+    shutil.copy(graded_notebook(fixture), dest / graded_notebook(fixture).name)
     shutil.copytree(ROOT / "exercises" / a / "reference", dest / "reference")
 
 

@@ -135,10 +135,37 @@ def test_tampering_cannot_flip_the_verdict(graded):
 
 
 def test_a_broken_submission_does_not_stop_the_batch(graded):
+    """Every submission of the batch is graded, the unreadable and mangled ones too (issue 37)."""
     batch, rows = graded
-    assert rows["broken_invalid_json"].actual in (0, None)
-    graded_ok = [n for n, r in rows.items() if n != "broken_invalid_json"]
-    assert all(batch.autograded(n).exists() for n in graded_ok)
+    assert rows["broken_invalid_json"].actual == 0
+    assert all((batch.autograded(n) / r.assignment / f"{r.assignment}.ipynb").exists() for n, r in rows.items())
+
+
+REPAIRED = [n for n in SELECTED if MANIFEST[n]["repair"]]
+
+
+@pytest.mark.parametrize("name", REPAIRED)
+def test_a_mangled_notebook_is_graded_with_its_repair_stated(graded, name):
+    """A notebook nbgrader alone would stop on (or grade to nothing) records its repair, states it at
+    the top of the graded notebook and of the feedback, and what was handed in stays as it was."""
+    from autograder.repairs import NOTICE_ID, repairs
+    from encdec.grading import language
+
+    batch, rows = graded
+    row = rows[name]
+    nb = json.loads((batch.autograded(name) / row.assignment / f"{row.assignment}.ipynb").read_text())
+    assert MANIFEST[name]["repair"] in [r["key"] for r in repairs(_node(nb))]
+    assert nb["cells"][0]["id"] == NOTICE_ID
+    html = row.feedback_html.read_text()
+    assert language.text("repair_head") in html.replace("&#39;", "'").replace("&quot;", '"')
+    handed_in = batch.state(name).submitted / name / row.assignment / graded_notebook(name).name
+    assert handed_in.read_bytes() == graded_notebook(name).read_bytes()
+
+
+def _node(nb: dict):
+    import nbformat
+
+    return nbformat.from_dict(nb)
 
 
 # The matrix (`make test-all`): the driver grades with the same unit and single writer as the
@@ -166,7 +193,7 @@ def test_cheats_score_the_same_through_the_batch_driver(tmp_path):
         a = MANIFEST[n]["assignment"]
         dest = grading_state(course).submitted / n / a
         dest.mkdir(parents=True)
-        shutil.copy(graded_notebook(n), dest / f"{a}.ipynb")
+        shutil.copy(graded_notebook(n), dest / graded_notebook(n).name)
         shutil.copytree(ROOT / "exercises" / a / "reference", dest / "reference")
     run = subprocess.run([sys.executable, "-m", "autograder.driver", *assignments, "--workers", "2"], cwd=course,
                          capture_output=True, text=True, timeout=1200)

@@ -331,7 +331,7 @@ def test_rerun_is_idempotent(batch):
     run = subprocess.run([PY, "-m", "autograder.driver", ASSIGNMENT, "--workers", "2", "--json", "again.json"],
                          cwd=course, capture_output=True, text=True, timeout=600)
     again = {r["student"]: r for r in json.loads((course / "again.json").read_text())}
-    # Graded notebooks are skipped; only the unreadable one is tried again (and fails again).
+    # Graded notebooks are skipped (the unreadable one too: graded as the release with no answers).
     assert {s for s, r in again.items() if r["reason"] != "already graded"} == {
         s for s, e in EXPECTED.items() if e["status"] != "graded"}, run.stdout
     assert {s: grades(course, s) for s in EXPECTED} == before

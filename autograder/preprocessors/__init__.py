@@ -6,6 +6,7 @@
   kernel just in time, its outputs taken back right after the cell.
 - ``TrustedVerdict`` (before ``SaveAutoGrades``): every graded check judged in the grader's process.
 - ``SanitizeOutputs`` (before the grades are saved, and in ``GenerateFeedback``): no active content.
+- ``MatchRelease`` (the sanitizing step, first): a mangled notebook matched to the release, each repair stated.
 - ``SafeOverwriteCells`` (the sanitizing step): deleted test cells put back in their place.
 - ``FlagIntegrity`` (after ``SaveAutoGrades``) and ``HideIntegrityFlags`` (feedback): review flags.
 - ``HideHiddenTests`` (feedback): nbgrader's ``ClearHiddenTests`` with a placeholder.
@@ -18,11 +19,12 @@ from .flag_integrity import FlagIntegrity
 from .graded_execute import GradedExecute
 from .hide_hidden_tests import HideHiddenTests
 from .hide_integrity_flags import HideIntegrityFlags
+from .match_release import MatchRelease
 from .safe_overwrite_cells import SafeOverwriteCells
 from .sanitize_outputs import SanitizeOutputs
 from .trusted_grading import TrustedGrading
 from .trusted_verdict import TrustedVerdict, submission_language, verdict_outputs
 
 __all__ = ["CHECK_CALL", "VERDICT_KEY", "recorded_verdicts", "ClearGradingFiles", "FlagIntegrity", "GradedExecute", "HideHiddenTests",
-           "HideIntegrityFlags", "SafeOverwriteCells", "SanitizeOutputs", "TrustedGrading", "TrustedVerdict",
+           "HideIntegrityFlags", "MatchRelease", "SafeOverwriteCells", "SanitizeOutputs", "TrustedGrading", "TrustedVerdict",
            "deliver", "submission_language", "verdict_outputs", "withdraw"]

@@ -55,6 +55,21 @@ MESSAGES = {
         "part_passed": "  passed: {name}",
         "part_missed": "  missed: {name}",
         "deleted": "This test cell was deleted from the submission, so it scores 0.",
+        # a mangled notebook matched to the release before grading (autograder/preprocessors/match_release.py,
+        # autograder/handed_in.py); the file handed in is kept as it is
+        "repair_head": "Repaired before grading (the file you handed in is kept as it is):",
+        "repair_unreadable": ("The file `{file}` could not be read as a notebook ({error}: cut short, empty or not a "
+                              "notebook), so the exercise's notebook with no answers was graded in its place: every "
+                              "test scores 0. Hand in the notebook itself, saved from Jupyter."),
+        "repair_renamed": ("The notebook was handed in as `{file}`; it was graded as `{name}`, the exercise's "
+                           "notebook. Keep the exercise's file name."),
+        "repair_schema": ("The cell {cell} has nbgrader metadata of an older release (schema version {version}); "
+                          "it was brought up to date with nbgrader's own upgrade."),
+        "repair_flags": "The cell {cell} had its nbgrader settings changed ({flags}); the exercise's were put back.",
+        "repair_duplicate": ("The cell {cell} is in the notebook {copies} more time(s); one cell was graded as "
+                             "{cell}, the copies ran as ordinary cells."),
+        "repair_unknown_cell": ("A cell carries the nbgrader id {cell}, which this exercise does not have (copied "
+                                "from another notebook?); it ran as an ordinary cell."),
         # the kernel's own lines (encdec.grading.checks): a hidden check, a missing reference, a graded run
         "hidden_own_run": "hidden check {check_id}: runs on the grader's inputs when the notebook is graded",
         "no_reference": ("{check_id}: no inputs for this check. Visible checks read reference/{check_id}.npz next to "
@@ -238,6 +253,14 @@ MESSAGES = {
         "part_passed": "  通过：{name}",
         "part_missed": "  未通过：{name}",
         "deleted": "提交中删除了这个测试单元，因此它得 0 分。",
+        "repair_head": "批改前做了修复（你提交的文件原样保留）：",
+        "repair_unreadable": ("文件 `{file}` 无法作为笔记本读取（{error}：被截断、为空或不是笔记本），因此改为批改"
+                              "没有作答的练习笔记本：每个测试都得 0 分。请提交从 Jupyter 保存的笔记本本身。"),
+        "repair_renamed": "笔记本以 `{file}` 的名字提交；它被当作练习的笔记本 `{name}` 批改。请保留练习的文件名。",
+        "repair_schema": "单元 {cell} 带有旧版发布的 nbgrader 元数据（模式版本 {version}）；已用 nbgrader 自己的升级更新。",
+        "repair_flags": "单元 {cell} 的 nbgrader 设置被改动（{flags}）；已恢复为练习的设置。",
+        "repair_duplicate": "单元 {cell} 在笔记本中多出现了 {copies} 次；只有一个单元按 {cell} 批改，副本作为普通单元运行。",
+        "repair_unknown_cell": "有一个单元带有 nbgrader 编号 {cell}，而本练习没有这个编号（从别的笔记本复制的？）；它作为普通单元运行。",
         "hidden_own_run": "隐藏检查 {check_id}：批改 notebook 时在批改程序的输入上运行",
         "no_reference": ("{check_id}：这项检查没有输入。可见检查读取 notebook 旁边的 reference/{check_id}.npz"
                          "（它随练习一起发放）；隐藏检查只在批改 notebook 时运行。"),
