@@ -202,3 +202,68 @@ def test_the_glossary_page_shows_every_term(site, page):
     shown = re.findall(r'<tr><td>([^<]+)</td><td lang="zh-CN">([^<]+)</td><td>([^<]+)</td></tr>', html)
     definition = "zh_def" if "/zh/" in page else "en_def"  # each edition shows its own language's
     assert [(zh, en, d) for en, zh, d in shown] == [(t["zh"], t["en"], html_escape(t[definition])) for t in GLOSSARY]
+
+
+# The theme's own words (Sphinx, pydata-sphinx-theme, sphinx-book-theme, myst-nb's hidden cells,
+# sphinx-togglebutton): a Chinese page shows none of them, an English page shows them all.
+THEME_WORDS = ["Search", "Contents", "Skip to main content", "Color mode", "Click to show", "Click to hide",
+               "Show code cell", "Hide code cell", "Back to top", "previous", "next", "Download", "Fullscreen",
+               "Print to PDF", "Toggle", "sidebar", "Site navigation", "On this page", "Link to this", "Copyright",
+               "By", "Main", "Version warning"]
+# What an English chapter with hidden cells shows of them (the header, sidebars, a cell's toggle, the hints).
+SHOWN_IN_ENGLISH = ["Search", "Contents", "Skip to main content", "Color mode", "Click to show", "Show code cell source",
+                    "Hide code cell source", "Back to top", "previous", "next", "Toggle primary sidebar", "Link to this heading"]
+NAMING_ATTRIBUTES = ("title", "aria-label", "data-bs-title", "placeholder", "alt")
+
+
+def interface_text(html: str) -> list[str]:
+    """What a page shows or names besides its content: the texts and names (title, aria-label,
+    placeholder) outside the article, the article's own controls (hidden cells' toggles, headings'
+    link titles) and the dropdowns' hints that sphinx-togglebutton's script writes."""
+    from bs4 import BeautifulSoup, Comment
+
+    soup = BeautifulSoup(html, "html.parser")
+    hints = [h for s in soup("script") for h in re.findall(r"let toggleHint\w+ = '([^']*)'", s.string or "")]
+    controls = [s.get_text(" ", strip=True) for s in soup.select("article details.hide > summary")]
+    controls += [a["title"] for a in soup.select("article a.headerlink[title]")]
+    for node in soup(["script", "style", "article"]):
+        node.decompose()
+    for comment in soup.find_all(string=lambda s: isinstance(s, Comment)):
+        comment.extract()
+    texts = [t.strip() for t in soup.find_all(string=True) if t.strip()]
+    names = [el[a] for el in soup.find_all(True) for a in NAMING_ATTRIBUTES if el.get(a)]
+    return hints + controls + texts + names
+
+
+def theme_words_in(texts: list[str]) -> set[str]:
+    return {w for w in THEME_WORDS for t in texts if re.search(r"\b%s\b" % re.escape(w), t, re.I)}
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", [p for p in toc() if p.startswith("book/zh/")])
+def test_a_chinese_page_shows_its_interface_in_chinese(site, page):
+    texts = interface_text((site / f"{page}.html").read_text(encoding="utf-8"))
+    assert not theme_words_in(texts), f"{page} shows the theme's English: {sorted(theme_words_in(texts))}"
+    assert {"搜索", "跳转至主要内容", "颜色模式", "上一页", "回到顶部"} <= set(texts), page
+
+
+@pytest.mark.browser
+def test_an_english_page_shows_its_interface_in_english(site):
+    texts = interface_text((site / "book/ch11_cross_attention.html").read_text(encoding="utf-8"))
+    shown = "\n".join(texts)
+    assert [w for w in SHOWN_IN_ENGLISH if w not in shown] == []
+
+
+def sidebar_captions(html: str) -> list[str]:
+    return re.findall(r'<p aria-level="2" class="caption" role="heading"><span class="caption-text">([^<]+)</span>', html)
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("page", ["book/ch11_cross_attention", "book/zh/ch11_cross_attention", "book/zh/index"])
+def test_the_sidebar_lists_the_pages_edition_first(site, page):
+    """Each edition's parts first, in _toc.yml's order, then the other edition's."""
+    captions = sidebar_captions((site / f"{page}.html").read_text(encoding="utf-8"))
+    parts = yaml.safe_load((ROOT / "_toc.yml").read_text())["parts"]
+    zh_parts = [p["caption"] for p in parts if p["chapters"][0]["file"].startswith("book/zh/")]
+    en_parts = [p["caption"] for p in parts if not p["chapters"][0]["file"].startswith("book/zh/")]
+    assert captions == (zh_parts + en_parts if page.startswith("book/zh/") else en_parts + zh_parts), page
