@@ -83,7 +83,7 @@ def test_stock_nbgrader_autograde_runs_in_the_sandbox(generated, tmp_path, prefo
         passed = sorted(n for n, (score, top) in grades(course, s).items() if score == top)
         assert passed == sorted(expected[s]["passed"]), s
         check_reported(course, s, expected[s])  # stolen.json, escape.json, fill_counts.json, ...
-        assert {p.name for p in (out / s / ASSIGNMENT).iterdir()} == {f"{ASSIGNMENT}.ipynb", "reference"}, s
+        assert {p.name for p in (out / s / ASSIGNMENT).iterdir()} == {f"{ASSIGNMENT}.ipynb", "reference", "nbgrader_config.py"}, s  # (the release's validation config)
     assert list((course / "tmp").iterdir()) == []  # scratch and socket folders removed, deep trees and all
     assert [line for line in solution_tail(course) if line in run.stderr] == []  # the linked log was not read
     assert "kernel.log is unreadable" in run.stderr
