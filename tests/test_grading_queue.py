@@ -111,7 +111,8 @@ def test_two_workers_grade_into_postgresql_and_a_redelivery_counts_once(services
     workers = [worker(course, url, f"w{i}") for i in (1, 2)]
     try:
         done = queue(course, url, "collect", A, "--wait")
-        assert done.returncode == 1 and "graded: 4" in done.stdout and "failed: 1" in done.stdout, done.stdout
+        # every notebook graded, the unreadable one as the release with no answers (autograder/handed_in.py)
+        assert done.returncode == 0 and f"graded: {len(FIXTURES)}" in done.stdout, done.stdout
         got = scores(course, A)
         assert got == {n: float(MANIFEST[n]["expected_score"]) for n in FIXTURES}, (got, done.stdout)
         # the single writer replays nbgrader's integrity step: the cheat is held for review, no one else

@@ -50,7 +50,7 @@ from autograder import assignments
 from autograder.fixtures.make import solution_sources
 
 from browser_support import browser
-from test_unprivileged import traversable
+from test_unprivileged import course_group, traversable
 
 pytestmark = [pytest.mark.grading, pytest.mark.slow, pytest.mark.browser,
               pytest.mark.skipif(os.geteuid() != 0, reason="creates Linux users and starts a hub: needs root")]
@@ -229,6 +229,7 @@ def hub():
                 "ENCDEC_COURSE_ID": COURSE_ID, "ENCDEC_HUB_IP": "127.0.0.1", **ports, **GROUPS}
     hub = Hub(base, settings)
     restore: list[tuple[Path, int]] = []
+    shared: list[tuple[Path, int]] = []
     release = base / "student-release"
     try:
         # what `make hub-setup` does: the student release, then the shared set-up steps
@@ -248,6 +249,10 @@ def hub():
         ok(env_done, "setup-hub.sh student-env")
         setup_hub(hub, "proxy")
         make_users()
+        # the instructor's checkout here grades with this repository's grader, which reads its
+        # solutions/ (closed to other users by the set-up): through the course's group, as in
+        # tests/test_unprivileged.py (the same group of modules: one runs after the other)
+        shared = course_group(pwd.getpwnam(INSTRUCTOR))
         instructor_checkout(hub)
         setup_hub(hub, "instructor", INSTRUCTOR)
         setup_hub(hub, "student", *STUDENTS)
@@ -263,6 +268,8 @@ def hub():
         remove_users()
         for folder, mode in restore:
             os.chmod(folder, mode)
+        for path, gid in shared:
+            os.chown(path, -1, gid)
         shutil.rmtree(base, ignore_errors=True)
         print("\nhub round trip, seconds by step:")
         for label, seconds in hub.times.items():

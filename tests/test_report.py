@@ -120,7 +120,7 @@ def test_a_submission_autograde_could_not_read_is_listed(report):
     collected, rows, _ = report
     problems = [r for r in rows if r["item"] == "(whole notebook)"]
     broken = MANIFEST["broken_invalid_json"]["assignment"]
-    assert [r["assignment"] for r in problems] == [broken] and "no autograded copy" in problems[0]["example"]
+    assert [r["assignment"] for r in problems] == [broken] and "could not be read" in problems[0]["example"]
     assert sum(len(a.problems) for a in collected) == 1
 
 

@@ -20,6 +20,7 @@ from nbformat import NotebookNode, from_dict
 from nbgrader import utils
 
 from autograder.judge.labels import PASSED
+from autograder.repairs import repairs
 from autograder.preprocessors import CHECK_CALL, recorded_verdicts
 
 MAX_TEXT = 4000  # characters of a cell's outputs kept as an example
@@ -108,6 +109,10 @@ def collect(assignment: str, source_dir: Path, autograded_dir: Path, submitted_d
             except Exception as exc:  # noqa: BLE001 (any broken file is reported, never fatal)
                 result.problems.append(Problem(assignment, student, f"the autograded {notebook}.ipynb could not be read "
                                                                     f"({type(exc).__name__}: {str(exc)[:200]})"))
+                continue
+            if any(r["key"] == "unreadable" for r in repairs(nb)):  # graded as the release with no answers
+                result.problems.append(Problem(assignment, student, f"the submitted {notebook}.ipynb could not be read: "
+                                                                    "graded as the release with no answers"))
                 continue
             cells = _grade_cells(nb)
             for item in (i for i in result.items if i.notebook == notebook):
