@@ -36,7 +36,6 @@ from pathlib import Path
 
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-KINDS = ("autograded", "feedback")  # the folders a run can take away
 _KEPT = ".kept"  # under the grading state's root
 
 
