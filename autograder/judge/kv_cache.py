@@ -4,7 +4,6 @@ decoding: inputs, references, judges."""
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import math
 import time
@@ -199,7 +198,7 @@ def _set_eos_readout(model, ques, n, g) -> tuple[Tensor, float] | None:
 def _rounding(model, ques, tokens, single: Tensor) -> Tensor:
     """How far the float32 step logits ``single`` (n, N, V) along ``tokens`` (N, 1 + n) are from
     the same model's in float64: (n, N, V), the model's own rounding."""
-    double = _teacher_forced_logits(copy.deepcopy(model).double(), ques, tokens)  # (n, N, V)
+    double = _teacher_forced_logits(in_double(model), ques, tokens)  # (n, N, V)
     return (single.double() - double).abs()
 
 
