@@ -68,14 +68,10 @@ def impl_names(assignment: str) -> dict[str, str]:
 
 
 def graded_files(check_id: str) -> list[tuple[str, dict]]:
-    """(file name, inputs) of each file the kernel saves for a check: one, or one per run for a
-    check judged by cost (``Check.runs``: the grader runs its cell once per run)."""
+    """(file name, inputs) of the file the kernel saves for a check."""
     from autograder import judge
 
-    inputs = judge.graded_inputs(check_id, SEED)
-    if getattr(judge.checks()[check_id], "runs", None):
-        return [(f"{check_id}@{run}", run_inputs) for run, run_inputs in inputs["runs"].items()]
-    return [(check_id, inputs)]
+    return [(check_id, judge.graded_inputs(check_id, SEED))]
 
 
 def kernel_files(assignment: str, folder: Path, edits: dict | None = None) -> None:
@@ -181,10 +177,7 @@ def read(name):
         return wire.read_bounded(folder / (name + ".npz"))
     except (OSError, ValueError):
         return None
-saved = {{}}
-for c in ids:  # a check judged by cost: one file per run, its CPU time unknown here
-    runs = getattr(judge.checks()[c], "runs", None)
-    saved[c] = {{r: {{"saved": read(c + "@" + r), "cpu": None}} for r in runs}} if runs else read(c)
+saved = {{c: read(c) for c in ids}}
 t0 = time.perf_counter()
 ok = [judge.verify(c, saved[c], inputs[c]).ok for c in ids]
 print(json.dumps({{"before_kb": before, "peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,

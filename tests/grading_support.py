@@ -121,6 +121,19 @@ def cached_decoder(position=lambda t: t, encoder_every_step=False, cache=Appendi
     return decode
 
 
+@torch.no_grad()
+def uncached(model, ques_b, n):
+    """No cache: the whole prefix goes through the decoder at every step."""
+    tokens = torch.full((ques_b.shape[0], 1), BOS_ID, dtype=torch.long)  # (N, 1)
+    ans_pos, memory = model.positions(1 + n), model.encode(ques_b)
+    done = torch.zeros(ques_b.shape[0], dtype=torch.bool)
+    for t in range(n):
+        h = model.decoder(model.emb_layer(tokens) + ans_pos[:, : t + 1], memory, A.get_subsequent_mask(tokens))
+        nxt, done = pick_next(model.proj_to_vocab(h[:, -1]), done)
+        tokens = torch.cat([tokens, nxt[:, None]], dim=1)
+    return tokens
+
+
 class DropsOldestCache(AppendingCache):
     """Keeps all but the oldest key once it holds three: a cache mistake no judge names."""
 

@@ -15,8 +15,10 @@ from encdec import attention as A
 from encdec import model as M
 from encdec.generate import greedy_decode
 from encdec.grading import wire
+from encdec.grading.misconceptions import MISCONCEPTIONS
 
-from grading_support import ROOT, SEED, OverwritingCache, block_with, cached_decoder, graded, lesson_forward, own_run
+from grading_support import ROOT, SEED, OverwritingCache, block_with, cached_decoder, graded, lesson_forward, own_run, \
+    uncached
 
 
 class ShiftedPositions(M.Transformer):
@@ -244,28 +246,22 @@ def test_a_leak_that_no_mask_variant_explains_is_observed_not_named(workdir):
     assert "Diagnosis: no mask" in " ".join(verdict.message.split())
 
 
-STRUCTURE = ("kv_cache.encoder_once", "kv_cache.one_token_per_step")
+STRUCTURE = {"kv_cache.encoder_once": "encoder_every_step", "kv_cache.one_token_per_step": "no_cache"}
 
 
 @pytest.mark.parametrize("check_id", STRUCTURE)
-def test_own_run_of_a_structure_item_waits_for_the_tokens(check_id, workdir):
-    """The graded run scores the structure only on a decoding that returns the right tokens: the
-    student's own run does not say "passed" on counts alone (a decoder whose positions never
-    advance runs the encoder once and feeds one token per step, and scores 0 on these items)."""
-    with pytest.raises(AssertionError) as err:
-        own_run(check_id, cached_decoder(position=lambda t: 0), workdir)
-    message = " ".join(str(err.value).split())
-    assert "judged only once tokens match the reference" in message and "first at row" in message
-
-
-@pytest.mark.parametrize("check_id", STRUCTURE)
-def test_own_run_of_a_structure_item_says_what_it_cannot_judge(check_id, workdir, capsys):
-    """Right tokens and right counts: the graded run still decides by CPU time, so the student's
-    own run says what it counted and that it is not the grade, never "passed"."""
+def test_own_run_of_a_structure_item_judges_the_tokens_as_the_graded_run_does(check_id, workdir, capsys):
+    """A structure item is decided by the tokens on the grader's model (its traits,
+    encdec/grading/structure.py), so the student's own run says "passed" for the lesson's decoding
+    and names the wrong structure, as the graded run does."""
     own_run(check_id, cached_decoder(), workdir)
-    out = " ".join(capsys.readouterr().out.split())
-    assert "passed" not in out
-    assert "not judged here" in out and "the encoder ran 1 time(s)" in out and "CPU time" in out
+    assert "passed" in capsys.readouterr().out
+    wrong = cached_decoder(encoder_every_step=True) if STRUCTURE[check_id] == "encoder_every_step" else uncached
+    with pytest.raises(AssertionError) as err:
+        own_run(check_id, wrong, workdir)
+    verdict, _ = graded(check_id, wrong, workdir)
+    assert verdict.label == STRUCTURE[check_id]
+    assert " ".join(MISCONCEPTIONS[STRUCTURE[check_id]].split())[:40] in " ".join(str(err.value).split())
 
 
 def test_own_shape_check_names_no_shift_as_the_graded_one_does(workdir):

@@ -37,7 +37,7 @@ STUDENTS = [f"student{i:02d}" for i in range(20)]
 
 def test_decoding_inputs_have_rows_that_finish_early_and_rows_that_never_finish():
     secret = b"a course secret for this test only"
-    # (the structure checks' runs decode every row to the end by design: no EOS, the cost is the structure's)
+    # (the structure checks decode every row to the end by design: EOS never wins on their models)
     for check_id in ("kv_cache.tokens", "kv_cache.tokens_hidden"):
         for student in STUDENTS:
             inputs = graded_inputs(check_id, J.check_seed(secret, student, "kv_cache", check_id))
@@ -77,7 +77,7 @@ class WrongAxisCache(A.KVCache):
 
 
 def test_a_crash_in_the_cache_stops_the_decoding_and_says_where(workdir):
-    """A decoding that cannot finish returns no tokens and has no cost to judge: every decoding item
+    """A decoding that cannot finish returns no tokens: every decoding item
     is lost, and the feedback says the failure came from KVCache.update."""
     decode = cached_decoder(cache=WrongAxisCache)
     for check_id in ("kv_cache.encoder_once", "kv_cache.structure_hidden", "kv_cache.tokens", "kv_cache.tokens_hidden"):

@@ -44,8 +44,6 @@ def __getattr__(name: str):
 def graded_inputs(check_id: str, seed: int) -> dict:
     """The inputs of one check in a graded run: drawn from ``seed``, visible sizes for visible checks."""
     check = checks()[check_id]
-    if check.runs:  # one set of inputs per run of the cell (judged by cost, see Check.runs)
-        return {"runs": {name: build(seed) for name, build in check.runs.items()}}
     return check.build(seed)
 
 
@@ -68,9 +66,7 @@ def reference_file(check_id: str, targets: list[str]) -> tuple[dict, dict[str, n
     meta = {**meta, "kind": check.kind, "task": check.task, "title": check.title, "targets": targets,
             "shape_only": list(check.shape_only),
             "error_patterns": format_patterns(check.error_patterns, inputs.get("dims", {})),
-            "when_larger": check.when_larger, "needs": list(check.needs),
-            # what the student's own run cannot judge: an item the grader decides by CPU time
-            "judged_by": "cost" if check.runs else "values",
+            "when_larger": check.when_larger,
             "shape_hints": [[list(shape), key] for shape, key in check.shape_hints(inputs).items()]}
     expected = reference(check, inputs, stored=True)
     out = {**wire.prefixed("in", arrays), **wire.prefixed("expected", expected)}
@@ -106,22 +102,14 @@ def verify(check_id: str, saved: bytes | None, inputs: dict, lang: str = languag
 
 
 def _not_defined(check: Check, saved, undefined: str | None) -> Verdict | None:
-    """The check saved nothing (in any of its runs) and the object its cell hands it is defined by no
+    """The check saved nothing and the object its cell hands it is defined by no
     cell: its cell is missing, named."""
-    ran = (any(isinstance(r, dict) and r.get("saved") is not None for r in saved.values())
-           if isinstance(saved, dict) else saved is not None)
-    if undefined is None or ran:
+    if undefined is None or saved is not None:
         return None
     return Verdict(False, words("not_defined", check_id=check.id, name=undefined), label="did_not_run")
 
 
 def _verify(check: Check, saved, inputs: dict) -> Verdict:
-    if check.runs:  # saved: {run: {"saved": bytes | None, "cpu": seconds | None}}
-        try:
-            return check.judge(saved if isinstance(saved, dict) else {}, None, inputs)
-        except Exception as exc:  # noqa: BLE001 (malformed outputs: wrong dtypes, odd shapes)
-            return Verdict(False, words("unjudgeable", check_id=check.id, error=f"{type(exc).__name__}: {exc}"),
-                           label="unreadable_outputs")
     got = loaded(check, saved, inputs)
     if isinstance(got, Verdict):
         return got

@@ -86,13 +86,6 @@ class Check:
     # inputs -> {a wrong shape of an output: the misconception that gives it}, for the grader and the
     # student's own run alike (stored with a visible check's file)
     shape_hints: Callable[[dict], dict[tuple, str]] = field(default=lambda inputs: {})
-    # outputs that must equal the stored ones before the student's own run judges the rest (the
-    # structure counts only once the tokens are right, as in the graded run)
-    needs: tuple[str, ...] = ()
-    # Judged by cost: run name -> seed -> inputs. The test cell is executed once per run on that
-    # run's inputs, and the grader reads the kernel's CPU time around each from outside it
-    # (GradedExecute); the judge gets {run: {"saved": bytes | None, "cpu": seconds | None}}.
-    runs: dict[str, Callable[[int], dict]] = field(default_factory=dict)
     error_patterns: dict[str, str] = field(default_factory=dict)  # misconception -> substrings of an error
     # (got, inputs, raised_in, verdict) -> verdict: what can still be judged when the student's code
     # raised part-way (got: what the kernel observed until then; verdict: the failure as reported)

@@ -32,23 +32,14 @@ def _digest(arrays: dict) -> str:
 def fingerprints(hidden_seeds: list[int]) -> dict[str, str]:
     """Check id (with ``@seed`` for hidden checks) -> digest of its inputs and reference."""
     from . import checks, graded_inputs, reference, wire_bytes
-    from .kv_cache import _wire_decode  # the runs' inputs are a decoding's
 
     out = {}
     for check_id, check in sorted(checks().items()):
         for seed in (hidden_seeds if check.hidden else [check.seed]):
             inputs = graded_inputs(check_id, seed)
             key = f"{check_id}@{seed}" if check.hidden else check_id
-            if check.runs:
-                parts = {}
-                for name, run in sorted(inputs["runs"].items()):
-                    _, arrays = _wire_decode(run)
-                    tokens, first = run["reference"]
-                    parts[name] = _digest({**arrays, "tokens": tokens, "first": first})
-                out[key] = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
-            else:
-                out[key] = hashlib.sha256(wire_bytes(check_id, inputs) + _digest(reference(check, inputs)).encode()
-                                          ).hexdigest()
+            out[key] = hashlib.sha256(wire_bytes(check_id, inputs) + _digest(reference(check, inputs)).encode()
+                                      ).hexdigest()
     return out
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-import time
 
 import numpy as np
 import torch
@@ -16,16 +15,17 @@ from encdec import attention as A
 from encdec import model as Mdl
 from encdec.config import ModelConfig
 from encdec.data import BOS_ID, EOS_ID
+from encdec.grading import structure
 from encdec.grading.words import words
 from encdec.grading.compare import cache_blame
 from encdec.generate import greedy_decode, pick_next
 
+from . import labels
 from . import stages as St
 from . import properties as Prop
 from . import variants as Var
 from .draws import coarse, in_double, normal
-from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, named_by_property, randomize_, same, \
-    state_arrays
+from .core import ATOL, Check, compare, diagnosis, first_failure, gen, named_by_property, randomize_, state_arrays
 
 CHECKS: list[Check] = []
 
@@ -99,7 +99,7 @@ for _cid, _hidden, _seed in (("kv_cache.update", False, 1301), ("kv_cache.update
 def _build_decode(seed: int, hidden: bool) -> dict:
     """A decoding check's model and questions. The score is the tokens alone (nothing recorded in
     the kernel decides it), so the inputs are drawn until the tokens tell every known mistake apart
-    (``_tells_mistakes_apart``): a readout that follows the decoder's state (``_sharpen_readout``)
+    (``_apart``): a readout that follows the decoder's state (``_sharpen_readout``)
     and an EOS that wins at exactly one step of one row, before the last (``_set_eos_readout``)."""
     g = gen(seed)
     layers = 2 if not hidden else _ints(g, 2, 4)
@@ -114,7 +114,7 @@ def _build_decode(seed: int, hidden: bool) -> dict:
             ques = torch.randint(0, 16, (N, 9), generator=g)
             _sharpen_readout(model, ques, n, g)
             found = _set_eos_readout(model, ques, n, g)  # (the reference tokens, the clear gap) or None
-            if found is not None and _tells_mistakes_apart(model, ques, n, *found):
+            if found is not None and _apart(Var.decode_variants(model, ques, n), *found):
                 return {"model": model, "config": cfg, "ques": ques, "n": n, "dims": {"N": N, "n": n}}
     raise RuntimeError(f"kv_cache seed {seed}: no model whose tokens tell the known mistakes apart, with a row that "
                        f"finishes early, in {_ATTEMPTS} draws")
@@ -214,13 +214,11 @@ def _clear(model, ques, tokens, single) -> float:
 
 
 @torch.no_grad()
-def _tells_mistakes_apart(model, ques, n, ref: Tensor, clear: float) -> bool:
-    """Each known decoding mistake (``variants.decode_variants``) returns other tokens than the
-    reference and than every other mistake, and its first token off the reference is a clear choice
-    of its own (no near-tie): a decoder with that mistake cannot return the reference tokens,
-    however it rounds. ``ref``: the reference tokens (N, 1 + n); ``clear``: the gap a clear choice
-    needs (``_clear``)."""
-    variants = Var.decode_variants(model, ques, n)
+def _apart(variants: dict[str, tuple[Tensor, Tensor]], ref: Tensor, clear: float) -> bool:
+    """Each mistake of ``variants`` (name -> tokens (N, 1 + n), step logits (n, N, V)) returns other
+    tokens than the reference ``ref`` (N, 1 + n) and than every other mistake, and its first token
+    off the reference is a clear choice of its own (a gap of ``clear``, ``_clear``): a decoder with
+    that mistake cannot return the reference tokens, however it rounds."""
     if len({tuple(tokens.flatten().tolist()) for tokens, _ in variants.values()}) < len(variants):
         return False  # two mistakes with the same tokens could not be named apart
     for tokens, steps in variants.values():  # (N, 1 + n), (n, N, V)
@@ -252,7 +250,7 @@ def _exercises_eos(tokens: Tensor, logits: Tensor) -> bool:
 
 
 def _wire_decode(inputs):
-    return ({"config": dataclasses.asdict(inputs["config"]), "n": inputs["n"]},
+    return ({"config": dataclasses.asdict(inputs["config"]), "n": inputs["n"], "traits": list(inputs.get("traits", ()))},
             {**state_arrays(inputs["model"]), "ques": inputs["ques"].numpy()})
 
 
@@ -275,7 +273,10 @@ def _teacher_forced_logits(model, ques, tokens) -> Tensor:
 
 def _ref_decode(inputs):
     """The reference: the tokens alone (the score is decided on them, in the grader and in the
-    student's own run alike)."""
+    student's own run alike); on a structure check's model, its cached decoding."""
+    if inputs.get("traits"):
+        tokens, _ = _decoded(structure.with_traits(inputs["model"], inputs["traits"]), inputs["ques"], inputs["n"])
+        return {"tokens": tokens.numpy()}
     return {"tokens": greedy_decode(inputs["model"], inputs["ques"], inputs["n"], use_cache=False).numpy()}
 
 
@@ -284,18 +285,7 @@ def _decode_variants(inputs) -> dict:
     return {k: {"tokens": v[0].numpy()} for k, v in out.items()}
 
 
-def _expected_counts(what: str):
-    """What the student's own run of a visible structure check stores: the reference tokens (judged
-    first, as in the graded run: the structure counts only once the tokens are right) and what its
-    counters should read (they word the student's own feedback; a graded run is judged by cost, below)."""
-    def expected(inputs):
-        counts = ({"encoder_calls": np.array(1)} if what == "encoder"
-                  else {"decoder_lengths": np.ones(inputs["n"], dtype=np.int64)})
-        return {**_ref_decode(inputs), **counts}
-    return expected
-
-
-def _judge_tokens(check):
+def _judge_tokens(check, variants_of):
     """The tokens decide (the inputs are drawn so that every known mistake returns other tokens:
     ``_build_decode``), and they name a known mistake. The step logits the kernel
     recorded (a hook on proj_to_vocab) only word the feedback: the first step that went wrong."""
@@ -307,7 +297,7 @@ def _judge_tokens(check):
             """Known mistakes by their tokens (the inputs are drawn so that each one's differ from
             the reference's and from each other's)."""
             if not variants:
-                variants.update(_decode_variants(inputs))
+                variants.update(variants_of(inputs))
             return {k: v["tokens"] for k, v in variants.items()}
 
         r = compare(check, "the generated tokens", tok, ref["tokens"], exact=True, candidates=named)
@@ -399,75 +389,6 @@ def _failed_decode(check):
     return judge_failed
 
 
-# --- the structure: encoder once, one token per step, judged by cost -----------------------------
-# A cached and an uncached decoder return the same tokens, so the structure is judged by what it
-# costs: each run is the test cell executed on a model the grader builds for it, whose CPU time the
-# grader reads from outside the kernel (its cgroup; autograder/preprocessors/graded_execute.py).
-# "encoder": an encoder that dominates the cost (a long question, four layers), so running it at
-# every step multiplies the time; "cache": a wide decoder, a long answer and a one-token question,
-# so re-running the prefix at every step costs its square while re-encoding costs little (each run
-# decides its own part: the other mistake stays well under its bound). A run passes when it
-# returns the reference tokens (up to the first near-tie) within a bound set between the lesson's
-# structure and the wrong one, both timed in the grader's process (one thread, as the kernel has)
-# on the same model.
-
-@dataclasses.dataclass(frozen=True)
-class Run:
-    part: str  # the part of the item the run decides
-    config: ModelConfig
-    N: int  # questions
-    Kq: int  # question length
-    n: int  # tokens to decode
-    wrong: str  # the message key of the wrong structure's cost
-
-
-RUNS = {
-    "encoder": Run("the encoder runs once", ModelConfig(emb_dim=64, num_heads=4, feedforward_dim=256, num_enc_layers=4,
-                                                        num_dec_layers=1, dropout=0.1, position_encoding="sinusoid"),
-                   N=16, Kq=384, n=16, wrong="wrong_encoder"),
-    # (the inputs file holds the model: it stays under the kernel's 4 MB read limit, encdec.grading.wire)
-    "cache": Run("one new token per decoder step", ModelConfig(emb_dim=128, num_heads=4, feedforward_dim=512,
-                                                               num_enc_layers=1, num_dec_layers=1, dropout=0.1,
-                                                               position_encoding="sinusoid"),
-                 N=64, Kq=1, n=80, wrong="wrong_cache"),  # a one-token question: re-encoding costs little here
-}
-
-
-def _build_run(name: str, seed: int) -> dict:
-    """A run's model and questions: random weights, a readout that makes the tokens follow the
-    decoder's state (so a decoding with a wrong position or a lost cache returns other tokens), and
-    an EOS logit no row reaches (every row decodes all n tokens: the cost is the structure's)."""
-    with _one_thread():
-        for attempt in range(_ATTEMPTS):
-            inputs = _draw_run(name, seed + 100_003 * attempt)
-            if _discriminates(inputs):
-                return inputs
-    raise RuntimeError(f"kv_cache run {name}, seed {seed}: no model whose tokens tell the known mistakes apart "
-                       f"in {_ATTEMPTS} draws")
-
-
-@contextlib.contextmanager
-def _one_thread():
-    """Torch on one thread, as in the kernel: the runs' costs are timed so, and a grader process
-    that shares its cores with kernels and other graders is not slowed by idle threads spinning."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _draw_run(name: str, s: int) -> dict:
-    """One draw of a run's model (seed ``s``), its readout sharpened."""
-    run = RUNS[name]
-    g = gen(s + 4243 * (1 + list(RUNS).index(name)))
-    model = randomize_(Mdl.Transformer(run.config), s)
-    ques = torch.randint(0, 16, (run.N, run.Kq), generator=g)
-    _sharpen_readout(model, ques, run.n, g)
-    return {"model": model, "config": run.config, "ques": ques, "n": run.n, "dims": {"N": run.N, "n": run.n}}
-
-
 @torch.no_grad()
 def _sharpen_readout(model, ques, n, g) -> None:
     """proj_to_vocab reads the decoder state's deviation from its mean (over random prefixes), with
@@ -484,185 +405,132 @@ def _sharpen_readout(model, ques, n, g) -> None:
     model.proj_to_vocab.bias[EOS_ID] = -1e4
 
 
-_MIN_ROWS = 3  # rows in which each known mistake must change a token before the first near-tie
+@contextlib.contextmanager
+def _one_thread():
+    """Torch on one thread, as in the kernel: the runs' costs are timed so, and a grader process
+    that shares its cores with kernels and other graders is not slowed by idle threads spinning."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
-@torch.no_grad()
-def _discriminates(inputs: dict) -> bool:
-    """Each known decoding mistake (positions not advanced, one ahead, a cache that keeps only the
-    newest keys) changes the greedy token, before the first near-tie, in at least _MIN_ROWS rows:
-    then a decoding with that mistake cannot return the reference tokens. Checked teacher-forced
-    along the reference tokens (one pass a mistake, not a decoding)."""
-    model, ques, n = inputs["model"], inputs["ques"], inputs["n"]
-    ref, first = inputs["reference"] = _run_reference(inputs)  # (N, 1 + n), (N,): kept for the judge
-    tokens = torch.from_numpy(ref)
-    memory = model.encode(ques)
-    emb = model.emb_layer(tokens[:, :-1])  # (N, n, M)
-    pos = model.positions(2 + n)  # (1, 2 + n, M): one more, for the position one ahead
-    causal = A.get_subsequent_mask(tokens[:, :-1])  # (N, n, n)
-    newest_only = ~torch.eye(n, dtype=torch.bool).expand_as(causal)  # each position sees itself only
-    mistakes = {"pos_not_advanced": (emb + pos[:, :1], causal), "pos_ahead": (emb + pos[:, 1 : n + 1], causal),
-                "cache_overwrites": (emb + pos[:, :n], newest_only)}
-    window = torch.arange(n)[None, :] < torch.from_numpy(first)[:, None]  # (N, n): steps before the near-tie
-    for x, mask in mistakes.values():
-        logits = model.proj_to_vocab(model.decoder(x, memory, mask))  # (N, n, V)
-        logits[..., EOS_ID] = -math.inf
-        changed = (logits.argmax(-1) != tokens[:, 1:]) & window  # (N, n)
-        if int(changed.any(dim=1).sum()) < _MIN_ROWS:
-            return False
-    return True
+# --- the structure: encoder once, one token per step, judged by the tokens ----------------------
+# On the lesson's model a cached and an uncached decoder return the same tokens, and so does one that
+# encodes at every step. So each structure check hands the decoder a model with a trait
+# (encdec/grading/structure.py) under which the wrong structure returns other tokens: encoding a
+# question again moves the readout ("reencode"); the self-attention ignores the mask, so re-running
+# the prefix changes the states ("unmasked_self"). Its reference is the lesson's cached decoding on
+# that model. Nothing is timed.
+
+TRAITS = {"encoder": ("reencode",), "cache": ("unmasked_self",), "both": ("reencode", "unmasked_self")}
+# what the wrong structure of each trait is called (a misconception of the tables), and the part of
+# an item that checks both which the trait decides (a term of the tables)
+WRONG = {"reencode": "encoder_every_step", "unmasked_self": "no_cache"}
+PARTS = {"reencode": "the encoder runs once", "unmasked_self": "one new token per decoder step"}
 
 
-def _cpu(fn, repeat: int = 1) -> float:
-    """The least CPU time (s) of ``fn()`` over ``repeat`` calls, on one thread as in the kernel."""
+def _build_structure(seed: int, hidden: bool, traits: tuple[str, ...]) -> dict:
+    """A structure check's model and questions: drawn until the wrong structure of each trait
+    returns other tokens than the reference, at a clear choice, and every greedy choice of the
+    reference is clear. EOS never wins (every row decodes all its tokens)."""
+    g = gen(seed)
+    layers = 2 if not hidden else _ints(g, 2, 4)  # a re-run of one decoder layer is consistent: two at least
+    cfg = ModelConfig(emb_dim=16, num_heads=2, feedforward_dim=32, num_enc_layers=layers, num_dec_layers=layers,
+                      dropout=0.2, position_encoding="sinusoid")
+    N, n = _SIZES["visible"] if not hidden else (_ints(g, *_SIZES["N"]), _ints(g, *_SIZES["n"]))
     with _one_thread():
-        best = math.inf
-        for _ in range(repeat):
-            start = time.process_time()
-            fn()
-            best = min(best, time.process_time() - start)
-        return best
+        for attempt in range(_ATTEMPTS):
+            model = randomize_(Mdl.Transformer(cfg), seed + 100_003 * attempt)
+            with torch.no_grad():
+                model.emb_layer.weight.mul_(_EMB_SCALE)
+            ques = torch.randint(0, 16, (N, 9), generator=g)
+            if len({tuple(q) for q in ques.tolist()}) < N:
+                continue  # a question asked twice would count as encoded again
+            _sharpen_readout(model, ques, n, g)
+            inputs = {"model": model, "config": cfg, "ques": ques, "n": n, "traits": traits, "dims": {"N": N, "n": n}}
+            tokens = torch.from_numpy(_ref_decode(inputs)["tokens"])
+            logits = _teacher_forced_logits(model, ques, tokens)  # (n, N, V): the cached steps' logits
+            clear = _clear(model, ques, tokens, logits)
+            if _min_margins(logits).min() >= clear and _apart(_wrong_structures(inputs), tokens, clear):
+                return inputs
+    raise RuntimeError(f"kv_cache seed {seed}: no model on which the wrong structure changes the tokens "
+                       f"in {_ATTEMPTS} draws")
 
 
 @torch.no_grad()
-def _encoder_every_step(model, ques, n) -> Tensor:
-    """The wrong structure of the "encoder" run: a cached decoder that encodes again at each step."""
+def _decoded(model, ques, n, mistake: str | None = None) -> tuple[Tensor, Tensor]:
+    """The lesson's cached decoding (``mistake`` None), or with the wrong structure of a trait:
+    tokens (N, 1 + n) and each step's last-position logits (n, N, V)."""
     N = ques.shape[0]
     tokens = torch.full((N, 1), BOS_ID, dtype=torch.long)
-    pos = model.positions(1 + n)
+    pos = model.positions(1 + n)  # (1, 1 + n, M)
+    memory = model.encode(ques)  # (N, Kq, M)
     caches = [(A.KVCache(), A.KVCache(static=True)) for _ in model.decoder.layers]
+    done = torch.zeros(N, dtype=torch.bool)
+    steps = []
     for t in range(n):
-        memory = model.encode(ques)  # (N, Kq, M), again
-        h = model.decoder(model.emb_layer(tokens[:, -1:]) + pos[:, t : t + 1], memory, None, caches=caches)
-        tokens = torch.cat([tokens, model.proj_to_vocab(h[:, -1]).argmax(-1, keepdim=True)], dim=1)
-    return tokens
+        if mistake == "encoder_every_step":
+            memory = model.encode(ques)  # again
+        if mistake == "no_cache":  # the whole prefix again, with the mask
+            h = model.decoder(model.emb_layer(tokens) + pos[:, : t + 1], memory, A.get_subsequent_mask(tokens))
+        else:
+            h = model.decoder(model.emb_layer(tokens[:, -1:]) + pos[:, t : t + 1], memory, None, caches=caches)
+        steps.append(model.proj_to_vocab(h[:, -1]))  # (N, V)
+        nxt, done = pick_next(steps[-1], done)
+        tokens = torch.cat([tokens, nxt[:, None]], dim=1)  # (N, t + 2)
+    return tokens, torch.stack(steps)
 
 
-_FLOOR = 0.2  # a reading below this share of the lesson's cost cannot be the run's: it was not measured
-_COSTS: dict[str, tuple[float, float]] = {}  # run -> (lesson's, wrong), through the kernel's path: timed once a process
+def _wrong_structures(inputs) -> dict[str, tuple[Tensor, Tensor]]:
+    """The wrong structure of each trait of the check, decoded on the model with its traits."""
+    model, ques, n, traits = inputs["model"], inputs["ques"], inputs["n"], inputs["traits"]
+    return {WRONG[t]: _decoded(structure.with_traits(model, traits), ques, n, WRONG[t]) for t in traits}
 
 
-def _costs(name: str, inputs: dict) -> tuple[float, float]:
-    """What the run costs through the kernel's own path (``encdec.grading.calls``: the model built
-    from the file, the counters, the outputs packed as the kernel saves them), with the lesson's
-    structure and with the wrong one, timed in the grader's process. The sizes of a run never
-    change, so they are timed once per grading process."""
-    if name not in _COSTS:
-        from encdec.grading import calls, wire
-
-        meta, arrays = _wire_decode(inputs)
-        meta = {**meta, "kind": "decode"}
-        arrays = wire.prefixed("in", arrays)
-
-        def through_kernel_path(impl):
-            return lambda: wire.to_bytes({"status": "ok"}, calls.call(meta, arrays, impl))
-
-        lesson = lambda m, q, n: greedy_decode(m, q, n, use_cache=True)  # noqa: E731
-        wrong = _encoder_every_step if name == "encoder" else (lambda m, q, n: greedy_decode(m, q, n, use_cache=False))
-        _COSTS[name] = (_cpu(through_kernel_path(lesson), repeat=2), _cpu(through_kernel_path(wrong)))
-    return _COSTS[name]
+def _structure_variants(inputs) -> dict:
+    """Known mistakes by their tokens on a structure check's model: the wrong structures, and the
+    token mistakes whose tokens differ from the reference's and from each other's."""
+    out = {k: v[0] for k, v in _wrong_structures(inputs).items()}
+    ref = _ref_decode(inputs)["tokens"]
+    probe = structure.with_traits(inputs["model"], inputs["traits"])
+    for name, (tokens, _) in Var.decode_variants(probe, inputs["ques"], inputs["n"]).items():
+        if not np.array_equal(tokens.numpy(), ref) and all(not torch.equal(tokens, t) for t in out.values()):
+            out[name] = tokens
+    return {k: {"tokens": v.numpy()} for k, v in out.items()}
 
 
-# Where the bound sits between the two costs, on a log scale (0: the lesson's, 1: the wrong one).
-# A kernel's reading runs over the grader's, never much under it: the cell's own work is counted
-# with the run's, and a core shared with other work (two vCPUs of one physical core) slows the
-# kernel's arithmetic by up to about 2. Only a grader that timed its costs under load reads them
-# high. So the bound leans toward the wrong cost: an honest decoding keeps a margin of about 6
-# (the encoder run) to the bound, the wrong one about 2.5 above it.
-_LEAN = 2 / 3
+def _judge_structure(check, traits: tuple[str, ...]):
+    """The tokens decide, as for any decoding; an item that checks both traits earns the part whose
+    wrong structure the tokens are not (tokens that are one wrong structure's miss that part only)."""
+    by_tokens = _judge_tokens(check, _structure_variants)
 
-
-def bound(name: str, inputs: dict) -> tuple[float, float, float]:
-    """(the lesson's cost, the wrong cost, the bound): the bound sits _LEAN of the way from the
-    lesson's cost to the wrong one, on a log scale."""
-    ok, wrong = _costs(name, inputs)
-    return ok, wrong, ok ** (1 - _LEAN) * wrong ** _LEAN
-
-
-@torch.no_grad()
-def _run_reference(inputs: dict) -> tuple[np.ndarray, np.ndarray]:
-    """The reference tokens (N, 1+n) and, per row, the first step whose greedy choice is a near-tie
-    (n where none is): a correct decoder that rounds in another order may differ from there on."""
-    model, ques, n = inputs["model"], inputs["ques"], inputs["n"]
-    tokens = greedy_decode(model, ques, n, use_cache=True)  # (N, 1 + n)
-    top2 = _teacher_forced_logits(model, ques, tokens).topk(2, dim=-1).values  # (n, N, 2)
-    tie = (top2[..., 0] - top2[..., 1]) < _TIE  # (n, N)
-    first = torch.where(tie.any(0), tie.int().argmax(0), n)  # (N,)
-    return tokens.numpy(), first.numpy()
-
-
-def _judge_run(check: Check, name: str, result: dict | None, inputs: dict) -> Verdict:
-    """One run: the reference tokens, at a cost under the bound."""
-    from . import loaded
-
-    run = RUNS[name]
-    part = run.part  # worded with the message (a term of the tables)
-    got = loaded(check, (result or {}).get("saved"), inputs)
-    if isinstance(got, Verdict):
-        return got
-    tok = got.get("tokens")
-    ref, first = inputs["reference"]  # computed when the run was drawn (_discriminates)
-    if tok is None or tok.shape != ref.shape:
-        return Verdict(False, words("decode_shape", check_id=check.id, exp=ref.shape,
-                                            got=None if tok is None else tok.shape))
-    steps = np.arange(ref.shape[1])[None, :]  # (1, 1 + n)
-    compared = steps <= first[:, None]  # (N, 1 + n): up to and including the near-tie step's input
-    bad = (tok != ref) & compared
-    if bad.any():
-        row, step = (int(i) for i in np.argwhere(bad)[0])
-        return Verdict(False, words("cost_tokens", check_id=check.id, part=part, row=row, step=step))
-    cpu = (result or {}).get("cpu")
-    ok, wrong, limit = bound(name, inputs)
-    if cpu is None or cpu < _FLOOR * ok:  # no reading, or one too small for the work done: not measured
-        return Verdict(False, words("cost_unmeasured", check_id=check.id, part=part), label="not_measured")
-    if cpu > limit:
-        counted = _counted(got, name)  # what the kernel's instruments saw: words the diagnosis only
-        return Verdict(False, words("cost_over", check_id=check.id, part=part, cpu=f"{cpu:.2f}", ok=f"{ok:.2f}",
-                                            wrong_what=words(run.wrong), wrong=f"{wrong:.2f}",
-                                            bound=f"{limit:.2f}") + diagnosis(counted))
-    return Verdict(True, words("cost_ok", title=check.title, cpu=f"{cpu:.2f}", bound=f"{limit:.2f}"))
-
-
-def _counted(got: dict, name: str) -> str | None:
-    """The misconception the kernel's counters point to, when they agree with the cost (feedback only)."""
-    try:
-        if name == "encoder" and int(got.get("encoder_calls", np.array(0))) > 1:
-            return "encoder_every_step"
-        lens = got.get("decoder_lengths", np.array([], dtype=np.int64)).reshape(-1)
-        if name == "cache" and len(lens) > 1 and int(lens[1]) > 1:
-            return "no_cache"
-    except (TypeError, ValueError):
-        return None
-    return None
-
-
-def _judge_runs(check: Check):
-    def judge(results: dict, ref, inputs) -> Verdict:
-        verdicts = [(RUNS[name].part, _judge_run(check, name, results.get(name), inputs["runs"][name]))
-                    for name in check.runs]
-        if all(v.ok for _, v in verdicts):
-            return Verdict(True, words("ok", title=check.title))
-        failed = first_failure(*[v for _, v in verdicts])
-        parts = tuple((part, v.ok) for part, v in verdicts) if len(verdicts) > 1 else ()
-        return dataclasses.replace(failed, parts=parts, label=next(v.label for _, v in verdicts if not v.ok))
+    def judge(got, ref, inputs):
+        verdict = by_tokens(got, ref, inputs)
+        if verdict.ok or len(traits) < 2:
+            return verdict
+        label = labels.of(verdict.words)
+        missed = {t for t in traits if WRONG[t] == label} or set(traits)
+        return dataclasses.replace(verdict, parts=tuple((PARTS[t], t not in missed) for t in traits))
     return judge
 
 
 for _cid, _hidden, _seed, _what, _title in (
     ("kv_cache.tokens", False, 1302, "tokens", "cached greedy decoding, tokens"),
-    ("kv_cache.encoder_once", False, 1302, "encoder", "encoder runs once"),
-    ("kv_cache.one_token_per_step", False, 1302, "cache", "one new token per decoder step"),
+    ("kv_cache.encoder_once", False, 1303, "encoder", "encoder runs once"),
+    ("kv_cache.one_token_per_step", False, 1304, "cache", "one new token per decoder step"),
     ("kv_cache.tokens_hidden", True, 0, "tokens", "cached greedy decoding on a fresh model"),
     ("kv_cache.structure_hidden", True, 0, "both", "encoder once and one token per step on a fresh model"),
 ):
-    _runs = () if _what == "tokens" else ("encoder", "cache") if _what == "both" else (_what,)
+    _traits = TRAITS.get(_what, ())
+    _build = ((lambda s, h=_hidden: _build_decode(s, h)) if not _traits
+              else (lambda s, h=_hidden, t=_traits: _build_structure(s, h, t)))
     _c = Check(id=_cid, title=_title, task="greedy_decode_cached(model, ques_b, max_new_tokens)", kind="decode",
-               hidden=_hidden, seed=_seed, build=(lambda s, h=_hidden: _build_decode(s, h)), wire=_wire_decode,
-               reference=_ref_decode, variants=_decode_variants if _what == "tokens" else (lambda inputs: {}),
-               expected=_expected_counts(_what) if _what in ("encoder", "cache") else None,
-               when_larger={"encoder_calls": "encoder_every_step", "decoder_lengths": "no_cache"},
-               needs=("tokens",) if _runs else (),
-               runs={name: (lambda s, name=name: _build_run(name, s)) for name in _runs})
-    _c.judge_failed = _failed_decode(_c) if not _runs else None
-    _c.judge = _judge_tokens(_c) if not _runs else _judge_runs(_c)
+               hidden=_hidden, seed=_seed, build=_build, wire=_wire_decode, reference=_ref_decode,
+               variants=_structure_variants if _traits else _decode_variants,
+               when_larger={"encoder_calls": "encoder_every_step", "decoder_lengths": "no_cache"})
+    _c.judge_failed = _failed_decode(_c)
+    _c.judge = _judge_structure(_c, _traits) if _traits else _judge_tokens(_c, _decode_variants)
     CHECKS.append(_c)

@@ -19,14 +19,13 @@ from encdec.grading.words import OBSERVED, Msg, Words
 
 PASSED = "passed"
 OUTCOMES = (  # labels that are kinds of outcome (each worded by the table entry "outcome_<label>")
-    PASSED, "not_implemented", "did_not_run", "deleted", "package_code", "instruments_touched", "not_measured",
-    "unreadable_outputs", "raised_in_update", "raised", "mismatch", "unknown_check", "unlabelled", "over_cost",
-    "cost_tokens",
+    PASSED, "not_implemented", "did_not_run", "deleted", "package_code", "instruments_touched",
+    "unreadable_outputs", "raised_in_update", "raised", "mismatch", "unknown_check", "unlabelled",
 )
 _HEADS = {  # the table entry a verdict's message starts with -> its outcome, when it names nothing
     "not_implemented": "not_implemented", "did_not_run": "did_not_run", "deleted": "deleted",
     "unreadable": "unreadable_outputs", "unjudgeable": "unreadable_outputs", "unknown_check": "unknown_check",
-    "raised": "raised", "cost_unmeasured": "not_measured", "cost_over": "over_cost", "cost_tokens": "cost_tokens",
+    "raised": "raised",
 }
 
 

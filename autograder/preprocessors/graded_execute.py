@@ -23,8 +23,6 @@ class GradedExecute(SandboxedExecute):
         from autograder import judge
 
         ids = [i for i in check_ids(cell) if i in judge.CHECKS]
-        if len(ids) == 1 and judge.CHECKS[ids[0]].runs:
-            return self._measured_runs(cell, resources, index, ids[0])
         workdir = self._kernel_folder(resources)
         # A hidden check runs under a one-time name: neither its id nor its code enters the kernel.
         names = {i: f"check_{secrets.token_hex(8)}" if judge.CHECKS[i].hidden else i for i in ids}
@@ -42,31 +40,6 @@ class GradedExecute(SandboxedExecute):
             outputs[check_id] = withdraw(workdir, names[check_id]) if workdir is not None else None
         return cell, resources
 
-    def _measured_runs(self, cell, resources, index, check_id: str):
-        """A check judged by cost (``Check.runs``): the cell runs once per run, each on its own
-        inputs under a one-time name, and the kernel's CPU time around each run is read from
-        outside the kernel (``SandboxKernelManager.cpu_time_used``)."""
-        inputs = graded_inputs(self, resources, check_id)["runs"]
-        results: dict[str, dict] = {}
-        source = cell.source
-        try:
-            for run, run_inputs in inputs.items():
-                name = f"check_{secrets.token_hex(8)}"
-                self._hand_over(self._kernel_folder(resources), name, check_id, run_inputs)
-                cell.source = _as_run(source, {check_id: name})
-                before = self._cpu()
-                cell, resources = super().preprocess_cell(cell, resources, index)
-                after = self._cpu()
-                cpu = None if before is None or after is None else max(0.0, after - before)
-                workdir = self._kernel_folder(resources)
-                results[run] = {"saved": withdraw(workdir, name) if workdir is not None else None, "cpu": cpu}
-                self.log.info("%s, run %r: %s s of CPU time in the kernel", check_id, run,
-                              "unknown" if cpu is None else f"{cpu:.3f}")
-        finally:
-            cell.source = source
-        resources.setdefault("nbgrader", {}).setdefault(OUTPUTS_KEY, {})[check_id] = results
-        return cell, resources
-
     def _hand_over(self, workdir: Path | None, name: str, check_id: str, inputs: dict) -> None:
         """Write a check's inputs into the kernel's folder under ``name``; a folder the kernel
         replaced by something else (or no kernel) leaves the check without inputs: it scores 0."""
@@ -78,13 +51,6 @@ class GradedExecute(SandboxedExecute):
             deliver(workdir, name, judge.wire_bytes(check_id, inputs))
         except OSError as err:
             self.log.warning("could not hand %s its inputs (%s); it scores 0", check_id, err)
-
-    def _cpu(self) -> float | None:
-        km = getattr(self, "km", None)
-        try:
-            return km.cpu_time_used() if km is not None and hasattr(km, "cpu_time_used") else None
-        except OSError:
-            return None
 
     def _kernel_folder(self, resources: dict) -> Path | None:
         """Where the kernel works, as the grader reaches it: the sandbox's scratch folder (None

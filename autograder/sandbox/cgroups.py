@@ -37,7 +37,7 @@ from pathlib import Path
 PARENT = "encdec-sandbox"
 CONTROLLERS = ("memory", "pids", "cpu")
 # v1 hierarchies used where mounted: freezer (stop every process at once before the kill) and
-# cpuacct, where it is not mounted with cpu (the CPU time the grader judges cost by, kv_cache)
+# cpuacct, where it is not mounted with cpu (the kernel's CPU time, `Cgroup.cpu_seconds`)
 OPTIONAL_V1 = ("freezer", "cpuacct")
 CPU_PERIOD_US = 100_000
 FALLBACK = ("grading sandbox: no cgroup ({why}): falling back to per-process limits only; memory in memfds "

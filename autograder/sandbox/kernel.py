@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
-import json
 import os
 import subprocess
 import sys
@@ -108,20 +107,6 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
 
     def limits(self) -> Limits:
         return Limits(**{f.name: getattr(self, f.name) for f in dataclasses.fields(Limits)})
-
-    def cpu_time_used(self) -> float | None:
-        """CPU time the kernel has used so far, read from outside it: its cgroup's (every process
-        and thread it started), else its launcher's process tree from /proc; None when neither
-        can be read. The grader judges cost with it (autograder/judge/kv_cache.py)."""
-        if self._cgroup is not None:
-            try:
-                used = self._cgroup.cpu_seconds()
-            except (OSError, ValueError):
-                used = None
-            if used is not None:
-                return used
-        process = getattr(getattr(self, "provisioner", None), "process", None)
-        return None if process is None else tree_cpu_seconds(process.pid)
 
     def grading_edition(self) -> tuple[Path, Path]:
         """(the edition's `encdec` folder, the package folder it is mounted over), built if stale."""
@@ -265,34 +250,6 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
 
 
 _swept: set[str] = set()
-
-
-def tree_cpu_seconds(root: int) -> float | None:
-    """User and system CPU time of ``root`` and every process under it, the children they have
-    reaped included (``/proc/<pid>/stat``); None when ``root`` is gone."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    stats: dict[int, tuple[int, float]] = {}  # pid -> (parent, seconds)
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        # after the name: state ppid ... utime(12) stime(13) cutime(14) cstime(15), 0-based from state
-        stats[int(entry)] = (int(fields[1]), sum(int(x) for x in fields[11:15]) / ticks)
-    if root not in stats:
-        return None
-    children: dict[int, list[int]] = {}
-    for pid, (parent, _) in stats.items():
-        children.setdefault(parent, []).append(pid)
-    total, todo = 0.0, [root]
-    while todo:
-        pid = todo.pop()
-        total += stats[pid][1]
-        todo += children.get(pid, [])
-    return total
 
 
 def _relay(stream, said: list[str], keep: int = 20) -> None:

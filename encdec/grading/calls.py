@@ -160,13 +160,13 @@ def raised_in(exc: BaseException) -> dict:
 def call_decode(impl, meta, a) -> dict:
     """Cached greedy decoding on the given model, counting what the decoder is fed.
 
-    The counts come from hooks on the given model in this process: they word the feedback and
-    never decide a score (the grader judges the tokens returned, and the structure by the CPU time
-    it measures outside this process; autograder/README.md).
+    The model carries the structure traits its inputs name (``structure.py``): a structure check is
+    judged by the tokens too. The counts come from hooks on the given model in this process: they
+    word the feedback and never decide a score (autograder/README.md).
     """
-    from ..model import Transformer
+    from . import structure
 
-    model = Transformer(_config(meta))
+    model = structure.model_class(meta.get("traits", ()))(_config(meta))
     model.load_state_dict(_state(a))
     model.eval()
     counts: dict = {"enc": 0, "dec": [], "logits": [], "fed": [], "held": {}}

@@ -75,17 +75,6 @@ MESSAGES = {
         "no_reference": ("{check_id}: no inputs for this check. Visible checks read reference/{check_id}.npz next to "
                          "the notebook (it comes with the exercise); hidden checks run only when the notebook is graded."),
         "graded_run_done": "ran on the grader's inputs: {check_id} (the grader compares the outputs outside this notebook)",
-        # an item the grader decides by what it measures outside the kernel (the decoding's CPU time):
-        # the student's own run says what it saw and what it cannot judge, never "passed"
-        "needs_first": ("{check_id}: {title}: judged only once {what} match the reference, as in the graded run, "
-                        "where this item scores 0 until then; {what} did not match{where}. Make that check pass first."),
-        "needs_first_at": " (first at row {row}, step {step})",
-        "counted_encoder": "the encoder ran {calls} time(s)",
-        "list_sep": "; ",
-        "counted_fed": "the decoder was fed {lens} token(s) per step",
-        "own_run_by_cost": ("{check_id}: {title}: not judged here. The tokens are right and this run counted what the "
-                            "lesson expects ({counted}), but the grade decides this item by the CPU time your decoding "
-                            "takes on a larger model, measured outside the notebook: these counts are not the grade."),
         # Gradescope's results.json (autograder/gradescope): an item's fallback output, the whole result's notes
         "item_passed": "passed",
         "item_no_output": "no output",
@@ -128,21 +117,9 @@ MESSAGES = {
                                 "{token} where the largest logit is token {best}: greedy decoding picks the argmax "
                                 "(pick_next)."),
         "ok": "{title}: ok.",
-        "decode_shape": "{check_id}: greedy_decode_cached should return ids of shape (N, 1 + max_new_tokens) = {exp}; got {got}.",
         "encoder_calls": "{check_id}: the encoder ran {calls} times for one call that decoded {n} tokens; expected exactly once.",
         "decoder_lengths": ("{check_id}: the decoder was fed {lens} tokens per step; expected the BOS prefix once, then "
                             "1 token per step ([1, 1, 1, ...])."),
-        # structure judged by cost (autograder/judge/kv_cache.py): CPU time measured outside the kernel
-        "cost_ok": "{title}: ok (the right tokens, in {cpu} s of CPU time; the bound is {bound} s).",
-        "cost_tokens": ("{check_id}: {part}: judged on a decoding that returns the right tokens, and on the "
-                        "grader's model yours returned other tokens (first at row {row}, step {step})."),
-        "cost_over": ("{check_id}: {part}: your decoding took {cpu} s of CPU time on the grader's model, measured "
-                      "outside your notebook's process; the lesson's structure takes about {ok} s there and {wrong_what} "
-                      "about {wrong} s (expected at most {bound} s)."),
-        "cost_unmeasured": ("{check_id}: {part}: the grader could not measure your kernel's CPU time on this machine; "
-                            "an instructor decides this item."),
-        "wrong_encoder": "running the encoder at every step",
-        "wrong_cache": "re-running the whole prefix at every step",
         # stage by stage (autograder.judge.stages): what the student's block, model or decoding did
         "stage_supporting": "Stage by stage, the first stage that differs from the lesson's {what} is {stage}",
         "stage_observed": "Observed: the first stage that differs from the lesson's {what} is {stage}",
@@ -201,15 +178,12 @@ MESSAGES = {
         "outcome_package_code": "called the package's own implementation, which is not available in a graded run",
         "outcome_instruments_touched": ("integrity flag: the code touched the instruments of an item measured in the "
                                         "kernel (older gradebooks only: a flag changes no score now)"),
-        "outcome_not_measured": "the grader could not measure the kernel's CPU time for a structure item",
         "outcome_unreadable_outputs": "the outputs the kernel saved could not be read or judged",
         "outcome_raised_in_update": "raised: the failure came from the student's KVCache.update",
         "outcome_raised": "raised an exception that matches no known mistake",
         "outcome_mismatch": "wrong output that matches no known mistake and no observation",
         "outcome_unknown_check": "the test cell names a check the grader does not know",
         "outcome_unlabelled": "graded before verdicts were recorded as keys: no label",
-        "outcome_over_cost": "the decoding took more CPU time than the lesson's structure allows, and no counter named why",
-        "outcome_cost_tokens": "a structure item's decoding returned other tokens than the reference on the grader's model",
     },
     "zh": {
         "diagnosis": "诊断",
@@ -265,15 +239,6 @@ MESSAGES = {
         "no_reference": ("{check_id}：这项检查没有输入。可见检查读取 notebook 旁边的 reference/{check_id}.npz"
                          "（它随练习一起发放）；隐藏检查只在批改 notebook 时运行。"),
         "graded_run_done": "已在批改程序的输入上运行：{check_id}（批改程序在这个 notebook 之外比较输出）",
-        "needs_first": ("{check_id}：{title}：只有在 {what} 与参考结果一致之后才评判这一项，批改时也是如此"
-                        "（在此之前这一项得 0 分）；{what} 与参考结果不一致{where}。请先让那项检查通过。"),
-        "needs_first_at": "（第一处在第 {row} 行、第 {step} 步）",
-        "counted_encoder": "编码器运行了 {calls} 次",
-        "list_sep": "；",
-        "counted_fed": "每步送入解码器的词元数为 {lens}",
-        "own_run_by_cost": ("{check_id}：{title}：这里不作评判。词元正确，这次运行的计数也符合课程的预期（{counted}），"
-                            "但批改时这一项由你的解码在一个更大的模型上所用的 CPU 时间决定，在 notebook 之外测量："
-                            "这些计数不是成绩。"),
         "item_passed": "通过",
         "item_no_output": "没有输出",
         "held_for_review": "这份提交留待教师复核；分数可能会改变。",
@@ -309,18 +274,9 @@ MESSAGES = {
         "observed_not_argmax": ("\n观察到：每一步的 logits 都正确，但在第 {step} 步第 {row} 行得到词元 {token}，"
                                 "而最大的 logit 属于词元 {best}：贪心解码选取 argmax（pick_next）。"),
         "ok": "{title}：正确。",
-        "decode_shape": "{check_id}：greedy_decode_cached 返回的 id 形状应为 (N, 1 + max_new_tokens) = {exp}；实际为 {got}。",
         "encoder_calls": "{check_id}：一次解码 {n} 个词元的调用中，编码器运行了 {calls} 次；应当只运行一次。",
         "decoder_lengths": ("{check_id}：每步送入解码器的词元数为 {lens}；应当先送入一次 BOS 前缀，"
                             "之后每步 1 个词元（[1, 1, 1, ...]）。"),
-        "cost_ok": "{title}：通过（词元正确，用了 {cpu} 秒 CPU 时间；上限为 {bound} 秒）。",
-        "cost_tokens": ("{check_id}：{part}：这一项以返回正确词元的解码为前提，而在批改程序的模型上，你的解码返回了"
-                        "不同的词元（第一处在第 {row} 行、第 {step} 步）。"),
-        "cost_over": ("{check_id}：{part}：在批改程序的模型上，你的解码用了 {cpu} 秒 CPU 时间（在你的 notebook "
-                      "进程之外测得）；按课程的结构大约需要 {ok} 秒，而{wrong_what}大约需要 {wrong} 秒（应不超过 {bound} 秒）。"),
-        "cost_unmeasured": "{check_id}：{part}：批改程序在这台机器上无法测量内核的 CPU 时间；这一项由教师决定。",
-        "wrong_encoder": "每一步都运行编码器",
-        "wrong_cache": "每一步都重新运行整个前缀",
         "stage_supporting": "逐阶段看，与课程的{what}第一处不同的阶段是 {stage}",
         "stage_observed": "观察到：与课程的{what}第一处不同的阶段是 {stage}",
         "stage_random": "逐阶段看：{stage}",
@@ -374,15 +330,12 @@ MESSAGES = {
         "outcome_deleted": "提交中删除了这个测试单元",
         "outcome_package_code": "调用了课程包自己的实现，批改时没有它",
         "outcome_instruments_touched": "诚信标记：代码动了在内核中测量的一项的测量工具（仅限较早的成绩册：标记现在不改变分数）",
-        "outcome_not_measured": "批改程序无法为结构项测量内核的 CPU 时间",
         "outcome_unreadable_outputs": "内核保存的输出无法读取或评判",
         "outcome_raised_in_update": "抛出异常：失败来自学生的 KVCache.update",
         "outcome_raised": "抛出的异常不符合任何已知错误",
         "outcome_mismatch": "输出错误，不符合任何已知错误，也没有观察结果",
         "outcome_unknown_check": "测试单元提到了批改程序不认识的检查",
         "outcome_unlabelled": "在判定以键记录之前批改：没有标签",
-        "outcome_over_cost": "解码用的 CPU 时间超过了课程的结构所允许的，而计数器没有说明原因",
-        "outcome_cost_tokens": "结构项的解码在批改程序的模型上返回了与参考结果不同的词元",
     },
 }
 # The words the checks fill into those messages (a check's title, what it compared, the parts of

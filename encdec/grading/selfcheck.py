@@ -19,7 +19,6 @@ import numpy as np
 from . import language
 from .compare import is_exact, mismatch_details, same
 from .misconceptions import MISCONCEPTIONS, base_name
-from .words import Words, fill, words
 from .wire import section
 
 # Calls of a target that the *given* parts make themselves (multi-head attention runs the
@@ -99,21 +98,12 @@ def diagnosis(name: str | None) -> str:
 
 def judge(check_id: str, meta: dict, got: dict[str, np.ndarray], stored: dict[str, np.ndarray]) -> tuple[bool, str]:
     """Compare ``got`` with the stored expected outputs; name a known mistake that fits. Returns
-    whether it passed and the line to show: an item the grader decides by what it measures outside
-    the kernel (``judged_by: cost``) never says "passed" here, only what this run saw and what it
-    cannot judge."""
+    whether it passed and the line to show."""
     title = meta.get("title", check_id)
     expected = section(stored, "expected")
-    needs = [k for k in meta.get("needs", []) if k in expected]
-    for key in needs:  # judged first: the rest counts only once these are right (as when graded)
-        g, exp = got.get(key), expected[key]
-        if g is None or not same(g, exp, is_exact(exp)):
-            return False, str(_needs_first(check_id, title, key, g, exp))
     shape_only = set(meta.get("shape_only", []))
     hints = {tuple(shape): key for shape, key in meta.get("shape_hints", [])}
     for key, exp in sorted(expected.items()):
-        if key in needs:
-            continue
         g = got.get(key)
         if g is None:
             return False, language.text("not_produced", check_id=check_id, title=title, what=key)
@@ -132,29 +122,7 @@ def judge(check_id: str, meta: dict, got: dict[str, np.ndarray], stored: dict[st
             name = hints.get(g.shape)
         lines = [language.text("did_not_match", check_id=check_id, title=title, what=key) + diagnosis(name)]
         return False, "\n".join(str(line) for line in lines + mismatch_details(g, exp, is_exact(exp)))
-    if meta.get("judged_by") == "cost":
-        return True, language.fill(language.text("own_run_by_cost", check_id=check_id, title=title,
-                                                 counted=_counted(got)))
     return True, language.text("passed", message=language.text("matched_all", title=title))
-
-
-def _needs_first(check_id: str, title: str, key: str, got: np.ndarray | None, exp: np.ndarray) -> Words:
-    """The outputs this item needs right first (the tokens) are not: where they first differ."""
-    where = ""
-    if got is not None and got.shape == exp.shape:
-        row, step = (int(i) for i in np.argwhere(got != exp)[0])
-        where = words("needs_first_at", row=row, step=step)
-    return fill(words("needs_first", check_id=check_id, title=title, what=key, where=where))
-
-
-def _counted(got: dict[str, np.ndarray]) -> Words:
-    """What this run's counters saw, as the lesson's words (encoder calls, tokens fed per step)."""
-    parts = []
-    if "encoder_calls" in got:
-        parts.append(words("counted_encoder", calls=int(got["encoder_calls"])))
-    if "decoder_lengths" in got:
-        parts.append(words("counted_fed", lens=[int(n) for n in got["decoder_lengths"].reshape(-1)]))
-    return Words.join(words("list_sep"), parts)
 
 
 def _known_mistake(got: dict[str, np.ndarray], stored: dict[str, np.ndarray]) -> str | None:
