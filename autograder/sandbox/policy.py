@@ -87,9 +87,12 @@ class Policy:
     def seccomp_program(self) -> bytes:
         return seccomp.assemble(self.seccomp_eperm, self.seccomp_enosys, self.seccomp_clone_flags)
 
-    def mounts(self, readonly: list[Path], extra: list[Path]) -> list[tuple[str, ...]]:
+    def mounts(self, readonly: list[Path], extra: list[Path],
+               sites: dict[Path, list[Path]] | None = None) -> list[tuple[str, ...]]:
         """The system view of a kernel, as rows (kind, path...): the read-only system, its own
-        /proc, /dev and /tmp, the parents that `readonly` and `extra` paths need, `readonly`."""
+        /proc, /dev and /tmp, the parents that `readonly` and `extra` paths need, `readonly`; then
+        each folder of installed packages in `sites` emptied (`empty`: a small read-only-owned
+        tmpfs) with only its listed entries bound back (kernel_site.py)."""
         rows: list[tuple[str, ...]] = []
         bound = []
         for top in map(Path, self.system):
@@ -102,6 +105,9 @@ class Policy:
         for parent in _ancestors_to_create(readonly + extra, bound, [Path(self.tmp)]):
             rows.append(("dir", str(parent)))
         rows += [("ro-bind", str(p), str(p)) for p in readonly]
+        for folder, kept in (sites or {}).items():
+            rows.append(("empty", str(folder)))
+            rows += [("ro-bind", str(p), str(p)) for p in kept]
         return rows
 
     def bwrap_namespaces(self) -> list[str]:
@@ -123,6 +129,8 @@ class Policy:
         rows = [
             ("namespaces", ", ".join(self.namespaces) + f" and mount; hostname `{self.hostname}`"),
             ("system, read-only", ", ".join(f"`{p}`" for p in self.system) + " (a link stays a link)"),
+            ("site-packages", "emptied; only the files of ipykernel, numpy, torch and what they require "
+                              "bound back, read-only (`kernel_site.py`)"),
             (f"`{self.tmp}`", f"private tmpfs of {lim.tmp_mb} MiB"),
             ("working folder", f"tmpfs of {lim.work_mb} MiB and {lim.work_files} files and folders of its own, "
                                "holding a copy of the submission's files; unmounted after the kernel"),

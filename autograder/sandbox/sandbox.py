@@ -46,7 +46,6 @@ copied back: its folders are unmounted and removed after it (`end_kernel_process
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import json
 import os
 import shutil
@@ -56,25 +55,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import cgroups, mounts, safefs, seccomp
+from . import cgroups, kernel_site, mounts, safefs, seccomp
+from .uids import UID_BASE, UID_SLOTS, UidSlot, privileged  # noqa: F401 (the sandbox's names)
+from .unavailable import SandboxUnavailable
 from .policy import Limits, Policy, kernel_environment
 
 __all__ = ["Limits", "Policy", "SandboxUnavailable", "UidSlot", "bwrap_command", "check_available",
            "kernel_environment", "privileged", "zygote_command"]
 
 # Uids handed to sandboxed kernels: unlikely to belong to anyone on a normal machine.
-UID_BASE = 2_000_000
-UID_SLOTS = 256
 POLICY_FILE = "sandbox.json"  # written next to the connection file by the kernel manager
-
-
-class SandboxUnavailable(RuntimeError):
-    """The sandbox cannot start here; grading must stop rather than run unconfined."""
-
-
-def privileged() -> bool:
-    """Root grades with a fresh uid per kernel; anyone else in the unprivileged mode."""
-    return os.geteuid() == 0
 
 
 # The one line the unprivileged mode prints when grading starts: what it cannot guarantee.
@@ -118,54 +108,14 @@ def readonly_paths() -> list[Path]:
     return sorted(p for p in paths if not any(q != p and q in p.parents for q in paths))
 
 
-class UidSlot:
-    """An exclusive uid for one kernel, held by an advisory lock while the kernel lives.
-
-    Slots rotate through the range: a counter file in the lock folder, advanced under its own
-    lock, names the next slot to try, so the kernel after this one (of any grader on the
-    machine) gets another uid, and whatever a uid leaves behind in the kernel (its keyring,
-    which seccomp forbids too) is not found by the next student.
-    """
-
-    def __init__(self, lock_dir: Path | None = None) -> None:
-        # Without root the kernel keeps the grader's uid; the slot still numbers its cgroup.
-        name = "encdec-sandbox-uids" if privileged() else f"encdec-sandbox-slots-{os.geteuid()}"
-        lock_dir = lock_dir or Path(tempfile.gettempdir()) / name
-        lock_dir.mkdir(mode=0o700, exist_ok=True)
-        counter = os.open(lock_dir / "next", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(counter, fcntl.LOCK_EX)
-            text = os.pread(counter, 32, 0).decode(errors="replace").strip()
-            start = int(text) % UID_SLOTS if text.isdigit() else os.getpid() % UID_SLOTS
-            for k in range(UID_SLOTS):
-                slot = (start + k) % UID_SLOTS
-                fd = os.open(lock_dir / f"{slot}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except BlockingIOError:
-                    os.close(fd)
-                    continue
-                os.ftruncate(counter, 0)
-                os.pwrite(counter, str((slot + 1) % UID_SLOTS).encode(), 0)
-                self.fd, self.slot = fd, slot
-                self.uid, self.gid = (UID_BASE + slot,) * 2 if privileged() else (os.getuid(), os.getgid())
-                return
-        finally:
-            os.close(counter)  # and its lock
-        raise SandboxUnavailable(f"all {UID_SLOTS} sandbox uids are in use")
-
-    def release(self) -> None:
-        if getattr(self, "fd", None) is not None:
-            os.close(self.fd)
-            self.fd = None
-
-
 def _system_mounts(policy: Policy, readonly: list[Path], extra: list[Path]) -> list[str]:
     """bwrap arguments shared by kernels and the zygote: `policy.mounts`, one option per row."""
     cmd: list[str] = []
-    for kind, *paths in policy.mounts(readonly, extra):
+    for kind, *paths in policy.mounts(readonly, extra, kernel_site.sites()):
         if kind == "tmpfs":
             cmd += ["--perms", "1777", "--size", str(policy.limits.tmp_mb * 1024 * 1024), "--tmpfs", *paths]
+        elif kind == "empty":
+            cmd += ["--perms", "0755", "--size", str(1024 * 1024), "--tmpfs", *paths]
         elif kind == "dir":
             cmd += ["--perms", "0755", "--dir", *paths]
         else:  # ro-bind, symlink, proc, dev: bwrap's option of the same name

@@ -34,6 +34,8 @@ import os
 import platform
 import tempfile
 
+from .unavailable import SandboxUnavailable
+
 CLONE_NEWUSER = 0x10000000
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 # where the policy was checked: `clone` takes its flags as the first argument (not so on s390)
@@ -50,8 +52,6 @@ def _libseccomp():
     try:
         import pyseccomp
     except (ImportError, OSError, RuntimeError) as err:  # no bindings, or no libseccomp.so.2
-        from .sandbox import SandboxUnavailable
-
         raise SandboxUnavailable(
             f"seccomp: libseccomp cannot be loaded ({err}). Install Debian's libseccomp2 and the "
             "pinned bindings (pip install -r requirements.txt -c constraints.txt). Refusing to run "
