@@ -66,7 +66,6 @@ ATTACKS = [
     ("import torch.nn.modules.module as mm\nmm._global_forward_hooks.clear()",
      "hook machinery (torch.nn.modules.module"),
     ("from torch.nn.modules.module import register_module_forward_hook", "hook machinery"),
-    ("self.register_forward_pre_hook(lambda m, a: None)", "hook machinery (self.register_forward_pre_hook)"),
     ("torch.nn.Module.__call__ = lambda self, *a: None", "hook machinery (torch.nn.Module.__call__)"),
     ("from torch import nn\nnn.Module._call_impl = f", "hook machinery (torch.nn.Module._call_impl)"),
     # the check library
@@ -95,18 +94,6 @@ ATTACKS = [
     ("import numpy as n\nn.testing.assert_allclose = lambda *a, **k: None", "patches library functions (numpy.testing"),
     ("import builtins\nbuiltins.print = f", "patches library functions (builtins.print)"),
     ("setattr(torch, 'allclose', lambda *a: True)", "patches library functions (torch.allclose)"),
-    # probes of the graded run
-    ("import os\nos.environ['HOME']", "grading environment (os.environ)"),
-    ("from os import getenv\ngetenv('USER')", "grading environment (os.getenv)"),
-    ("import os\nos.getuid() == 0", "grading environment (os.getuid)"),
-    ("import socket\nsocket.gethostname()", "grading environment (socket.gethostname)"),
-    ("import platform as pf\npf.node()", "grading environment (platform.node)"),
-    ("import os\nos.listdir('..')", "grading environment (os.listdir)"),
-    ("from pathlib import Path\nhere = Path.cwd()", "grading environment (pathlib.Path.cwd)"),
-    ("import glob\nglob.glob('*')", "grading environment (glob"),
-    ("s = Path('/proc/self/status')", "grading environment ('/proc/self/status')"),
-    ("%env HOME", "grading environment (env)"),
-    ("files = !ls ..", "grading environment ('ls ..')"),
     ("with open(name) as f:\n    f.read()", "reads or writes files (open)"),
     ("open('.grading/x.npz')", "grader's files ('.grading/x.npz')"),
     ("Path('x.txt').write_text('hi')", "reads or writes files (write_text)"),
@@ -136,6 +123,15 @@ ATTACKS = [
 
 # Honest code that looks like the attacks in some way: never flagged.
 HONEST = [
+    # what the sandbox constructs (environment, uid, host, folders): nothing to probe, so not flagged
+    'import os\nos.environ["KMP_DUPLICATE_LIB_OK"] = "TRUE"  # the common macOS fix',
+    "import os\nos.environ['HOME']", "from os import getenv\ngetenv('USER')", "import os\nos.getuid() == 0",
+    "import socket\nsocket.gethostname()", "import platform as pf\npf.node()", "import os\nos.listdir('..')",
+    "from pathlib import Path\nhere = Path.cwd()", "import glob\nglob.glob('*')", "%env HOME",
+    "s = Path('/proc/self/status')", "files = !ls ..",
+    # a hook on the student's own model, as a self-test
+    "h = model.register_forward_hook(lambda m, a, y: print(y.shape))\nh.remove()",
+    "self.register_forward_pre_hook(lambda m, a: None)",
     "for layer in model.decoder.layers:\n    h = layer.forward(h, memory, mask)",  # .forward on a given module
     "out_2 = self.layer_norm_1.forward(x + self.attention_self.forward(x, x, x, mask))",
     "def f(x):\n    open = x > 0  # a name of mine\n    return open",
@@ -227,10 +223,10 @@ def test_scan_notebook_skips_test_cells_labels_cells_and_carries_imports():
     nb.cells.insert(2, nbformat.v4.new_code_cell("import torch.nn.functional as G"))
     block = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "block_solution")
     block.source += "\n_ = G.scaled_dot_product_attention"
-    nb.cells.insert(3, nbformat.v4.new_code_cell("import os\nos.getpid()"))
+    nb.cells.insert(3, nbformat.v4.new_code_cell("import gc\ngc.get_objects()"))
     flags = scan_notebook(nb)
     assert [(f.cell, f.reason.split(" (")[0]) for f in flags] == [
-        ("cell 3", "probes the grading environment"),
+        ("cell 3", "tampers with the interpreter"),
         ("block_solution", "uses torch's ready-made layers")]
 
 

@@ -13,9 +13,13 @@ GRADER = "reaches into the grader's code ({})"
 GRADING_FILES = "names the grader's files ({})"
 INTERPRETER = "tampers with the interpreter ({})"
 PATCHES = "patches library functions ({})"
-PROBES = "probes the grading environment ({})"
 FILES = "reads or writes files ({})"
 READY_MADE = "uses torch's ready-made layers ({})"
+# No rule for what a kernel can learn of its surroundings (environment variables, uid, host name,
+# folders, /proc): the sandbox constructs all of it (autograder/sandbox/policy.py), so there is
+# nothing to learn and nothing to switch to; `os.environ["KMP_DUPLICATE_LIB_OK"] = "TRUE"` and
+# `os.listdir(".")` are honest habits. Nor for a hook registered on a module (a student's self-test):
+# no score reads anything measured inside the kernel.
 UNCHECKED = "could not be checked ({})"  # fails closed: what the scan cannot read is listed for review
 
 # (pattern, reason): the pattern must match a whole fact (re.fullmatch).
@@ -27,7 +31,6 @@ RULES: list[tuple[str, str]] = [
     (r"attr:_(forward|backward)\w*_hooks\w*", HOOKS),  # _forward_hooks, _forward_pre_hooks, _backward_hooks, ...
     (r"attr:_global_\w+", HOOKS),
     (r"str:_(forward|backward)\w*_hooks\w*|str:_global_\w+_hooks?", HOOKS),  # the same names, spelt as strings  # torch.nn.modules.module._global_forward_hooks, ...
-    (r"attr:register_\w*hook", HOOKS),  # register_forward_(pre_)hook, register_module_forward_hook, ...
     (r"(name|import):torch\.nn\.modules\.module(\..*)?", HOOKS),
     (r"(name|import):torch\.utils\.hooks(\..*)?", HOOKS),
     (r"(name|assign):torch\.nn\.(modules\.module\.)?Module\.(__call__|_call_impl|_wrapped_call_impl)", HOOKS),
@@ -46,17 +49,6 @@ RULES: list[tuple[str, str]] = [
     (r"name:sys\.monitoring(\..*)?", INTERPRETER),
     (r"(name|import):ctypes(\..*)?", INTERPRETER),
     (r"assign:(?!torch\.backends\.)(torch|numpy|builtins)(\..*)?", PATCHES),  # cudnn flags are settings
-    (r"name:os\.(environ|environb|getenv|getenvb|putenv|unsetenv|uname)(\..*)?", PROBES),
-    (r"attr:(getuid|geteuid|getgid|getegid|getpid|getppid|getlogin|gethostname)", PROBES),
-    (r"name:(socket\..+|platform\.(node|uname)|getpass\.getuser)", PROBES),
-    (r"import:socket(\..*)?", PROBES),
-    (r"name:os\.(getcwd|getcwdb|listdir|scandir|walk|fwalk)", PROBES),
-    (r"name:os\.path\.(exists|lexists|isfile|isdir)", PROBES),
-    (r"attr:(cwd|iterdir|glob|rglob)", PROBES),  # Path.cwd(), Path(...).iterdir(), ...
-    (r"(name|import):glob(\..*)?", PROBES),
-    (r"str:.*/proc(/.*|\s.*)?", PROBES),
-    (r"magic:(env|set_env|pwd|ls|cd|sx|system|bookmark)", PROBES),
-    (r"shell:\s*(env|printenv|hostname|whoami|id|pwd|ls|find|cat|uname|ps)\b.*", PROBES),
     (r"name:(builtins\.|io\.|os\.|codecs\.)?open|name:os\.fdopen", FILES),
     (r"attr:(read_text|read_bytes|write_text|write_bytes)", FILES),
     (r"name:(numpy|torch)\.(load|save|savez|savez_compressed|fromfile|loadtxt|genfromtxt|memmap)", FILES),
