@@ -9,6 +9,8 @@ import pytest
 import torch
 
 from autograder import judge as J
+from encdec import attention as A
+from encdec import model as M
 from grading_support import block_with, graded, lesson_forward
 
 SEEDS = range(40)
@@ -63,3 +65,26 @@ def test_the_caches_hidden_check_is_a_batch_of_one_with_one_head_and_the_visible
     for seed in SEEDS:
         dims = J.graded_inputs("kv_cache.update_hidden", seed)["dims"]
         assert dims["N"] == 1 and dims["H"] == 1, seed
+
+
+class RecomputedPositions(M.Transformer):
+    """A forward that makes its own positions instead of adding the ones it is given (right on the
+    model's own positions, for any encoding: positions(Ka)[:, :-1] is what the lesson adds)."""
+
+    def forward(self, ques_b, ques_pos, ans_b, ans_pos):
+        enc_out = self.encode(ques_b)  # (N, Kq, M), with the model's own question positions
+        x = self.emb_layer(ans_b[:, :-1]) + self.positions(ans_b.shape[1])[:, :-1]  # (N, Ka-1, M)
+        return self.proj_to_vocab(self.decoder(x, enc_out, A.get_subsequent_mask(ans_b[:, :-1])))
+
+
+@pytest.mark.parametrize("check_id", ["target_slicing.forward_hidden", "target_slicing.causal_hidden",
+                                      "target_slicing.question_hidden"])
+def test_a_forward_that_makes_its_own_positions_fails_every_hidden_probe_for_every_student(check_id, workdir):
+    """The hidden probes call the model with positions of the grader's drawing, so a forward that
+    ignores them fails each probe by construction (the probes once drew the encoding by the seed's
+    parity, and such a forward passed all three with probability 1/8)."""
+    for student in range(12):
+        verdict, _ = graded(check_id, RecomputedPositions, workdir, seed=J.check_seed(b"s", f"s{student}", "ts", check_id))
+        assert not verdict.ok, (check_id, student)
+    passed, _ = graded("target_slicing.forward", RecomputedPositions, workdir)  # on its own positions it is right
+    assert passed.ok

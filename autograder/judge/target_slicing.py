@@ -7,6 +7,7 @@ import dataclasses
 
 import numpy as np
 import torch
+from torch import Tensor
 
 from encdec import model as Mdl
 from encdec.config import ModelConfig
@@ -89,7 +90,18 @@ def _build_forward(seed: int, hidden: bool, probe: str = "plain") -> dict:
     # the hidden question probe runs a batch of one (a squeeze or a batch-wide slice shows there)
     inputs = _build_answers(seed, hidden, batch=1 if hidden and probe == "question" else None)
     inputs["model"] = randomize_(Mdl.Transformer(inputs["config"]), seed)
+    if hidden:  # positions of the grader's own drawing: a forward must add the ones it is given
+        d, g = inputs["dims"], gen(seed + 3)
+        inputs["ques_pos"], inputs["ans_pos"] = normal(g, 1, d["Kq"], d["M"]), normal(g, 1, d["Ka"], d["M"])
     return inputs
+
+
+def _positions(inputs, q, a) -> tuple[Tensor, Tensor]:
+    """The positions the model is called with: the grader's drawn ones (hidden probes), else its own."""
+    m = inputs["model"]
+    if "ques_pos" in inputs:
+        return inputs["ques_pos"], inputs["ans_pos"]  # (1, Kq, M), (1, Ka, M)
+    return m.positions(q.shape[1]), m.positions(a.shape[1])
 
 
 # Which (question, answer) each probe runs the model on: the first case is always the plain one.
@@ -100,14 +112,15 @@ _CASES = {"shape": [("logits", "ques", "ans")],
           "question": [("logits", "ques", "ans"), ("logits_changed", "ques_changed", "ans"), ("logits_again", "ques", "ans")]}
 
 
-def _logits(m, q, a) -> np.ndarray:
+def _logits(inputs, q, a) -> np.ndarray:
+    qpos, apos = _positions(inputs, q, a)
     with torch.no_grad():
-        return m(q.clone(), m.positions(q.shape[1]), a.clone(), m.positions(a.shape[1])).numpy().astype(np.float32)
+        return inputs["model"](q.clone(), qpos, a.clone(), apos).numpy().astype(np.float32)
 
 
 def _wire_forward(probe: str):
     def wire(inputs):
-        keys = sorted({k for _, q, a in _CASES[probe] for k in (q, a)})
+        keys = sorted({k for _, q, a in _CASES[probe] for k in (q, a)} | ({"ques_pos", "ans_pos"} & set(inputs)))
         arrays = {**state_arrays(inputs["model"]), **{k: inputs[k].numpy() for k in keys}}
         return {"config": dataclasses.asdict(inputs["config"]), "cases": [list(c) for c in _CASES[probe]]}, arrays
     return wire
@@ -115,13 +128,14 @@ def _wire_forward(probe: str):
 
 def _ref_forward(probe: str):
     def ref(inputs):
-        return {name: _logits(inputs["model"], inputs[q], inputs[a]) for name, q, a in _CASES[probe]}
+        return {name: _logits(inputs, inputs[q], inputs[a]) for name, q, a in _CASES[probe]}
     return ref
 
 
 def _forward_cands(inputs, ques_key="ques", ans_key="ans"):
     m, q, a = inputs["model"], inputs[ques_key], inputs[ans_key]
-    return lambda: Var.forward_variants(m, q, m.positions(q.shape[1]), a, m.positions(a.shape[1]))
+    qpos, apos = _positions(inputs, q, a)
+    return lambda: Var.forward_variants(m, q, qpos, a, apos)
 
 
 def _forward_variants(inputs) -> dict:
@@ -141,7 +155,7 @@ def _forward_shape_hint(inputs):
 def _forward_stage(got, inputs, crashed: bool = False) -> str | None:
     m, q, a = inputs["model"], inputs["ques"], inputs["ans"]
     with torch.no_grad():
-        emb, qpos, apos = m.emb_layer.weight.numpy(), m.positions(q.shape[1]).numpy(), m.positions(a.shape[1]).numpy()
+        emb, (qpos, apos) = m.emb_layer.weight.numpy(), (p.numpy() for p in _positions(inputs, q, a))
     return St.locate(St.model_stage, got, "logits", emb, q.numpy(), qpos, a.numpy(), apos, crashed)
 
 
