@@ -170,9 +170,9 @@ def test_nothing_in_the_judge_reads_a_time():
     """No score depends on timing: the judge and the execution step read no clock."""
     import inspect
 
-    from autograder.judge import kv_cache
+    from autograder.judge import decode_draws, kv_cache
     from autograder.preprocessors import graded_execute
 
-    for module in (kv_cache, graded_execute):
+    for module in (kv_cache, decode_draws, graded_execute):
         source = inspect.getsource(module)
         assert "process_time" not in source and "perf_counter" not in source and "cpu_time" not in source

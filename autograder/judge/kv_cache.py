@@ -1,37 +1,29 @@
 """Grader side of the ``kv_cache`` exercise (chapter 13): ``KVCache.update`` and cached greedy
-decoding: inputs, references, judges."""
+decoding: references and judges (the decoding checks' inputs: decode_draws.py)."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import math
 
 import numpy as np
 import torch
-from torch import Tensor
 
 from encdec import attention as A
-from encdec import model as Mdl
-from encdec.config import ModelConfig
-from encdec.data import BOS_ID, EOS_ID
+from encdec.data import BOS_ID
 from encdec.grading import structure
 from encdec.grading.words import words
 from encdec.grading.compare import cache_blame
-from encdec.generate import greedy_decode, pick_next
+from encdec.generate import pick_next
 
+from . import decode_draws as D
 from . import labels
 from . import stages as St
 from . import properties as Prop
 from . import variants as Var
-from .draws import coarse, in_double, normal
-from .core import ATOL, Check, compare, diagnosis, first_failure, gen, named_by_property, randomize_, state_arrays
+from .draws import normal
+from .core import ATOL, Check, compare, diagnosis, first_failure, gen, named_by_property, state_arrays
 
 CHECKS: list[Check] = []
-
-
-def _ints(g, lo, hi) -> int:
-    return int(torch.randint(lo, hi, (1,), generator=g))
 
 
 # --- KVCache.update --------------------------------------------------------------------------------
@@ -39,8 +31,8 @@ def _ints(g, lo, hi) -> int:
 def _build_update(seed: int, hidden: bool) -> dict:
     g = gen(seed)
     # the visible check has several sequences and heads; the hidden one a batch of one with one head
-    N, H, Dh = (2, 2, 4) if not hidden else (1, 1, _ints(g, 3, 7))
-    lengths = (3, 1, 1) if not hidden else (_ints(g, 2, 5), 1, 2, 1)
+    N, H, Dh = (2, 2, 4) if not hidden else (1, 1, D.ints(g, 3, 7))
+    lengths = (3, 1, 1) if not hidden else (D.ints(g, 2, 5), 1, 2, 1)
     steps = [(normal(g, N, H, t, Dh), normal(g, N, H, t, Dh)) for t in lengths]
     return {"steps": steps, "dims": {"N": N, "H": H, "Dh": Dh}}
 
@@ -96,188 +88,15 @@ for _cid, _hidden, _seed in (("kv_cache.update", False, 1301), ("kv_cache.update
 
 # --- cached greedy decoding --------------------------------------------------------------------------
 
-def _build_decode(seed: int, hidden: bool) -> dict:
-    """A decoding check's model and questions. The score is the tokens alone (nothing recorded in
-    the kernel decides it), so the inputs are drawn until the tokens tell every known mistake apart
-    (``_apart``): a readout that follows the decoder's state (``_sharpen_readout``)
-    and an EOS that wins at exactly one step of one row, before the last (``_set_eos_readout``)."""
-    g = gen(seed)
-    layers = 2 if not hidden else _ints(g, 2, 4)
-    cfg = ModelConfig(emb_dim=16, num_heads=2, feedforward_dim=32, num_enc_layers=layers, num_dec_layers=layers,
-                      dropout=0.2, position_encoding="sinusoid")
-    N, n = _SIZES["visible"] if not hidden else (_ints(g, *_SIZES["N"]), _ints(g, *_SIZES["n"]))
-    with _one_thread():
-        for attempt in range(_ATTEMPTS):
-            model = randomize_(Mdl.Transformer(cfg), seed + 100_003 * attempt)
-            with torch.no_grad():
-                model.emb_layer.weight.mul_(_EMB_SCALE)
-            ques = torch.randint(0, 16, (N, 9), generator=g)
-            _sharpen_readout(model, ques, n, g)
-            found = _set_eos_readout(model, ques, n, g)  # (the reference tokens, the clear gap) or None
-            if found is not None and _apart(Var.decode_variants(model, ques, n), *found):
-                return {"model": model, "config": cfg, "ques": ques, "n": n, "dims": {"N": N, "n": n}}
-    raise RuntimeError(f"kv_cache seed {seed}: no model whose tokens tell the known mistakes apart, with a row that "
-                       f"finishes early, in {_ATTEMPTS} draws")
-
-
-# rows and steps: each is another chance for a wrong decoding to return another token
-_SIZES = {"visible": (12, 12), "N": (10, 17), "n": (10, 17)}
-# token vectors a tenth of their usual length: the decoder's state then follows the positions and
-# the prefix more than the newest token, so a wrong position or cache changes the tokens
-_EMB_SCALE = 0.1
-_ATTEMPTS = 100
-_TIE = 1e-3  # the smallest gap between the best and second-best logit a greedy choice may have
-_SPLIT = 1.0  # how far the EOS logit is set from the best other logit where a row must finish or not
-
-
-@torch.no_grad()
-def _states(model, ques, tokens) -> Tensor:
-    """Decoder outputs (N, n, M) of each decoding step, computed uncached along ``tokens`` (N, 1+n)."""
-    n = tokens.shape[1] - 1
-    x = model.emb_layer(tokens[:, :-1]) + model.positions(1 + n)[:, :n]  # (N, n, M)
-    return model.decoder(x, model.encode(ques), A.get_subsequent_mask(tokens[:, :-1]))  # (N, n, M)
-
-
-def _best_other(logits: Tensor) -> Tensor:
-    """The largest logit that is not EOS: (..., V) -> (...)."""
-    return torch.cat([logits[..., :EOS_ID], logits[..., EOS_ID + 1:]], dim=-1).max(dim=-1).values
-
-
-@torch.no_grad()
-def _set_eos_readout(model, ques, n, g) -> tuple[Tensor, float] | None:
-    """Choose the EOS row of ``proj_to_vocab`` (which ``_sharpen_readout`` left losing everywhere)
-    so that EOS wins at one step of one row, before the last step, and nowhere else on the greedy
-    path, nor at the step after that EOS (the model would go on with another token there: only
-    pick_next keeps the row at EOS). The EOS logit is k (<u, h> - c) on the decoder state h, with
-    u pointing from the other states to the chosen one, c halfway between it and the nearest other
-    state along u, and k just large enough. The EOS row changes only the EOS logit, so the greedy
-    path that never picks EOS stays as it was. Returns the greedy tokens (N, 1 + n) with that row
-    and the gap a choice needs to be clear on this model (``_clear``); None (row restored) when no
-    step works."""
-    proj = model.proj_to_vocab
-    w0, b0 = proj.weight[EOS_ID].clone(), proj.bias[EOS_ID].clone()
-    path = greedy_decode(model, ques, n, use_cache=False)  # (N, 1 + n): EOS never wins yet
-    # the EOS row divides by a small gap between states: computed in float64 and rounded coarsely,
-    # so that every machine builds the same row (draws.py)
-    model64 = in_double(model)
-    h = _states(model64, ques, path)  # (N, n, M)
-    top = _best_other(model64.proj_to_vocab(h))  # (N, n)
-    N = h.shape[0]
-    for flat in torch.randperm(N * (n - 1), generator=g)[:16].tolist():
-        r, s = divmod(flat, n - 1)  # the early row and its EOS step
-        fed = path.clone()
-        fed[r, s + 1] = EOS_ID
-        after = _states(model64, ques, fed)[r, s + 1]  # (M,): the step after that EOS
-        others = torch.ones(N, n, dtype=torch.bool)  # every other state on the path...
-        others[r, s:] = False  # ... but the early row's from its EOS on (pick_next keeps EOS there)
-        rest = torch.cat([h[others], after[None]])  # (k, M): with the step after the EOS
-        rest_top = torch.cat([top[others], _best_other(model64.proj_to_vocab(after))[None]])  # (k,)
-        u = h[r, s] - rest.mean(dim=0)
-        u = u / u.norm()  # (M,)
-        gap = float(h[r, s] @ u - (rest @ u).max())
-        if gap <= 0:  # the state is not apart from the others along u
-            continue
-        c = float(h[r, s] @ u) - gap / 2
-        # k gap / 2 above the early step's best other logit, and below every other one by _SPLIT
-        k = 2 * (max(float(top[r, s]), float(-rest_top.min()), 0.0) + _SPLIT) / gap
-        # up to a power of two (rounded up, it only makes EOS win or lose by more): k u is then
-        # u's coarse rounding, moved in exponent only
-        k = 2.0 ** math.ceil(math.log2(k))
-        proj.weight[EOS_ID], proj.bias[EOS_ID] = coarse(k * u), coarse(torch.tensor(-k * c))
-        tokens = greedy_decode(model, ques, n, use_cache=False)  # (N, 1 + n): the reference now
-        logits = _teacher_forced_logits(model, ques, tokens)  # (n, N, V)
-        # a near-tie would let a correct cached decoder, which rounds in another order, pick another token
-        clear = _clear(model, ques, tokens, logits)
-        if _exercises_eos(tokens, logits) and _min_margins(logits).min() >= clear:
-            return tokens, clear
-    proj.weight[EOS_ID], proj.bias[EOS_ID] = w0, b0
-    return None
-
-
-@torch.no_grad()
-def _rounding(model, ques, tokens, single: Tensor) -> Tensor:
-    """How far the float32 step logits ``single`` (n, N, V) along ``tokens`` (N, 1 + n) are from
-    the same model's in float64: (n, N, V), the model's own rounding."""
-    double = _teacher_forced_logits(in_double(model), ques, tokens)  # (n, N, V)
-    return (single.double() - double).abs()
-
-
-@torch.no_grad()
-def _clear(model, ques, tokens, single) -> float:
-    """The smallest gap between the best and second-best logit that counts as a clear choice on
-    this model: _TIE, or ten times the model's own float rounding along the greedy ``tokens``
-    (N, 1 + n) (their float32 logits ``single`` (n, N, V) against float64, the tokens other than
-    EOS), whichever is larger."""
-    off = _rounding(model, ques, tokens, single)  # (n, N, V)
-    off[..., EOS_ID] = 0  # EOS is kept _SPLIT away from the best other logit on the path (_set_eos_readout)
-    return max(_TIE, 10 * float(off.max()))
-
-
-@torch.no_grad()
-def _apart(variants: dict[str, tuple[Tensor, Tensor]], ref: Tensor, clear: float) -> bool:
-    """Each mistake of ``variants`` (name -> tokens (N, 1 + n), step logits (n, N, V)) returns other
-    tokens than the reference ``ref`` (N, 1 + n) and than every other mistake, and its first token
-    off the reference is a clear choice of its own (a gap of ``clear``, ``_clear``): a decoder with
-    that mistake cannot return the reference tokens, however it rounds."""
-    if len({tuple(tokens.flatten().tolist()) for tokens, _ in variants.values()}) < len(variants):
-        return False  # two mistakes with the same tokens could not be named apart
-    for tokens, steps in variants.values():  # (N, 1 + n), (n, N, V)
-        differs = tokens[:, 1:] != ref[:, 1:]  # (N, n)
-        if not differs.any():
-            return False
-        row = int(differs.any(dim=1).int().argmax())
-        t = int(differs[row].int().argmax())
-        top2 = steps[t, row].topk(2).values
-        if float(top2[0] - top2[1]) < clear:
-            return False
-    return True
-
-
-@torch.no_grad()
-def _exercises_eos(tokens: Tensor, logits: Tensor) -> bool:
-    """Along the greedy tokens (N, 1 + n) and their step logits (n, N, V): some row finishes before
-    the last step and the model's own next choice for it is not EOS (so a decoder that ignores
-    finished rows answers differently), and some row never finishes."""
-    n = logits.shape[0]
-    is_eos = tokens[:, 1:] == EOS_ID  # (N, n)
-    never = ~is_eos.any(dim=1)  # (N,)
-    first = torch.where(is_eos.any(dim=1), is_eos.int().argmax(dim=1), n)  # (N,) step of the first EOS
-    early = [r for r in range(len(first)) if first[r] < n - 1]
-    if not never.any() or not early:
-        return False
-    after = [logits[first[r] + 1, r] for r in early]  # (V,) each: the step after the row's EOS
-    return any(float(a.max() - a[EOS_ID]) > _SPLIT / 2 and int(a.argmax()) != EOS_ID for a in after)
-
-
 def _wire_decode(inputs):
     return ({"config": dataclasses.asdict(inputs["config"]), "n": inputs["n"], "traits": list(inputs.get("traits", ()))},
             {**state_arrays(inputs["model"]), "ques": inputs["ques"].numpy()})
 
 
-def _min_margins(logits: Tensor) -> Tensor:
-    """Per question, the smallest gap between the best and second-best logit along the greedy
-    path, from its step logits (n, N, V)."""
-    top2 = logits.topk(2, dim=-1).values  # (n, N, 2)
-    return (top2[..., 0] - top2[..., 1]).min(dim=0).values  # (N,)
-
-
-@torch.no_grad()
-def _teacher_forced_logits(model, ques, tokens) -> Tensor:
-    """Logits (n, N, V) of each decoding step, computed uncached along ``tokens`` (N, 1+n)."""
-    n = tokens.shape[1] - 1
-    pos = model.positions(1 + n)
-    x = model.emb_layer(tokens[:, :-1]) + pos[:, :n]
-    h = model.decoder(x, model.encode(ques), A.get_subsequent_mask(tokens[:, :-1]))
-    return model.proj_to_vocab(h).transpose(0, 1)  # (N, n, V) -> (n, N, V)
-
-
 def _ref_decode(inputs):
     """The reference: the tokens alone (the score is decided on them, in the grader and in the
-    student's own run alike); on a structure check's model, its cached decoding."""
-    if inputs.get("traits"):
-        tokens, _ = _decoded(structure.with_traits(inputs["model"], inputs["traits"]), inputs["ques"], inputs["n"])
-        return {"tokens": tokens.numpy()}
-    return {"tokens": greedy_decode(inputs["model"], inputs["ques"], inputs["n"], use_cache=False).numpy()}
+    student's own run alike)."""
+    return {"tokens": D.reference_tokens(inputs)}
 
 
 def _decode_variants(inputs) -> dict:
@@ -287,7 +106,7 @@ def _decode_variants(inputs) -> dict:
 
 def _judge_tokens(check, variants_of):
     """The tokens decide (the inputs are drawn so that every known mistake returns other tokens:
-    ``_build_decode``), and they name a known mistake. The step logits the kernel
+    ``D.build_decode``), and they name a known mistake. The step logits the kernel
     recorded (a hook on proj_to_vocab) only word the feedback: the first step that went wrong."""
     def judge(got, ref, inputs):
         variants = {}
@@ -322,7 +141,7 @@ def _replayed_mistake(inputs, tok, steps) -> str | None:
     if steps is None or steps.shape != (n, ques.shape[0], model.config.vocab_size):
         return None
     tokens = torch.from_numpy(tok.astype(np.int64))
-    if np.allclose(steps, _teacher_forced_logits(model, ques, tokens).numpy(), atol=1e-4, rtol=1e-4):
+    if np.allclose(steps, D.teacher_forced_logits(model, ques, tokens).numpy(), atol=1e-4, rtol=1e-4):
         return None
     for mode in Var.REPLAYED:
         if np.allclose(steps, Var.replayed_step_logits(model, ques, tokens, mode).numpy(), atol=1e-4, rtol=1e-4):
@@ -346,10 +165,10 @@ def _observed(inputs, tok, steps) -> str:
     if not _replayable(inputs, tok):
         return ""  # no prefix to replay: the shapes above say what is wrong
     tokens = torch.from_numpy(tok.astype(np.int64))
-    own32 = _teacher_forced_logits(model, ques, tokens)  # (n, N, V) along the student's tokens
+    own32 = D.teacher_forced_logits(model, ques, tokens)  # (n, N, V) along the student's tokens
     own = own32.numpy()
     # off the reference path this model's float rounding may pass ATOL: ten times it is the tolerance
-    tol = max(ATOL, 10 * float(_rounding(model, ques, tokens, own32).max()))
+    tol = max(ATOL, 10 * float(D.rounding(model, ques, tokens, own32).max()))
     k = 0 if steps is None or steps.ndim != 3 or steps.shape[1:] != own.shape[1:] else min(len(steps), n)
     for t in range(k):
         bad = ~np.isclose(steps[t], own[t], atol=tol, rtol=ATOL).all(axis=-1)  # (N,)
@@ -389,111 +208,18 @@ def _failed_decode(check):
     return judge_failed
 
 
-@torch.no_grad()
-def _sharpen_readout(model, ques, n, g) -> None:
-    """proj_to_vocab reads the decoder state's deviation from its mean (over random prefixes), with
-    a gain that puts the logits' spread at about 3: the greedy token then changes with the state."""
-    M = model.config.emb_dim
-    tokens = torch.randint(0, 16, (ques.shape[0], n + 1), generator=g)  # (N, 1 + n)
-    # in float64, rounded coarsely: the same weights on every machine (draws.py)
-    h = _states(in_double(model), ques, tokens).reshape(-1, M)  # (N * n, M)
-    mean, spread = h.mean(0), (h - h.mean(0)).std()
-    W = coarse(normal(g, model.config.vocab_size, M).double() * (3.0 / (spread * math.sqrt(M))))  # (V, M)
-    model.proj_to_vocab.weight.copy_(W)
-    model.proj_to_vocab.bias.copy_(coarse(-(W.double() @ mean)))
-    model.proj_to_vocab.weight[EOS_ID] = 0.0
-    model.proj_to_vocab.bias[EOS_ID] = -1e4
+# --- the structure: encoder once, one token per step, judged by the tokens on a model with a trait
+# (encdec/grading/structure.py, drawn in decode_draws.py) under which the wrong structure returns
+# other tokens. Nothing is timed.
 
-
-@contextlib.contextmanager
-def _one_thread():
-    """Torch on one thread, as in the kernel: the runs' costs are timed so, and a grader process
-    that shares its cores with kernels and other graders is not slowed by idle threads spinning."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
-# --- the structure: encoder once, one token per step, judged by the tokens ----------------------
-# On the lesson's model a cached and an uncached decoder return the same tokens, and so does one that
-# encodes at every step. So each structure check hands the decoder a model with a trait
-# (encdec/grading/structure.py) under which the wrong structure returns other tokens: encoding a
-# question again moves the readout ("reencode"); the self-attention ignores the mask, so re-running
-# the prefix changes the states ("unmasked_self"). Its reference is the lesson's cached decoding on
-# that model. Nothing is timed.
-
-TRAITS = {"encoder": ("reencode",), "cache": ("unmasked_self",), "both": ("reencode", "unmasked_self")}
-# what the wrong structure of each trait is called (a misconception of the tables), and the part of
-# an item that checks both which the trait decides (a term of the tables)
-WRONG = {"reencode": "encoder_every_step", "unmasked_self": "no_cache"}
+# the part of an item that checks both traits which each trait decides (a term of the tables)
 PARTS = {"reencode": "the encoder runs once", "unmasked_self": "one new token per decoder step"}
-
-
-def _build_structure(seed: int, hidden: bool, traits: tuple[str, ...]) -> dict:
-    """A structure check's model and questions: drawn until the wrong structure of each trait
-    returns other tokens than the reference, at a clear choice, and every greedy choice of the
-    reference is clear. EOS never wins (every row decodes all its tokens)."""
-    g = gen(seed)
-    layers = 2 if not hidden else _ints(g, 2, 4)  # a re-run of one decoder layer is consistent: two at least
-    cfg = ModelConfig(emb_dim=16, num_heads=2, feedforward_dim=32, num_enc_layers=layers, num_dec_layers=layers,
-                      dropout=0.2, position_encoding="sinusoid")
-    N, n = _SIZES["visible"] if not hidden else (_ints(g, *_SIZES["N"]), _ints(g, *_SIZES["n"]))
-    with _one_thread():
-        for attempt in range(_ATTEMPTS):
-            model = randomize_(Mdl.Transformer(cfg), seed + 100_003 * attempt)
-            with torch.no_grad():
-                model.emb_layer.weight.mul_(_EMB_SCALE)
-            ques = torch.randint(0, 16, (N, 9), generator=g)
-            if len({tuple(q) for q in ques.tolist()}) < N:
-                continue  # a question asked twice would count as encoded again
-            _sharpen_readout(model, ques, n, g)
-            inputs = {"model": model, "config": cfg, "ques": ques, "n": n, "traits": traits, "dims": {"N": N, "n": n}}
-            tokens = torch.from_numpy(_ref_decode(inputs)["tokens"])
-            logits = _teacher_forced_logits(model, ques, tokens)  # (n, N, V): the cached steps' logits
-            clear = _clear(model, ques, tokens, logits)
-            if _min_margins(logits).min() >= clear and _apart(_wrong_structures(inputs), tokens, clear):
-                return inputs
-    raise RuntimeError(f"kv_cache seed {seed}: no model on which the wrong structure changes the tokens "
-                       f"in {_ATTEMPTS} draws")
-
-
-@torch.no_grad()
-def _decoded(model, ques, n, mistake: str | None = None) -> tuple[Tensor, Tensor]:
-    """The lesson's cached decoding (``mistake`` None), or with the wrong structure of a trait:
-    tokens (N, 1 + n) and each step's last-position logits (n, N, V)."""
-    N = ques.shape[0]
-    tokens = torch.full((N, 1), BOS_ID, dtype=torch.long)
-    pos = model.positions(1 + n)  # (1, 1 + n, M)
-    memory = model.encode(ques)  # (N, Kq, M)
-    caches = [(A.KVCache(), A.KVCache(static=True)) for _ in model.decoder.layers]
-    done = torch.zeros(N, dtype=torch.bool)
-    steps = []
-    for t in range(n):
-        if mistake == "encoder_every_step":
-            memory = model.encode(ques)  # again
-        if mistake == "no_cache":  # the whole prefix again, with the mask
-            h = model.decoder(model.emb_layer(tokens) + pos[:, : t + 1], memory, A.get_subsequent_mask(tokens))
-        else:
-            h = model.decoder(model.emb_layer(tokens[:, -1:]) + pos[:, t : t + 1], memory, None, caches=caches)
-        steps.append(model.proj_to_vocab(h[:, -1]))  # (N, V)
-        nxt, done = pick_next(steps[-1], done)
-        tokens = torch.cat([tokens, nxt[:, None]], dim=1)  # (N, t + 2)
-    return tokens, torch.stack(steps)
-
-
-def _wrong_structures(inputs) -> dict[str, tuple[Tensor, Tensor]]:
-    """The wrong structure of each trait of the check, decoded on the model with its traits."""
-    model, ques, n, traits = inputs["model"], inputs["ques"], inputs["n"], inputs["traits"]
-    return {WRONG[t]: _decoded(structure.with_traits(model, traits), ques, n, WRONG[t]) for t in traits}
 
 
 def _structure_variants(inputs) -> dict:
     """Known mistakes by their tokens on a structure check's model: the wrong structures, and the
     token mistakes whose tokens differ from the reference's and from each other's."""
-    out = {k: v[0] for k, v in _wrong_structures(inputs).items()}
+    out = {k: v[0] for k, v in D.wrong_structures(inputs).items()}
     ref = _ref_decode(inputs)["tokens"]
     probe = structure.with_traits(inputs["model"], inputs["traits"])
     for name, (tokens, _) in Var.decode_variants(probe, inputs["ques"], inputs["n"]).items():
@@ -512,7 +238,7 @@ def _judge_structure(check, traits: tuple[str, ...]):
         if verdict.ok or len(traits) < 2:
             return verdict
         label = labels.of(verdict.words)
-        missed = {t for t in traits if WRONG[t] == label} or set(traits)
+        missed = {t for t in traits if D.WRONG[t] == label} or set(traits)
         return dataclasses.replace(verdict, parts=tuple((PARTS[t], t not in missed) for t in traits))
     return judge
 
@@ -524,9 +250,9 @@ for _cid, _hidden, _seed, _what, _title in (
     ("kv_cache.tokens_hidden", True, 0, "tokens", "cached greedy decoding on a fresh model"),
     ("kv_cache.structure_hidden", True, 0, "both", "encoder once and one token per step on a fresh model"),
 ):
-    _traits = TRAITS.get(_what, ())
-    _build = ((lambda s, h=_hidden: _build_decode(s, h)) if not _traits
-              else (lambda s, h=_hidden, t=_traits: _build_structure(s, h, t)))
+    _traits = D.TRAITS.get(_what, ())
+    _build = ((lambda s, h=_hidden: D.build_decode(s, h)) if not _traits
+              else (lambda s, h=_hidden, t=_traits: D.build_structure(s, h, t)))
     _c = Check(id=_cid, title=_title, task="greedy_decode_cached(model, ques_b, max_new_tokens)", kind="decode",
                hidden=_hidden, seed=_seed, build=_build, wire=_wire_decode, reference=_ref_decode,
                variants=_structure_variants if _traits else _decode_variants,
