@@ -18,9 +18,8 @@ only a stale edition and is safe for graders running side by side: each edition 
 private folder, renamed into place under its digest, and ``<out>/<a>`` is a link swapped
 atomically onto it.
 
-The same folder holds the torch edition, ``<out>/_torch/`` (``torch_edition.py``: the installed
-torch's files without its ready-made Transformer layers, which every kernel gets whatever its
-assignment; ``torch_files``), built, stamped and linked the same way.
+The same folder holds the torch edition, ``<out>/_torch/`` (``torch_edition.py``, ``torch_files``:
+torch's files without its ready-made Transformer layers, for every kernel), made the same way.
 
     python -m autograder.edition [--out DIR] [assignment ...]   # default: every assignment; torch's always
 """
@@ -292,13 +291,6 @@ def _readable(root: Path) -> None:
             os.chmod(os.path.join(folder, f), 0o644)
 
 
-def _current(assignment: str, out_root: Path) -> str | None:
-    try:
-        return (out_root / assignment / STAMP).read_text().strip()
-    except OSError:
-        return None
-
-
 def _make(assignment: str, out_root: Path, source: Path, solutions: Path, force: bool) -> Path:
     stamp = digest(assignment, source, solutions)
     return _publish(assignment, out_root, stamp, lambda tmp: _generate(assignment, tmp, source, solutions),
@@ -310,7 +302,11 @@ def _publish(assignment: str, out_root: Path, stamp: str, generate, force: bool)
     ``generate(folder)`` unless current): built privately, renamed into place, linked atomically."""
     out_root.mkdir(parents=True, exist_ok=True)
     link = out_root / assignment
-    if not force and _current(assignment, out_root) == stamp:
+    try:
+        current = (link / STAMP).read_text().strip()
+    except OSError:  # none yet, or pruned by another grader
+        current = None
+    if not force and current == stamp:
         return link
     tmp = Path(os.path.realpath(out_root)) / f".{assignment}-tmp-{os.getpid()}-{secrets.token_hex(4)}"
     try:
