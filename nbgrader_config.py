@@ -95,6 +95,7 @@ c.Autograde.autograde_preprocessors = [
     "autograder.preprocessors.SanitizeOutputs",  # the formgrader renders this notebook: no active content
     "nbgrader.preprocessors.SaveAutoGrades",
     "autograder.preprocessors.FlagIntegrity",  # reaching into the grader: needs_manual_grade + a reason
+    "autograder.preprocessors.RecordRepairs",  # a mangled notebook's repairs, in the gradebook's comment
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]

@@ -148,6 +148,7 @@ REPAIRED = [n for n in SELECTED if MANIFEST[n]["repair"]]
 def test_a_mangled_notebook_is_graded_with_its_repair_stated(graded, name):
     """A notebook nbgrader alone would stop on (or grade to nothing) records its repair, states it at
     the top of the graded notebook and of the feedback, and what was handed in stays as it was."""
+    from autograder.preprocessors.record_repairs import PREFIX as RepairedLine
     from autograder.repairs import NOTICE_ID, repairs
     from encdec.grading import language
 
@@ -158,8 +159,20 @@ def test_a_mangled_notebook_is_graded_with_its_repair_stated(graded, name):
     assert nb["cells"][0]["id"] == NOTICE_ID
     html = row.feedback_html.read_text()
     assert language.text("repair_head") in html.replace("&#39;", "'").replace("&quot;", '"')
+    assert RepairedLine not in html  # stated once, at the top
+    comments = gradebook_comments(batch, name, row.assignment)  # the instructor reads it with the grades
+    assert any(c.startswith(RepairedLine) for c in comments), comments
     handed_in = batch.state(name).submitted / name / row.assignment / graded_notebook(name).name
     assert handed_in.read_bytes() == graded_notebook(name).read_bytes()
+
+
+def gradebook_comments(batch, name: str, assignment: str) -> list[str]:
+    """Every automatic comment of a student's notebook in the gradebook."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(batch.state(name).db_url) as gb:
+        nb = gb.find_submission(assignment, name).notebooks[0]
+        return [c.auto_comment for c in nb.comments if c.auto_comment]
 
 
 def _node(nb: dict):

@@ -8,7 +8,8 @@
 - ``SanitizeOutputs`` (before the grades are saved, and in ``GenerateFeedback``): no active content.
 - ``MatchRelease`` (the sanitizing step, first): a mangled notebook matched to the release, each repair stated.
 - ``SafeOverwriteCells`` (the sanitizing step): deleted test cells put back in their place.
-- ``FlagIntegrity`` (after ``SaveAutoGrades``) and ``HideIntegrityFlags`` (feedback): review flags.
+- ``FlagIntegrity`` (after ``SaveAutoGrades``) and ``HideIntegrityFlags`` (feedback): review flags;
+  ``RecordRepairs`` (after ``SaveAutoGrades``): a mangled notebook's repairs in the gradebook.
 - ``HideHiddenTests`` (feedback): nbgrader's ``ClearHiddenTests`` with a placeholder.
 
 ``TrustedGrading`` holds the grader's settings (the course secret's file).
@@ -20,11 +21,12 @@ from .graded_execute import GradedExecute
 from .hide_hidden_tests import HideHiddenTests
 from .hide_integrity_flags import HideIntegrityFlags
 from .match_release import MatchRelease
+from .record_repairs import RecordRepairs
 from .safe_overwrite_cells import SafeOverwriteCells
 from .sanitize_outputs import SanitizeOutputs
 from .trusted_grading import TrustedGrading
 from .trusted_verdict import TrustedVerdict, submission_language, verdict_outputs
 
 __all__ = ["CHECK_CALL", "VERDICT_KEY", "recorded_verdicts", "ClearGradingFiles", "FlagIntegrity", "GradedExecute", "HideHiddenTests",
-           "HideIntegrityFlags", "MatchRelease", "SafeOverwriteCells", "SanitizeOutputs", "TrustedGrading", "TrustedVerdict",
+           "HideIntegrityFlags", "MatchRelease", "RecordRepairs", "SafeOverwriteCells", "SanitizeOutputs", "TrustedGrading", "TrustedVerdict",
            "deliver", "submission_language", "verdict_outputs", "withdraw"]
