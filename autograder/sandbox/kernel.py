@@ -301,6 +301,7 @@ class Zygote:
     _running: dict[tuple, "Zygote"] = {}
 
     def __init__(self, editions: Path, temp_dir: str = "", torch_files: list | None = None) -> None:
+        self.owner = os.getpid()  # the process that started it (a fork of that process may use it too)
         self.sockbase = Path(tempfile.mkdtemp(prefix=mounts.folder_prefix("z"), dir=socket_base(temp_dir)))
         self.workbase = Path(tempfile.mkdtemp(prefix=mounts.folder_prefix("zw"), dir=temp_dir or None))
         for base in (self.sockbase, self.workbase):  # each kernel's tmpfs made there reaches the zygote
@@ -329,19 +330,42 @@ class Zygote:
         torch_files = edition.torch_files(edition.DEFAULT_OUT) if torch_files is None else torch_files
         key = (editions, temp_dir, tuple(map(tuple, torch_files)))
         z = cls._running.get(key)
-        if z is None or z.proc.poll() is not None:
-            if z is not None:
+        if z is None or not z.alive():
+            if z is not None and z.owner == os.getpid():
                 z.stop()  # a dead zygote's folders go too
             z = cls._running[key] = cls(editions, temp_dir, torch_files)
         return z
 
     @classmethod
-    def stop_all(cls) -> None:
-        for z in list(cls._running.values()):
-            z.stop()
-        cls._running.clear()
+    def prestart(cls, config) -> None:
+        """Start the fork server a course's kernels use (``config``: the course's), here: an RQ
+        worker does, so that each job, run in a fork of the worker, uses it instead of its own."""
+        km = SandboxKernelManager(config=config)
+        if km.prefork and privileged():
+            cls.get(edition.DEFAULT_OUT.resolve(), km.temp_dir)
+
+    @classmethod
+    def stop_all(cls, started_here: bool = False) -> None:
+        """Stop the fork servers this process knows (``started_here``: only those it started)."""
+        for key, z in list(cls._running.items()):
+            if not started_here or z.owner == os.getpid():
+                z.stop()
+                del cls._running[key]
+
+    def alive(self) -> bool:
+        """Running: its own child polled, or, from a fork of the process that started it, a process
+        of that id that is no zombie."""
+        if self.owner == os.getpid():
+            return self.proc.poll() is None
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except (OSError, IndexError):
+            return False
 
     def stop(self) -> None:
+        if self.owner != os.getpid():
+            return  # the process that started it stops it (this one cannot reap it)
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()

@@ -78,7 +78,10 @@ def worker(url: str, burst: bool, name: str | None, heartbeat: int = 10, grace: 
         raise SystemExit(f"autograder.taskqueue: {err}") from None
     import nbgrader.converters  # noqa: F401 - paid once, not once per job
 
-    load_config(Path.cwd())  # imports the course's preprocessors and the sandbox
+    config = load_config(Path.cwd())  # imports the course's preprocessors and the sandbox
+    from autograder.sandbox.kernel import Zygote
+
+    Zygote.prestart(config)  # torch imported once in the sandbox, for every job's kernels
     conn = connect(url)
     if simple:
         w = GradingSimpleWorker([Queue(QUEUE, connection=conn)], connection=conn, name=name)

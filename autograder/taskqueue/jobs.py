@@ -62,8 +62,9 @@ def job_id(course_id: str, root: str, assignment: str, student: str, fp: str) ->
 
 
 def grade_job(root: str, assignment: str, student: str, spec: dict, timeout: int | None = None) -> dict:
-    """The RQ job: `unit.grade`, then stop this process's sandbox fork server (an RQ work-horse
-    exits without running atexit handlers; a simple worker keeps it for the next job)."""
+    """The RQ job: `unit.grade`, then stop a sandbox fork server this process started (an RQ
+    work-horse exits without running atexit handlers); the one its worker started before forking
+    serves the next job too, as does a simple worker's own."""
     from autograder.sandbox.kernel import Zygote
 
     from .unit import grade
@@ -72,7 +73,7 @@ def grade_job(root: str, assignment: str, student: str, spec: dict, timeout: int
         result = grade(root, assignment, student, spec, timeout)
     finally:
         if not _keep_sandbox[0]:
-            Zygote.stop_all()
+            Zygote.stop_all(started_here=True)
     return {"assignment": assignment, "student": student, "fingerprint": result["fingerprint"],
             "statuses": {nb: info["status"] for nb, info in result["notebooks"].items()}}
 
