@@ -136,6 +136,14 @@ def test_prefill_decode_stepper_grows_the_cache(open_page, gallery):
     assert rows() == [3] * L
     assert text("prefill_decode.memory_decode", lang, s=3) in w.locator("[data-testid='memory-status']").inner_text()
     assert w.locator(f"[data-testid='cross-cache-{L - 1}']").get_attribute("data-rows") == "9"
+    work = w.locator("[data-testid='work'] [data-step]")  # one bar per step, the current one marked
+    assert work.count() >= 3  # three steps were taken
+    assert "current" in work.nth(2).get_attribute("class")
+    prefill, decode = (work.nth(k).locator(".encdec-work-dec").evaluate("e => e.getBoundingClientRect().width")
+                       for k in (0, 1))
+    assert work.nth(0).locator(".encdec-work-enc").evaluate("e => e.getBoundingClientRect().width") > 0
+    assert work.nth(1).locator(".encdec-work-enc").evaluate("e => e.getBoundingClientRect().width") == 0
+    assert prefill > decode > 0
     w.locator("[data-testid='back']").click()
     assert rows() == [2] * L
     w.locator("[data-testid='reset']").click()

@@ -219,6 +219,23 @@ def test_prefill_decode_stepper_with_a_multi_token_prefix(model):
         PrefillDecodeStepper.from_model(model, prefix="BOS POSITIVE 0 4 EOS")
 
 
+def test_prefill_decode_stepper_counts_each_steps_work(model):
+    """The work of a decode step, counted through hooks, is the lesson's arithmetic for one position:
+    per layer the four self-attention projections, the cross-attention's Q and output projections
+    (its K and V are cached), scores and weighted values over T cached rows and the Kq memory rows,
+    the MLP; and the readout. The prefill alone pays for the encoder."""
+    w = PrefillDecodeStepper.from_model(model, prefix="BOS POSITIVE")
+    c, Kq = model.config, len(w.question)
+    M, F, L, V = c.emb_dim, c.feedforward_dim, c.num_dec_layers, c.vocab_size
+    for s, (encoder, decoder) in enumerate(w.work[1:], start=2):
+        T = w.self_cache_lens[s - 1][0]  # rows the new position attends over, itself included
+        assert encoder == 0
+        assert decoder == L * (6 * M * M + 2 * T * M + 2 * Kq * M + 2 * M * F) + M * V
+    encoder, decoder = w.work[0]
+    assert encoder > 0 and decoder > w.work[1][1]
+    assert PrefillDecodeStepper().work == []  # the lesson's example, without a model: no bars
+
+
 def test_attention_map_viewer_shapes(model):
     w = AttentionMapViewer.from_model(model)
     L, H = len(model.encoder.layers), model.config.num_heads

@@ -97,11 +97,28 @@ def watch_greedy(model, ques, max_new_tokens: int, prefix, use_cache: bool = Tru
     per decoder call (the prefill, then each decode step): ``fed``, the answer positions it was
     given; ``self_rows`` and ``cross_rows``, every layer's self- and cross-attention cache rows after
     it (None without the cache); ``cross``, every layer's cross-attention weights of the last
-    position over the question, [L][H][Kq]; ``logits``, the last position's logits (V,).
+    position over the question, [L][H][Kq]; ``logits``, the last position's logits (V,);
+    ``work``, the multiply-adds of the call (the encoder's, at the prefill, and the decoder's with
+    the readout): every ``nn.Linear`` row and every attention score and weighted value counted.
     """
+    from torch import nn
+
+    from ..attention import MultiHeadAttention
     from ..generate import greedy_decode
 
     calls: list[dict] = []
+    work = {"encoder": 0, "decoder": 0}
+    phase = ["decoder"]
+
+    def count_linear(module, args, out):
+        work[phase[0]] += args[0].numel() * module.out_features  # rows x in x out
+
+    def count_attention(module, args, out):
+        N, H, Lq, T = module.last_attention.shape  # scores Q K^T and weights x V: 2 N H Lq T Dh
+        work[phase[0]] += 2 * N * Lq * T * module.emb_dim
+
+    def set_phase(name):
+        return lambda *_: phase.__setitem__(0, name)
 
     def after_decoder(module, args, kwargs, out):
         caches = kwargs.get("caches")
@@ -114,11 +131,20 @@ def watch_greedy(model, ques, max_new_tokens: int, prefix, use_cache: bool = Tru
 
     def after_projection(module, args, out):
         calls[-1]["logits"] = out[0]  # (V,): the last position's, one row per question
+        calls[-1]["work"] = dict(work)
+        work.update(encoder=0, decoder=0)
 
     was_training = model.training
     model.eval()
     hooks = [model.decoder.register_forward_hook(after_decoder, with_kwargs=True),
-             model.proj_to_vocab.register_forward_hook(after_projection)]
+             model.proj_to_vocab.register_forward_hook(after_projection),
+             model.encoder.register_forward_pre_hook(set_phase("encoder")),
+             model.encoder.register_forward_hook(set_phase("decoder"))]
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            hooks.append(module.register_forward_hook(count_linear))
+        elif isinstance(module, MultiHeadAttention):
+            hooks.append(module.register_forward_hook(count_attention))
     try:
         ids = greedy_decode(model, ques, max_new_tokens, prefix=prefix, use_cache=use_cache)  # (1, P + n)
     finally:

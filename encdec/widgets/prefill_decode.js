@@ -73,11 +73,30 @@ function render({ model, el }) {
         h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", {}, t(model, "prefill_decode.th_self_cache", { rows: rows(P) })),
           h("th", {}, t(model, "prefill_decode.th_cross_cache")))),
         h("tbody", {}, caches)),
+      workChart(s),
       h("p", { class: "encdec-caption" }, t(model, "prefill_decode.caption", { source: sourceText(model) })));
   }
 
+  // the multiply-adds of every step, the current one marked: the prefill pays for the encoder and
+  // the cross-attention keys and values once; a decode step costs one position's work
+  function workChart(s) {
+    const work = model.get("work");
+    if (!work.length) return null;
+    const most = Math.max(...work.map(([enc, dec]) => enc + dec));
+    const mega = (n) => (n / 1e6).toFixed(2);
+    return h("div", { class: "encdec-panel", "data-testid": "work" },
+      h("div", { class: "encdec-label" }, t(model, "prefill_decode.work_title")),
+      work.map(([enc, dec], k) => h("div", { class: "encdec-work-row" + (k === s - 1 ? " current" : ""), "data-step": k + 1 },
+        h("span", { class: "encdec-work-label" }, t(model, k === 0 ? "prefill_decode.work_prefill" : "prefill_decode.work_step", { s: k + 1 })),
+        h("span", { class: "encdec-work-bar" },
+          h("span", { class: "encdec-work-enc", style: `width:${(100 * enc) / most}%` }),
+          h("span", { class: "encdec-work-dec", style: `width:${(100 * dec) / most}%` })),
+        h("span", { class: "encdec-note" }, enc ? t(model, "prefill_decode.work_both", { total: mega(enc + dec), enc: mega(enc) })
+          : t(model, "prefill_decode.work_decoder", { total: mega(dec) })))));
+  }
+
   draw();
-  return watch(model, ["step", "steps", "prefix", "question", "probs", "self_cache_lens", "cross_cache_lens"], keepFocus(root, draw));
+  return watch(model, ["step", "steps", "prefix", "question", "probs", "self_cache_lens", "cross_cache_lens", "work"], keepFocus(root, draw));
 }
 
 export default { render };

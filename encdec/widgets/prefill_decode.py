@@ -24,7 +24,8 @@ def decode_trace(
     ``max_new_tokens`` defaults to filling an answer of the training length (5 tokens).
     Returns the question, the prefix and the produced tokens (up to the first EOS), the
     probability of each produced token, and per step the length of every decoder layer's self-
-    and cross-attention KV cache, read from real ``KVCache`` objects.
+    and cross-attention KV cache, read from real ``KVCache`` objects, and the multiply-adds of the
+    step, [encoder, decoder] (the encoder's at the prefill only).
     """
     import torch
 
@@ -51,6 +52,7 @@ def decode_trace(
         "probs": probs,
         "self_cache_lens": [call["self_rows"] for call in calls],
         "cross_cache_lens": [call["cross_rows"] for call in calls],
+        "work": [[call["work"]["encoder"], call["work"]["decoder"]] for call in calls],
         "num_layers": len(model.decoder.layers),
         "num_heads": model.config.num_heads,
         "emb_dim": model.config.emb_dim,
@@ -75,6 +77,7 @@ class PrefillDecodeStepper(BookWidget):
     probs = t.List(t.Float()).tag(sync=True)  # its probability (empty without a model)
     self_cache_lens = t.List(t.List(t.Int())).tag(sync=True)  # [step][layer]
     cross_cache_lens = t.List(t.List(t.Int())).tag(sync=True)
+    work = t.List(t.List(t.Int())).tag(sync=True)  # [step][encoder, decoder] multiply-adds (empty without a model)
     num_layers = t.Int(4).tag(sync=True)
     num_heads = t.Int(4).tag(sync=True)
     emb_dim = t.Int(32).tag(sync=True)
