@@ -32,21 +32,27 @@ BUILD_TALK = {
         r"|book built|builds this book|make book|earlier versions? of|hidden cell|the cell checks|this machine"
         r"|window\.encdec|_config\.yml|_build\b|\.yml\b|\b(book|tests|scripts|encdec)/[\w./<>-]+",
         re.I),
-    "zh": re.compile(r"测试|断言|构建时|构建到|构建本书|本书的构建|早先的版本|以前的版本|隐藏的单元|隐藏单元|本机|这台机器"
+    "zh": re.compile(r"测试|断言|单元格?会检查|构建时|构建到|构建本书|本书的构建|早先的版本|以前的版本|隐藏的单元|隐藏单元|本机|这台机器"
                      r"|window\.encdec|_config\.yml|_build\b|\.yml\b|\b(book|tests|scripts|encdec)/[\w./<>-]+"),
 }
 
 
+BLOCKS = ["p", "li", "td", "th", "h1", "h2", "h3", "h4", "summary", "figcaption", "dt", "dd"]
+
+
 def prose(edition: str, name: str) -> list[str]:
-    """The page's paragraphs, list items, table cells and headings (inline code included), without
-    code cells, code blocks or outputs."""
+    """The page's paragraphs, list items, table cells and headings (inline code and link texts
+    included), each once (a paragraph inside a list item is read with its item), without code
+    cells, code blocks or outputs."""
     html = (EDITIONS[edition] / f"{name}.html").read_text(encoding="utf-8")
     doc = bs4.BeautifulSoup(html, "html.parser")
     main = doc.select_one("article") or doc
     for node in main.select("div.cell, pre, div.highlight, .language-switch, script, style"):
         node.decompose()
     found = []
-    for node in main.find_all(["p", "li", "td", "th", "h1", "h2", "h3", "h4", "summary", "figcaption"]):
+    for node in main.find_all(BLOCKS):
+        if node.find_parent(BLOCKS):
+            continue
         text = " ".join(node.get_text(" ").split())
         if text:
             found.append(text)
