@@ -64,3 +64,17 @@ def prose(edition: str, name: str) -> list[str]:
 def test_a_students_page_has_no_build_talk(edition, name):
     talk = [(m.group(0), text[:160]) for text in prose(edition, name) for m in [BUILD_TALK[edition].search(text)] if m]
     assert not talk, f"{edition}/{name}: build talk in the prose (say it in the tests or the README): {talk}"
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+@pytest.mark.parametrize("name", PAGES + ["instructor_guide"])
+def test_every_table_of_the_prose_names_its_columns(edition, name):
+    """A table in the text has a header row, and every header cell says what its column holds (a
+    Markdown table written without one renders an empty first row)."""
+    html = (EDITIONS[edition] / f"{name}.html").read_text(encoding="utf-8")
+    main = bs4.BeautifulSoup(html, "html.parser").select_one("article")
+    for table in main.select("table"):
+        if table.find_parent(class_="cell_output"):
+            continue  # a cell's output: what the code prints
+        header = [th.get_text(" ", strip=True) for th in table.select("thead th")]
+        assert header and all(header), f"{edition}/{name}: a table without column names: {table.get_text(' ', strip=True)[:100]}"
