@@ -305,3 +305,21 @@ def test_chinese_quotes_open_and_close(page):
     for text in built_prose(page):
         quotes = "".join(re.findall(r"[“”]", text))
         assert quotes == "“”" * (len(quotes) // 2) and len(quotes) % 2 == 0, f"zh/{page}: quotes {quotes}: {text[:160]}"
+
+
+def commands(text: str) -> list[str]:
+    """The lines of a page's fenced blocks other than code cells (shell commands, configuration),
+    without their comments, which a translation may word in its own language."""
+    found = []
+    for fence, info, body in re.findall(r"^(`{3,}|~{3,})([^\n`]*)\n(.*?)^\1[ \t]*$", text, re.M | re.S):
+        if info.strip().startswith("{"):
+            continue  # a directive (code cells come from zh_sync; prose directives are translated)
+        found += [line for line in (re.sub(r"\s+#.*$", "", ln).strip() for ln in body.splitlines()) if line]
+    return found
+
+
+def test_the_chinese_instructor_guide_gives_the_same_commands():
+    """A command a Chinese instructor copies is the English guide's command: the guides' fenced blocks
+    agree line by line, comments aside (the Chinese guide once left a test module out of one)."""
+    en, zh = (commands((BOOK / p).read_text(encoding="utf-8")) for p in ("instructor_guide.md", "zh/instructor_guide.md"))
+    assert en and en == zh, [(a, b) for a, b in zip(en, zh) if a != b][:3] or (len(en), len(zh))
