@@ -21,7 +21,7 @@ class ModelConfig:
     num_enc_layers: int = 4
     num_dec_layers: int = 4
     dropout: float = 0.2  # on each sublayer's output, before its residual add
-    position_encoding: str = "simple"  # "simple" (n/K, the original's) or "sinusoid"
+    position_encoding: str = "simple"  # "simple" (n/K, the historical recipe's) or "sinusoid"
 
 
 @dataclass
@@ -31,11 +31,11 @@ class TrainConfig:
     epochs: int = 100
     batch_size: int = 64
     lr: float = 1e-3  # peak learning rate
-    optimizer: str = "adam"  # "adam" (the original's) or "adamw"
-    betas: tuple[float, float] = (0.9, 0.995)  # the original's Adam betas
+    optimizer: str = "adam"  # "adam" (the historical recipe's) or "adamw"
+    betas: tuple[float, float] = (0.9, 0.995)  # the historical recipe's Adam betas
     eps: float = 1e-9
     weight_decay: float = 0.0
-    schedule: str = "step_warmup"  # "step_warmup" (the original's), "onecycle" or "constant"
+    schedule: str = "step_warmup"  # "step_warmup" (the historical recipe's), "onecycle" or "constant"
     warmup_lr: float = 6e-6  # step_warmup: learning rate before the switch
     warmup_steps: int = 1000  # step_warmup: optimiser steps before the switch to ``lr``
     label_smoothing: float = 0.0

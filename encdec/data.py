@@ -28,7 +28,8 @@ ANSWER_LEN = 5  # Ka
 OPERAND_MAX = 49
 ANSWER_MAX = 2 * OPERAND_MAX
 
-# The original data set: 5,000 pairs, split 4,500 / 500 (a fixed seed makes it reproducible).
+# 5,000 pairs, as the original's record says; this course splits them 4,500 / 500 (a fixed seed
+# makes it reproducible).
 NUM_PAIRS, NUM_TRAIN = 5000, 4500
 DATA_SEED = 498
 
@@ -148,7 +149,7 @@ def answer_value(ids) -> int | None:
 
 @dataclass(frozen=True)
 class ArithmeticData:
-    """Questions and answers as id tensors, split as the original assignment split them."""
+    """Questions and answers as id tensors, split 4,500 / 500 (this course's split of the 5,000 pairs)."""
 
     train_questions: torch.Tensor  # (4500, Kq) int64
     train_answers: torch.Tensor  # (4500, Ka) int64

@@ -25,7 +25,8 @@ from .config import ModelConfig
 
 
 def position_encoding_simple(K: int, M: int) -> Tensor:
-    """The original's encoding: position n of K gets the value n / K in every feature. (1, K, M)."""
+    """The historical recipe's encoding (this course's reconstruction: the lesson cards do not show the
+    original's): position n of K gets the value n / K in every feature. (1, K, M)."""
     pos = torch.arange(K, dtype=torch.float32) / K  # (K,)
     return pos[None, :, None].expand(1, K, M).clone()  # (1, K, M)
 

@@ -1,7 +1,9 @@
 """The three training recipes of chapter 12, each line saying why.
 
 ``overfit``: the tiny-set check (does the loss drive the parameters at all?);
-``historical``: the original notebook's recipe, trained to its plateau; ``historical_early``: the
+``historical``: this course's reconstruction of the original notebook's recipe (the lesson cards
+record its post-norm blocks, its 5,000 pairs and its two figures; the rest is inferred), trained to
+its plateau; ``historical_early``: the
 same run stopped where it reaches the notebook's figure; ``modern``: the best recipe here, trained
 until it is exact on every question of the task. Their runs ship in
 ``encdec/checkpoints/`` (``make checkpoints`` retrains them; ``tests/test_checkpoints.py`` fails
@@ -16,7 +18,7 @@ from .config import ModelConfig, TrainConfig
 
 PRESETS: dict[str, tuple[ModelConfig, TrainConfig]] = {
     "overfit": (
-        ModelConfig(dropout=0.0),  # the original's shape; no dropout: we want memorisation
+        ModelConfig(dropout=0.0),  # the historical shape; no dropout: we want memorisation
         TrainConfig(
             train_subset=8,  # a handful of pairs: a working pipeline fits them exactly
             epochs=300,  # one batch per epoch, so 300 optimiser steps
@@ -27,14 +29,14 @@ PRESETS: dict[str, tuple[ModelConfig, TrainConfig]] = {
         ),
     ),
     "historical": (
-        ModelConfig(  # the original notebook's model
+        ModelConfig(  # the reconstruction's model (inferred: the cards do not record its size)
             emb_dim=32,
             num_heads=4,
             feedforward_dim=64,
             num_enc_layers=4,
             num_dec_layers=4,
             dropout=0.2,
-            position_encoding="simple",  # n / K in every feature, as the original
+            position_encoding="simple",  # n / K in every feature (inferred: the cards do not show it)
         ),
         TrainConfig(
             epochs=5000,  # a cap: the original's length is unrecorded, so this run goes to its plateau
@@ -42,12 +44,12 @@ PRESETS: dict[str, tuple[ModelConfig, TrainConfig]] = {
             batch_size=32,
             lr=1e-3,  # after the warm-up
             optimizer="adam",
-            betas=(0.9, 0.995),  # the original's betas and eps
+            betas=(0.9, 0.995),  # Adam's betas and eps, inferred like the rest
             eps=1e-9,
             schedule="step_warmup",  # 6e-6 for the first steps, then a jump to lr
             warmup_lr=6e-6,
             warmup_steps=1000,
-            label_smoothing=0.1,  # the original trained with a label-smoothed loss
+            label_smoothing=0.1,  # a label-smoothed loss (inferred)
             eval_every=1,
         ),
     ),

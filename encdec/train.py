@@ -67,7 +67,7 @@ def _scheduler(opt, tc: TrainConfig, total_steps: int):
     if tc.schedule == "onecycle":
         return torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=tc.lr, total_steps=total_steps, pct_start=0.2)
     if tc.schedule == "step_warmup":
-        # The original's warm-up: a tiny rate for warmup_steps steps, then a jump to lr.
+        # The historical recipe's warm-up (inferred): a tiny rate for warmup_steps steps, then a jump to lr.
         return torch.optim.lr_scheduler.LambdaLR(
             opt, lambda step: 1.0 if step < tc.warmup_steps else tc.lr / tc.warmup_lr
         )

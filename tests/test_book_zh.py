@@ -267,3 +267,59 @@ def test_the_sidebar_lists_the_pages_edition_first(site, page):
     zh_parts = [p["caption"] for p in parts if p["chapters"][0]["file"].startswith("book/zh/")]
     en_parts = [p["caption"] for p in parts if not p["chapters"][0]["file"].startswith("book/zh/")]
     assert captions == (zh_parts + en_parts if page.startswith("book/zh/") else en_parts + zh_parts), page
+
+
+# The Chinese prose as a reader meets it: the built pages (link texts included, which name other
+# pages by their titles), not the sources. Cheap: parses HTML that is already built.
+built = pytest.mark.skipif(not (ROOT / "_build" / "html" / "book" / "zh" / "index.html").is_file(),
+                           reason="the book is not built (make book)")
+# English words the Chinese prose always translates (outside code): the word it uses instead.
+TRANSLATED = {"batch": "批次", "block": "块"}
+
+
+def built_prose(page: str) -> list[str]:
+    from test_book_prose import prose as site_prose  # the built page's text blocks, without code or outputs
+
+    return site_prose("zh", page)
+
+
+@built
+@pytest.mark.parametrize("page", sorted(p.stem for p in ZH.glob("*.md") if p.stem != "glossary"))
+def test_a_chinese_page_gives_each_terms_english_once(page):
+    """The English in parentheses goes with a term's first use on the page, not with every use: a link
+    whose text is another page's title (which gives its terms' English) does not repeat it."""
+    text = "\n".join(built_prose(page))
+    for term in GLOSSARY:
+        glossed = re.compile(re.escape(term["zh"]) + r"\s?[（(]\s*" + re.escape(term["en"]) + r"\s*[）)，,;；]", re.I)
+        uses = [text[max(0, m.start() - 20):m.end()] for m in glossed.finditer(text)]
+        assert len(uses) <= 1, f"zh/{page}: {term['zh']}（{term['en']}） given {len(uses)} times: {uses}"
+    for en, zh in TRANSLATED.items():
+        found = re.findall(r".{0,20}\b%s(?:e?s)?\b.{0,20}" % en, text, re.I)
+        assert not found, f"zh/{page}: {en!r} left in English (the edition's word is {zh}): {found}"
+
+
+@built
+@pytest.mark.parametrize("page", sorted(p.stem for p in ZH.glob("*.md")))
+def test_chinese_quotes_open_and_close(page):
+    """In each paragraph the double quotes alternate “ ” (a pair opened with ” reads backwards)."""
+    for text in built_prose(page):
+        quotes = "".join(re.findall(r"[“”]", text))
+        assert quotes == "“”" * (len(quotes) // 2) and len(quotes) % 2 == 0, f"zh/{page}: quotes {quotes}: {text[:160]}"
+
+
+def commands(text: str) -> list[str]:
+    """The lines of a page's fenced blocks other than code cells (shell commands, configuration),
+    without their comments, which a translation may word in its own language."""
+    found = []
+    for fence, info, body in re.findall(r"^(`{3,}|~{3,})([^\n`]*)\n(.*?)^\1[ \t]*$", text, re.M | re.S):
+        if info.strip().startswith("{"):
+            continue  # a directive (code cells come from zh_sync; prose directives are translated)
+        found += [line for line in (re.sub(r"\s+#.*$", "", ln).strip() for ln in body.splitlines()) if line]
+    return found
+
+
+def test_the_chinese_instructor_guide_gives_the_same_commands():
+    """A command a Chinese instructor copies is the English guide's command: the guides' fenced blocks
+    agree line by line, comments aside (the Chinese guide once left a test module out of one)."""
+    en, zh = (commands((BOOK / p).read_text(encoding="utf-8")) for p in ("instructor_guide.md", "zh/instructor_guide.md"))
+    assert en and en == zh, [(a, b) for a, b in zip(en, zh) if a != b][:3] or (len(en), len(zh))

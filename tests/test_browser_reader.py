@@ -119,6 +119,25 @@ def test_page_fits_a_phone(chromium, served, path):
     assert wide == [], f"{path}: widgets wider than the column (name, width, overflow px, parts outside): {wide}"
 
 
+CLIPPED_IN_PRINT_JS = """() => [...document.querySelectorAll('article pre')]
+  .filter((e) => e.scrollWidth > e.clientWidth + 1)
+  .map((e) => [e.textContent.split('\\n').reduce((a, b) => (b.length > a.length ? b : a), '').slice(0, 60),
+               e.scrollWidth - e.clientWidth])"""
+
+
+@pytest.mark.parametrize("path", ["book/ch12_what_you_trained.html", "book/zh/ch12_what_you_trained.html"])
+def test_printed_code_wraps_at_the_margin(chromium, served, path):
+    """Printed (print media, an A4-wide page), no code block or output scrolls sideways, where paper
+    would clip it: its long lines wrap. On screen the same block keeps its own horizontal scroll."""
+    opened = Opened(chromium, f"{served}{path}", width=700)
+    page = opened.page
+    assert page.evaluate(CLIPPED_IN_PRINT_JS), f"{path}: no code line is wider than a 700 px screen (nothing to test)"
+    page.emulate_media(media="print")
+    clipped = page.evaluate(CLIPPED_IN_PRINT_JS)
+    opened.context.close()
+    assert clipped == [], f"{path}: printed code clipped at the margin (longest line, px cut off): {clipped[:5]}"
+
+
 def test_a_dark_page_is_dark_behind_the_widgets_too(chromium, served):
     """The widgets follow the theme's switch: dark page, dark widget, light text (not a white box)."""
     opened = _open(chromium, f"{served}book/widgets_gallery.html", dark=True)
