@@ -1,0 +1,163 @@
+"""The book as one PDF per edition, printed from the built site (`make book`, after the HTML build).
+
+No LaTeX: headless Chromium (Debian's ``chromium``, driven by Playwright) prints every page of an
+edition in ``_toc.yml`` order with the site's own print stylesheet (``book/_static/encdec-print.css``:
+no sidebars, header buttons or page navigation; code wrapped at the margin, never clipped), each
+figure drawn from its saved state as the page shows it; pypdf then merges the pages into one file
+with one outline entry (bookmark) per page. The Chinese edition's glyphs come from the CJK font the
+set-up installs (fonts-noto-cjk), embedded in the PDF. Links to the site's other pages are left
+as plain text (a PDF has no site beside it); links to other hosts are kept.
+
+The files are written into the site, where each edition's first page links its own (this module is
+also the Sphinx extension that adds the link, loaded from _config.yml):
+``_downloads/encdec-book-en.pdf`` and ``_downloads/encdec-book-zh.pdf``.
+
+Usage: python scripts/book_pdf.py [--html _build/html] [--edition en|zh]
+"""
+
+from __future__ import annotations
+
+import argparse
+import posixpath
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ZH_DIR = "book/zh/"
+PDF = "_downloads/encdec-book-{edition}.pdf"  # relative to the site's root
+INDEX = {"en": "book/index", "zh": "book/zh/index"}  # each edition's first page: it links its PDF
+TITLE = {"en": "The Transformer encoder–decoder", "zh": "Transformer 编码器–解码器"}
+LANG = {"en": "en", "zh": "zh-CN"}
+LINK = {"en": "The whole book as one PDF", "zh": "全书 PDF"}
+LINK_HTML = ('<p class="encdec-pdf-link" lang="{lang}"><a href="{href}" download>'
+             '<i class="fas fa-file-pdf" aria-hidden="true"></i> {label}</a></p>\n')
+PAGE_FORMAT = dict(format="A4", print_background=True,
+                   margin={"top": "16mm", "bottom": "16mm", "left": "14mm", "right": "14mm"})
+
+# Before printing: wait until every saved widget view has rendered (two frames more, for what a
+# figure draws after it attaches), and turn links to the site's own pages into plain text.
+WIDGETS_DRAWN_JS = """() => document.querySelectorAll('.encdec-widget').length >=
+  document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length"""
+SETTLE_JS = """async () => {
+  await document.fonts.ready;
+  const frame = () => new Promise((done) => requestAnimationFrame(() => done()));
+  await frame(); await frame();
+  const here = location.href.split('#')[0];
+  for (const a of document.querySelectorAll('a[href]')) {
+    const url = new URL(a.getAttribute('href'), location.href);
+    const local = url.protocol === 'file:' || ['127.0.0.1', 'localhost'].includes(url.hostname);
+    if (local && url.href.split('#')[0] !== here) a.removeAttribute('href');
+  }
+}"""
+
+
+def edition_pages(toc: Path = ROOT / "_toc.yml") -> dict[str, list[str]]:
+    """Every page of each edition, in _toc.yml order (the root, book/index, opens the English one)."""
+    import yaml
+
+    data = yaml.safe_load(toc.read_text(encoding="utf-8"))
+    pages = [data["root"]] + [c["file"] for part in data.get("parts", []) for c in part.get("chapters", [])]
+    return {"en": [p for p in pages if not p.startswith(ZH_DIR)], "zh": [p for p in pages if p.startswith(ZH_DIR)]}
+
+
+def chromium_path() -> str:
+    import shutil
+
+    path = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
+    if path is None:
+        raise SystemExit("the book's PDFs are printed with Debian's chromium: apt-get install chromium")
+    return path
+
+
+def print_page(context, url: str) -> tuple[bytes, str]:
+    """(the page printed as PDF, its title as the sidebar shows it)."""
+    page = context.new_page()
+    try:
+        page.goto(url, wait_until="load")
+        page.wait_for_function(WIDGETS_DRAWN_JS, timeout=60000)
+        page.evaluate(SETTLE_JS)
+        title = page.locator("main h1").first.evaluate("h => h.cloneNode(true).textContent").strip().rstrip("#").strip()
+        return page.pdf(**PAGE_FORMAT), title
+    finally:
+        page.close()
+
+
+def merge(printed: list[tuple[bytes, str]], edition: str, out: Path) -> int:
+    """One PDF of the printed pages, a bookmark at each page's start; return its page count."""
+    import io
+
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.generic import NameObject, TextStringObject
+
+    writer = PdfWriter()
+    for data, title in printed:
+        start = len(writer.pages)
+        writer.append(PdfReader(io.BytesIO(data)), import_outline=False)
+        writer.add_outline_item(title=title, page_number=start)
+    writer.add_metadata({"/Title": TITLE[edition], "/Author": "The course team"})
+    writer.root_object[NameObject("/Lang")] = TextStringObject(LANG[edition])  # for screen readers
+    writer.page_mode = "/UseOutlines"
+    writer.compress_identical_objects(remove_duplicates=True, remove_unreferenced=True)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "wb") as f:
+        writer.write(f)
+    return len(writer.pages)
+
+
+def build_pdfs(html: Path, editions: list[str]) -> None:
+    from playwright.sync_api import sync_playwright
+
+    pages = edition_pages()
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium_path(), headless=True,
+                                    args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
+        # offline: the site is read from disk and any other host is refused
+        context = browser.new_context(viewport={"width": 1000, "height": 1400})
+        context.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:")
+                      else route.abort())
+        context.add_init_script("localStorage.setItem('mode', 'light'); localStorage.setItem('theme', 'light');")
+        try:
+            for edition in editions:
+                start = time.monotonic()
+                printed = []
+                for name in pages[edition]:
+                    path = html / f"{name}.html"
+                    if not path.is_file():
+                        raise SystemExit(f"{path} is missing: build the site first (jupyter-book build)")
+                    printed.append(print_page(context, path.resolve().as_uri()))
+                out = html / PDF.format(edition=edition)
+                count = merge(printed, edition, out)
+                print(f"{out.relative_to(html)}: {len(printed)} pages of the book, {count} PDF pages, "
+                      f"{out.stat().st_size / 1e6:.1f} MB, {time.monotonic() - start:.0f} s")
+        finally:
+            browser.close()
+
+
+# --- the Sphinx extension: each edition's first page links its PDF ---------------------------------
+
+def _page_context(app, pagename, templatename, context, doctree) -> None:
+    edition = next((e for e, index in INDEX.items() if index == pagename), None)
+    if edition is None or doctree is None or "body" not in context:
+        return
+    href = posixpath.relpath(PDF.format(edition=edition), posixpath.dirname(pagename))
+    context["body"] = LINK_HTML.format(lang=LANG[edition], href=href, label=LINK[edition]) + context["body"]
+
+
+def setup(app):
+    app.connect("html-page-context", _page_context)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--html", type=Path, default=ROOT / "_build" / "html")
+    parser.add_argument("--edition", choices=sorted(INDEX), action="append",
+                        help="one edition only (repeatable); default both")
+    args = parser.parse_args(argv)
+    build_pdfs(args.html, args.edition or sorted(INDEX))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
