@@ -18,7 +18,9 @@ Usage: python scripts/book_pdf.py [--html _build/html] [--edition en|zh]
 from __future__ import annotations
 
 import argparse
+import functools
 import posixpath
+import re
 import sys
 import time
 from pathlib import Path
@@ -83,6 +85,105 @@ def print_page(context, url: str) -> tuple[bytes, str]:
         page.close()
 
 
+# Chromium draws a CFF font such as Noto Sans CJK as Type 3 glyphs whose text map (ToUnicode) comes
+# from the font's own character map read backwards, where a glyph shared by an ideograph and a
+# radical (一 U+4E00 and ⼀ U+2F00, 生 and ⽣, 页 and ⻚) maps to the radical: the PDF then shows 生成
+# but a search or a copy finds ⽣成. The maps are rewritten with the ideograph the same font draws
+# with that glyph (else the radical's NFKC form).
+RADICALS = re.compile("[\u2e80-\u2fdf]")
+HEX = re.compile(rb"<([0-9a-fA-F]+)>|\[|\]")
+
+
+def _ideograph(cp: int) -> bool:
+    return 0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2FFFF
+
+
+@functools.lru_cache(maxsize=None)
+def radical_ideographs(family: str) -> dict[str, str]:
+    """radical -> the ideograph that ``family`` (as fontconfig finds it) draws with the same glyph."""
+    import subprocess
+
+    from fontTools.ttLib import TTFont
+
+    found = subprocess.run(["fc-match", "--format=%{file}\t%{index}", family], capture_output=True, text=True)
+    if found.returncode or "\t" not in found.stdout:
+        return {}
+    path, index = found.stdout.split("\t")
+    cmap = TTFont(path, fontNumber=int(index or 0), lazy=True).getBestCmap()
+    drawn: dict[str, list[int]] = {}
+    for cp, glyph in cmap.items():
+        drawn.setdefault(glyph, []).append(cp)
+    return {chr(cp): chr(min(c for c in drawn[glyph] if _ideograph(c)))
+            for cp, glyph in cmap.items() if RADICALS.match(chr(cp)) and any(map(_ideograph, drawn[glyph]))}
+
+
+def _cmap_entries(cmap: bytes) -> dict[int, str]:
+    """code -> text of a ToUnicode CMap (its bfchar and bfrange entries)."""
+    entries: dict[int, str] = {}
+    text = lambda h: bytes.fromhex(h.decode()).decode("utf-16-be", "replace")  # noqa: E731
+    for block in re.findall(rb"beginbfchar(.*?)endbfchar", cmap, re.S):
+        hexes = re.findall(rb"<([0-9a-fA-F]+)>", block)
+        for src, dst in zip(hexes[::2], hexes[1::2]):
+            entries[int(src, 16)] = text(dst)
+    for block in re.findall(rb"beginbfrange(.*?)endbfrange", cmap, re.S):
+        tokens, i = [m.group(0) for m in HEX.finditer(block)], 0
+        while i + 2 < len(tokens):
+            lo, hi = int(tokens[i][1:-1], 16), int(tokens[i + 1][1:-1], 16)
+            if tokens[i + 2] == b"[":
+                end = tokens.index(b"]", i + 3)
+                for k, dst in enumerate(tokens[i + 3:end]):
+                    entries[lo + k] = text(dst[1:-1])
+                i = end + 1
+            else:
+                first = text(tokens[i + 2][1:-1])
+                for k in range(hi - lo + 1):
+                    entries[lo + k] = first[:-1] + chr(ord(first[-1]) + k)
+                i += 3
+    return entries
+
+
+def unified_ideographs(writer) -> int:
+    """Rewrite every ToUnicode map of ``writer`` that names a CJK radical; return how many."""
+    import unicodedata
+
+    from pypdf.generic import DictionaryObject
+
+    fixed, seen = 0, set()
+
+    def fonts(resources):
+        resources = resources.get_object() if resources is not None else DictionaryObject()
+        yield from (f.get_object() for f in resources.get("/Font", DictionaryObject()).get_object().values())
+        for xobject in resources.get("/XObject", DictionaryObject()).get_object().values():
+            yield from fonts(xobject.get_object().get("/Resources"))
+
+    for page in writer.pages:
+        for font in fonts(page.get("/Resources")):
+            ref = font.get("/ToUnicode")
+            if ref is None or getattr(ref, "idnum", id(ref)) in seen:
+                continue
+            seen.add(getattr(ref, "idnum", id(ref)))
+            stream = ref.get_object()
+            cmap = stream.get_data()
+            entries = _cmap_entries(cmap)
+            if not any(RADICALS.search(t) for t in entries.values()):
+                continue
+            same = radical_ideographs(str(font.get("/FontDescriptor", {}).get("/FontFamily", "")))
+            entries = {c: RADICALS.sub(lambda m: same.get(m.group(0)) or unicodedata.normalize("NFKC", m.group(0)), t)
+                       for c, t in entries.items()}
+            width = len(re.search(rb"begincodespacerange\s*<([0-9a-fA-F]+)>", cmap).group(1))
+            head = cmap[:cmap.index(b"endcodespacerange") + len(b"endcodespacerange")]
+            body = []
+            items = sorted(entries.items())
+            for start in range(0, len(items), 100):
+                chunk = items[start:start + 100]
+                body.append(f"{len(chunk)} beginbfchar".encode())
+                body += [f"<{c:0{width}X}> <{t.encode('utf-16-be').hex().upper()}>".encode() for c, t in chunk]
+                body.append(b"endbfchar")
+            stream.set_data(head + b"\n" + b"\n".join(body) + b"\nendcmap\nCMapName currentdict /CMap defineresource pop\nend\nend\n")
+            fixed += 1
+    return fixed
+
+
 def merge(printed: list[tuple[bytes, str]], edition: str, out: Path) -> int:
     """One PDF of the printed pages, a bookmark at each page's start; return its page count."""
     import io
@@ -98,6 +199,7 @@ def merge(printed: list[tuple[bytes, str]], edition: str, out: Path) -> int:
     writer.add_metadata({"/Title": TITLE[edition], "/Author": "The course team"})
     writer.root_object[NameObject("/Lang")] = TextStringObject(LANG[edition])  # for screen readers
     writer.page_mode = "/UseOutlines"
+    unified_ideographs(writer)
     writer.compress_identical_objects(remove_duplicates=True, remove_unreferenced=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "wb") as f:
