@@ -85,12 +85,14 @@ def print_page(context, url: str) -> tuple[bytes, str]:
         page.close()
 
 
-# Chromium draws a CFF font such as Noto Sans CJK as Type 3 glyphs whose text map (ToUnicode) comes
-# from the font's own character map read backwards, where a glyph shared by an ideograph and a
-# radical (一 U+4E00 and ⼀ U+2F00, 生 and ⽣, 页 and ⻚) maps to the radical: the PDF then shows 生成
-# but a search or a copy finds ⽣成. The maps are rewritten with the ideograph the same font draws
-# with that glyph (else the radical's NFKC form).
+# Text a search or a copy finds as the page shows it. Chromium draws a CFF font such as Noto Sans
+# CJK as Type 3 glyphs whose text map (ToUnicode) comes from the font's own character map read
+# backwards, where a glyph shared by an ideograph and a radical (一 U+4E00 and ⼀ U+2F00, 生 and ⽣,
+# 页 and ⻚) maps to the radical: the PDF shows 生成 but a search finds ⽣成 only. A ligature maps
+# to its one character (ﬁ U+FB01: "prefill" is not found). The maps are rewritten: a radical as
+# the ideograph its font draws with the same glyph (else its NFKC form), a ligature as its letters.
 RADICALS = re.compile("[\u2e80-\u2fdf]")
+MISREAD = re.compile("[\u2e80-\u2fdf\ufb00-\ufb06]")  # radicals, Latin ligatures
 HEX = re.compile(rb"<([0-9a-fA-F]+)>|\[|\]")
 
 
@@ -142,8 +144,8 @@ def _cmap_entries(cmap: bytes) -> dict[int, str]:
     return entries
 
 
-def unified_ideographs(writer) -> int:
-    """Rewrite every ToUnicode map of ``writer`` that names a CJK radical; return how many."""
+def searchable_text_maps(writer) -> int:
+    """Rewrite every ToUnicode map of ``writer`` that names a radical or a ligature; return how many."""
     import unicodedata
 
     from pypdf.generic import DictionaryObject
@@ -165,10 +167,10 @@ def unified_ideographs(writer) -> int:
             stream = ref.get_object()
             cmap = stream.get_data()
             entries = _cmap_entries(cmap)
-            if not any(RADICALS.search(t) for t in entries.values()):
+            if not any(MISREAD.search(t) for t in entries.values()):
                 continue
             same = radical_ideographs(str(font.get("/FontDescriptor", {}).get("/FontFamily", "")))
-            entries = {c: RADICALS.sub(lambda m: same.get(m.group(0)) or unicodedata.normalize("NFKC", m.group(0)), t)
+            entries = {c: MISREAD.sub(lambda m: same.get(m.group(0)) or unicodedata.normalize("NFKC", m.group(0)), t)
                        for c, t in entries.items()}
             width = len(re.search(rb"begincodespacerange\s*<([0-9a-fA-F]+)>", cmap).group(1))
             head = cmap[:cmap.index(b"endcodespacerange") + len(b"endcodespacerange")]
@@ -199,7 +201,7 @@ def merge(printed: list[tuple[bytes, str]], edition: str, out: Path) -> int:
     writer.add_metadata({"/Title": TITLE[edition], "/Author": "The course team"})
     writer.root_object[NameObject("/Lang")] = TextStringObject(LANG[edition])  # for screen readers
     writer.page_mode = "/UseOutlines"
-    unified_ideographs(writer)
+    searchable_text_maps(writer)
     writer.compress_identical_objects(remove_duplicates=True, remove_unreferenced=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "wb") as f:
