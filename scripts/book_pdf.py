@@ -231,9 +231,11 @@ def build_pdfs(html: Path, editions: list[str]) -> None:
                         raise SystemExit(f"{path} is missing: build the site first (jupyter-book build)")
                     printed.append(print_page(context, path.resolve().as_uri()))
                 out = html / PDF.format(edition=edition)
+                printing = time.monotonic() - start
                 count = merge(printed, edition, out)
                 print(f"{out.relative_to(html)}: {len(printed)} pages of the book, {count} PDF pages, "
-                      f"{out.stat().st_size / 1e6:.1f} MB, {time.monotonic() - start:.0f} s")
+                      f"{out.stat().st_size / 1e6:.1f} MB; printed in {printing:.0f} s, "
+                      f"merged in {time.monotonic() - start - printing:.0f} s")
         finally:
             browser.close()
 
