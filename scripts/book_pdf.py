@@ -32,6 +32,7 @@ INDEX = {"en": "book/index", "zh": "book/zh/index"}  # each edition's first page
 TITLE = {"en": "The Transformer encoder–decoder", "zh": "Transformer 编码器–解码器"}
 LANG = {"en": "en", "zh": "zh-CN"}
 LINK = {"en": "The whole book as one PDF", "zh": "全书 PDF"}
+BUTTON = {"en": "book .pdf", "zh": "全书 .pdf"}  # in the download menu, below the page's own .pdf
 LINK_HTML = ('<p class="encdec-pdf-link" lang="{lang}"><a href="{href}" download>'
              '<i class="fas fa-file-pdf" aria-hidden="true"></i> {label}</a></p>\n')
 PAGE_FORMAT = dict(format="A4", print_background=True,
@@ -250,8 +251,22 @@ def _page_context(app, pagename, templatename, context, doctree) -> None:
     context["body"] = LINK_HTML.format(lang=LANG[edition], href=href, label=LINK[edition]) + context["body"]
 
 
+def _header_button(app, pagename, templatename, context, doctree) -> None:
+    """Every page's download menu (the theme's, built at priority 501) offers its edition's PDF
+    beside the page's own files."""
+    group = next((b for b in context.get("header_buttons", []) if b.get("label") == "download-buttons"), None)
+    if group is None:
+        return
+    edition = "zh" if pagename.startswith(ZH_DIR) else "en"
+    group["buttons"].append({
+        "type": "link", "url": posixpath.relpath(PDF.format(edition=edition), posixpath.dirname(pagename)),
+        "text": BUTTON[edition], "tooltip": LINK[edition], "icon": "fas fa-book", "label": "download-book-pdf-button",
+    })
+
+
 def setup(app):
     app.connect("html-page-context", _page_context)
+    app.connect("html-page-context", _header_button, priority=550)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 

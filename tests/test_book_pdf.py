@@ -133,10 +133,17 @@ def test_no_line_of_a_code_block_is_clipped(edition):
     assert not missing, f"{len(missing)} code lines lose their tail in print:\n" + "\n".join(missing[:20])
 
 
+def pdf_links(page: str, selector: str = "a[href]") -> set[Path]:
+    """The files the PDF links of ``page`` that ``selector`` picks lead to."""
+    return {(BOOK_HTML / Path(page).parent / unquote(urlsplit(a["href"]).path)).resolve()
+            for a in soup(page).select(selector) if urlsplit(a["href"]).path.endswith(".pdf")}
+
+
 @pytest.mark.parametrize("edition", EDITIONS)
-def test_each_edition_s_first_page_links_its_pdf(edition):
-    page = INDEX[edition]
-    links = [a["href"] for a in soup(page).select("a[href]") if urlsplit(a["href"]).path.endswith(".pdf")]
-    targets = {(BOOK_HTML / Path(page).parent / unquote(urlsplit(href).path)).resolve() for href in links}
-    assert targets == {(BOOK_HTML / PDF.format(edition=edition)).resolve()}, links
-    assert all(target.is_file() for target in targets)
+def test_each_edition_links_its_own_pdf_from_its_first_page_and_every_download_menu(edition):
+    own = (BOOK_HTML / PDF.format(edition=edition)).resolve()
+    assert own.is_file()
+    assert pdf_links(INDEX[edition], "article a[href]") == {own}, "the first page's body links its edition's PDF"
+    for page in edition_pages()[edition]:
+        assert pdf_links(page) == {own}, f"{page}: links another edition's PDF, or none"
+        assert pdf_links(page, ".dropdown-download-buttons a[href]") == {own}, f"{page}: no PDF in its download menu"
