@@ -8,9 +8,9 @@ with one outline entry (bookmark) per page. The Chinese edition's glyphs come fr
 set-up installs (fonts-noto-cjk), embedded in the PDF. Links to the site's other pages are left
 as plain text (a PDF has no site beside it); links to other hosts are kept.
 
-The files are written into the site, where each edition's first page links its own (this module is
-also the Sphinx extension that adds the link, loaded from _config.yml):
-``_downloads/encdec-book-en.pdf`` and ``_downloads/encdec-book-zh.pdf``.
+The files are written into the site, ``_downloads/encdec-book-en.pdf`` and
+``_downloads/encdec-book-zh.pdf``, where each edition's first page links its own, and so does every
+page's download menu: this module is also the Sphinx extension that adds those links (_config.yml).
 
 Usage: python scripts/book_pdf.py [--html _build/html] [--edition en|zh]
 """
