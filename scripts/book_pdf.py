@@ -38,12 +38,14 @@ LINK_HTML = ('<p class="encdec-pdf-link" lang="{lang}"><a href="{href}" download
 PAGE_FORMAT = dict(format="A4", print_background=True,
                    margin={"top": "16mm", "bottom": "16mm", "left": "14mm", "right": "14mm"})
 
-# Before printing: wait until every saved widget view has rendered (two frames more, for what a
-# figure draws after it attaches), and turn links to the site's own pages into plain text.
+# Before printing: wait until every saved widget view has rendered, and the trained weights that the
+# "ask the model" figure loads have arrived (two frames more, for what a figure draws then), and
+# turn links to the site's own pages into plain text.
 WIDGETS_DRAWN_JS = """() => document.querySelectorAll('.encdec-widget').length >=
   document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length"""
 SETTLE_JS = """async () => {
   await document.fonts.ready;
+  if (window.encdecWeightsLoading) await window.encdecWeightsLoading.catch(() => null);
   const frame = () => new Promise((done) => requestAnimationFrame(() => done()));
   await frame(); await frame();
   const here = location.href.split('#')[0];

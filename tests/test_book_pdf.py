@@ -10,6 +10,7 @@ links printed; each edition's first page links its own PDF.
 from __future__ import annotations
 
 import functools
+import json
 import re
 import sys
 from pathlib import Path
@@ -104,6 +105,18 @@ def test_the_chinese_pdf_embeds_cjk_glyphs_and_searchable_titles():
     text = squeeze("".join(page_texts("zh")))
     for page in edition_pages()["zh"]:
         assert squeeze(title(page)) in text, f"{page}: its title is not in the PDF's text"
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_every_figure_is_printed_drawn(edition):
+    """The "ask the model" figure prints the model's answers, not its wait for the weights."""
+    strings = json.loads((ROOT / "encdec" / "widgets" / "strings" / f"{edition}.json").read_text(encoding="utf-8"))
+    text = squeeze("".join(page_texts(edition)))
+    for key in ("weights_loading", "weights_failed"):
+        waiting = squeeze(strings["ask_model"][key].split("{")[0])
+        assert waiting not in text, f"a figure printed before it was drawn: {waiting}"
+    # the figure's table of answers, each judged: the model ran in the page before it was printed
+    assert squeeze(strings["ask_model"]["right"]) in text, "no answer of the model in the PDF"
 
 
 @pytest.mark.parametrize("edition", EDITIONS)
