@@ -41,9 +41,15 @@ $(PY) book/zh_sync.py --check
 $(PY) book/exercise_downloads.py
 $(LAUNCH_COPIES)
 $(SITE_WEIGHTS) $(BIN)/jupyter-book build . --path-output . --warningiserror --keep-going
+$(BOOK_PDFS)
 endef
 
-.PHONY: book-assets book-notebooks
+# Each edition as one PDF, printed from the built site by headless chromium in _toc.yml order and
+# merged with a bookmark per page (scripts/book_pdf.py), into the site: _downloads/encdec-book-en.pdf
+# and -zh.pdf, which each edition's first page links. `make book-pdf` prints them again alone.
+BOOK_PDFS = $(PY) scripts/book_pdf.py --html $(BOOK_OUT)/html
+
+.PHONY: book-assets book-notebooks book-pdf
 book-assets: $(VENV)/.installed $(NPM_STAMP)
 	$(PY) scripts/book_assets.py
 
@@ -52,3 +58,6 @@ book: $(VENV)/.installed $(NPM_STAMP) system-book
 
 book-notebooks: $(VENV)/.installed
 	$(LAUNCH_COPIES)
+
+book-pdf: $(VENV)/.installed system-book
+	$(BOOK_PDFS)

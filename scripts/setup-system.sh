@@ -2,9 +2,10 @@
 # Debian packages, installed when missing (when apt-get is available and we are root; otherwise
 # this says what to install). Two sets:
 #   setup-system.sh book   what `make book` needs: fonts-noto-cjk (the CJK glyphs of the Chinese
-#                          edition's figures and pages; the site loads no web font) with
-#                          fontconfig and DejaVu Sans (the figures' first font)
-#   setup-system.sh        what `make test` needs besides: chromium (browser tests), bubblewrap,
+#                          edition's figures, pages and PDF; the site loads no web font) with
+#                          fontconfig and DejaVu Sans (the figures' first font), and chromium
+#                          (it prints each edition's PDF: scripts/book_pdf.py)
+#   setup-system.sh        what `make test` needs besides: bubblewrap,
 #                          util-linux's prlimit and libseccomp2 (sandboxed grading: the seccomp
 #                          filter is libseccomp's), postgresql and redis-server (the tests start
 #                          their own servers on 127.0.0.1)
@@ -15,8 +16,9 @@ need=()
 # SIGPIPE, and under pipefail an installed font reads as missing, about one run in ten)
 { command -v fc-list >/dev/null 2>&1 && fc-list :lang=zh-cn | grep . >/dev/null; } || need+=(fonts-noto-cjk fontconfig)
 { command -v fc-list >/dev/null 2>&1 && fc-list | grep 'DejaVuSans.ttf' >/dev/null; } || need+=(fonts-dejavu-core)
+# a Chromium to print the PDFs with (and drive the browser tests): Debian's, or one the machine has
+{ command -v chromium || command -v chromium-browser || command -v google-chrome; } >/dev/null 2>&1 || need+=(chromium)
 if [ "${1:-test}" != book ]; then
-  command -v chromium >/dev/null 2>&1 || need+=(chromium)
   command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
   command -v prlimit >/dev/null 2>&1 || need+=(util-linux)
   # grep reads all of ldconfig's list (with -q it could stop early: SIGPIPE, a false 'missing')
