@@ -20,6 +20,10 @@ of its code runs: on the bwrap path this launcher moves itself in before it star
 the zygote path it sends the zygote open `cgroup.procs` files, and the supervisor moves itself
 in before it forks the kernel (the zygote cannot see /sys/fs/cgroup).
 
+Either way the grader reaches the kernel only through this launcher's metering relay (relay.py,
+`start_relay`): the kernel binds its sockets in its socket folder, and a message past the limit
+stops this launcher, and so the kernel, before the grader receives it.
+
 Either way killing this process (what jupyter_client does) kills the kernel and everything it
 started. Interrupts travel as messages (the kernelspec's `interrupt_mode`), so SIGINT sent to
 this process group is ignored here.
