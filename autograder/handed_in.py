@@ -17,16 +17,84 @@ documented extension points of nbgrader's converters (``nbgrader_config.py``):
 
 Each is recorded in the notebook (``MatchRelease``'s records: ``renamed``, ``unreadable``) and
 stated at the top of the graded notebook and of the feedback. The files handed in stay as they are.
+
+Bounded at intake (``Intake``, one dataclass): a file larger than ``Intake.notebook_bytes`` is never
+read (its size is the file system's), one with more than ``Intake.cells`` cells is counted, not
+converted; either is graded as the release with no answers (``too_large``, ``too_many_cells``: the
+limit and the size found). A 40 MiB comment took the autograded notebook to 46 MB, the feedback page
+to 52 MB and ``generate_feedback`` to 1.25 GB; a notebook that is no regular file (a FIFO) is
+unreadable, never waited on.
 """
 from __future__ import annotations
 
+import json
 import os
+import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 from nbconvert.exporters import NotebookExporter
 
 from autograder.repairs import record
+
+
+@dataclass(frozen=True)
+class Intake:
+    """What a notebook handed in may be, at most, to be read (nbformat never sees a larger one)."""
+
+    notebook_bytes: int = 10_000_000  # the file's size; the course's largest honest notebook is under 1 MB
+    cells: int = 1000  # cells of the notebook (the releases have 40 to 60)
+
+
+LIMITS = Intake()
+
+
+class Refused(ValueError):
+    """A notebook handed in that is not read past the intake limits: the repair's key and parameters."""
+
+    def __init__(self, key: str, **params) -> None:
+        super().__init__(key)
+        self.key, self.params = key, params
+
+
+def _mb(size: int) -> str:
+    return f"{size / 1e6:.1f}"
+
+
+def read_handed_in(path: Path, limits: Intake = LIMITS):
+    """The notebook in ``path``, read within ``limits``: ``Refused`` past them (nothing more of the
+    file read), ``OSError``/``ValueError`` when it is no notebook. A file that is not regular (a
+    FIFO, a device) is refused unread, so nothing here blocks or reads without end."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError("not a regular file")
+        if info.st_size > limits.notebook_bytes:
+            raise Refused("too_large", size_mb=_mb(info.st_size), limit_mb=_mb(limits.notebook_bytes))
+        data = f.read(limits.notebook_bytes + 1)  # a file that grew since fstat is cut here
+    if len(data) > limits.notebook_bytes:
+        raise Refused("too_large", size_mb=_mb(len(data)), limit_mb=_mb(limits.notebook_bytes))
+    text = data.decode("utf-8")
+    raw = json.loads(text)  # counted before nbformat converts and validates each cell
+    count = _cell_count(raw)
+    if count > limits.cells:
+        raise Refused("too_many_cells", cells=count, limit=limits.cells)
+    nb = nbformat.reads(text, as_version=4)
+    if not _readable(nb):
+        raise ValueError("no notebook cells")
+    return nb
+
+
+def _cell_count(raw) -> int:
+    """Cells of a notebook's JSON: v4's ``cells``, or the cells of v3's worksheets."""
+    if not isinstance(raw, dict):
+        return 0
+    if isinstance(raw.get("cells"), list):
+        return len(raw["cells"])
+    sheets = raw.get("worksheets") if isinstance(raw.get("worksheets"), list) else []
+    return sum(len(w["cells"]) for w in sheets if isinstance(w, dict) and isinstance(w.get("cells"), list))
 
 
 def stands_for(path: Path, expected: set[str]) -> Path | None:
@@ -65,7 +133,8 @@ def _readable(nb) -> bool:
 
 class HandedInExporter(NotebookExporter):
     """Autograde's exporter: a renamed notebook read from the file that stands for it, a file that
-    is no notebook read as the release with no answers; each recorded in the notebook."""
+    is no notebook, or one past the intake limits, read as the release with no answers; each
+    recorded in the notebook."""
 
     def from_filename(self, filename: str, resources: dict | None = None, **kw):
         cd = getattr(self.parent, "coursedir", None)
@@ -76,10 +145,11 @@ class HandedInExporter(NotebookExporter):
             source = Path(cd.format_path(cd.source_directory, ".", ".")).resolve()
             handed_in = stands_for(path, release_notebooks(source, path.parent.name)) or path
         try:
-            nb = nbformat.reads(handed_in.read_text(encoding="utf-8"), as_version=4)
-            if not _readable(nb):
-                raise ValueError("no notebook cells")
-        except (OSError, ValueError, UnicodeError, KeyError, TypeError, AttributeError) as error:
+            nb = read_handed_in(handed_in)
+        except Refused as refused:  # past the intake limits: the release with no answers, the limit stated
+            nb = self._release(cd, path)
+            record(nb, refused.key, file=handed_in.name, **refused.params)
+        except (OSError, ValueError, UnicodeError, KeyError, TypeError, AttributeError, RecursionError) as error:
             nb = self._release(cd, path)
             record(nb, "unreadable", file=handed_in.name, error=type(error).__name__)
         if handed_in != path:

@@ -20,7 +20,7 @@ from nbformat import NotebookNode, from_dict
 from nbgrader import utils
 
 from autograder.judge.labels import PASSED
-from autograder.repairs import repairs
+from autograder.repairs import NO_ANSWERS, repairs
 from autograder.preprocessors import CHECK_CALL, recorded_verdicts
 
 MAX_TEXT = 4000  # characters of a cell's outputs kept as an example
@@ -110,9 +110,10 @@ def collect(assignment: str, source_dir: Path, autograded_dir: Path, submitted_d
                 result.problems.append(Problem(assignment, student, f"the autograded {notebook}.ipynb could not be read "
                                                                     f"({type(exc).__name__}: {str(exc)[:200]})"))
                 continue
-            if any(r["key"] == "unreadable" for r in repairs(nb)):  # graded as the release with no answers
-                result.problems.append(Problem(assignment, student, f"the submitted {notebook}.ipynb could not be read: "
-                                                                    "graded as the release with no answers"))
+            if any(r["key"] in NO_ANSWERS for r in repairs(nb)):  # graded as the release with no answers
+                result.problems.append(Problem(assignment, student, f"the submitted {notebook}.ipynb could not be read "
+                                                                    "(or was past the intake limits): graded as the "
+                                                                    "release with no answers"))
                 continue
             cells = _grade_cells(nb)
             for item in (i for i in result.items if i.notebook == notebook):

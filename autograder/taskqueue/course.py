@@ -84,5 +84,6 @@ def fingerprint(folder: Path) -> str:
         if path.is_symlink():  # never followed (a link to /dev/zero must not hang the grader)
             h.update(b"link\0" + os.readlink(path).encode())
         elif path.is_file():
-            h.update(hashlib.sha256(path.read_bytes()).digest())
+            with open(path, "rb") as f:  # in chunks: a file handed in may be large
+                h.update(hashlib.file_digest(f, "sha256").digest())
     return h.hexdigest()[:16]

@@ -1,0 +1,124 @@
+"""Bounded at intake (issue 37, autograder/handed_in.py): a notebook handed in past the intake limits
+(``Intake``: its bytes, its cells) is never read whole; it is graded 0 as the release with no
+answers, the limit and the size found stated in the gradebook and the feedback, through stock
+`nbgrader autograde` and through the driver, and the file handed in stays as it is."""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import handed_in
+from autograder.fixtures import table
+from autograder.fixtures.make import graded_notebook
+from autograder.repairs import repairs
+from autograder.state import grading_state
+from encdec.grading import language
+from grading_course import PY
+
+ROOT = Path(__file__).resolve().parents[1]
+PAST_LIMITS = {"broken_huge_comment": "too_large", "broken_too_many_cells": "too_many_cells"}
+STOCK_BATCH = [*PAST_LIMITS, "db_pass_all"]  # graded in the session's stock batch (conftest.py)
+RELEASE = ROOT / "exercises" / "decoder_block" / "decoder_block.ipynb"
+
+
+def test_the_releases_and_the_fixtures_sit_on_the_right_side_of_the_limits():
+    limits = handed_in.LIMITS
+    for nb in ROOT.glob("exercises/*/*.ipynb"):
+        assert nb.stat().st_size < limits.notebook_bytes / 10 and len(nbformat.read(nb, 4).cells) < limits.cells / 10
+    assert graded_notebook("broken_huge_comment").stat().st_size > limits.notebook_bytes
+    raw = json.loads(graded_notebook("broken_too_many_cells").read_text())
+    assert len(raw["cells"]) > limits.cells and graded_notebook("broken_too_many_cells").stat().st_size < limits.notebook_bytes
+
+
+def test_a_file_past_the_byte_limit_is_refused_unread(tmp_path):
+    """A sparse 4 GB file: refused from its size, in milliseconds, without the memory to hold it."""
+    big = tmp_path / "decoder_block.ipynb"
+    with open(big, "wb") as f:
+        f.truncate(4_000_000_000)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.monotonic()
+    with pytest.raises(handed_in.Refused) as refused:
+        handed_in.read_handed_in(big)
+    assert time.monotonic() - start < 1
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50_000  # KiB: nothing of it was read
+    assert (refused.value.key, refused.value.params) == ("too_large", {"size_mb": "4000.0", "limit_mb": "10.0"})
+
+
+def test_too_many_cells_are_counted_not_converted(tmp_path):
+    nb = nbformat.read(RELEASE, 4)
+    nb.cells += [nbformat.v4.new_code_cell("") for _ in range(handed_in.LIMITS.cells + 1 - len(nb.cells))]
+    path = tmp_path / "decoder_block.ipynb"
+    nbformat.write(nb, path)
+    with pytest.raises(handed_in.Refused) as refused:
+        handed_in.read_handed_in(path)
+    assert refused.value.key == "too_many_cells" and refused.value.params["cells"] == handed_in.LIMITS.cells + 1
+    nb.cells.pop()  # at the limit: read
+    nbformat.write(nb, path)
+    assert len(handed_in.read_handed_in(path).cells) == handed_in.LIMITS.cells
+
+
+def test_a_fifo_is_unreadable_never_waited_on(tmp_path):
+    fifo = tmp_path / "decoder_block.ipynb"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError):
+        handed_in.read_handed_in(fifo)
+    assert len(handed_in.read_handed_in(RELEASE).cells) == len(nbformat.read(RELEASE, 4).cells)
+
+
+def test_the_repairs_are_worded_in_both_languages_with_the_limit_and_the_size():
+    params = {"file": "decoder_block.ipynb", "size_mb": "42.0", "limit_mb": "10.0", "cells": 1143, "limit": 1000}
+    for lang in ("en", "zh"):
+        with language.speaking(lang):
+            assert all(p in language.text("repair_too_large", **params) for p in ("42.0", "10.0", "decoder_block.ipynb"))
+            assert all(p in language.text("repair_too_many_cells", **params) for p in ("1143", "1000"))
+
+
+@pytest.mark.grading
+@pytest.mark.parametrize("name", PAST_LIMITS)
+def test_stock_autograde_grades_it_zero_with_the_limit_stated(stock_batch, name):
+    row = stock_batch.rows[name]
+    assert row.actual == 0 == table.grading()[name]["expected_score"]
+    graded = stock_batch.autograded(name) / "decoder_block" / "decoder_block.ipynb"
+    nb = nbformat.read(graded, nbformat.NO_CONVERT)
+    [record] = repairs(nb)
+    assert record["key"] == PAST_LIMITS[name]
+    html = row.feedback_html.read_text()
+    stated = ([f"is {record['size_mb']} MB", f"the {record['limit_mb']} MB"] if record["key"] == "too_large"
+              else [f"has {record['cells']} cells", f"the {record['limit']} a notebook"])
+    assert all(s in html for s in stated), stated  # the limit and the size found, in the feedback
+    # the release was graded in its place: nothing of the file reaches the autograded notebook or the feedback
+    assert graded.stat().st_size < 200_000 and row.feedback_html.stat().st_size < 400_000
+    assert stock_batch.rows["db_pass_all"].actual == 11
+
+
+@pytest.mark.grading
+def test_the_driver_grades_them_zero_and_goes_on(tmp_path):
+    """Through `python -m autograder.driver`: each notebook past a limit is graded 0 with its reason
+    (status graded, not failed), the honest one beside them full marks, the batch exits 0."""
+    from test_sandbox_hostile import make_course
+
+    course = make_course(tmp_path)
+    subprocess.run([PY, "-m", "nbgrader", "generate_assignment", "decoder_block", "--force"], cwd=course,
+                   check=True, capture_output=True)
+    for name in STOCK_BATCH:
+        sub = grading_state(course).submitted / name / "decoder_block"
+        sub.mkdir(parents=True)
+        (sub / "decoder_block.ipynb").write_bytes(graded_notebook(name).read_bytes())
+    run = subprocess.run([PY, "-m", "autograder.driver", "decoder_block", "--json", "r.json"], cwd=course,
+                         capture_output=True, text=True, timeout=900)
+    results = {r["student"]: r for r in json.loads((course / "r.json").read_text())}
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    for name, key in PAST_LIMITS.items():
+        assert (results[name]["status"], results[name]["score"]) == ("graded", 0), results[name]
+        graded = grading_state(course).autograded / name / "decoder_block" / "decoder_block.ipynb"
+        assert [r["key"] for r in repairs(nbformat.read(graded, nbformat.NO_CONVERT))] == [key]
+        handed = grading_state(course).submitted / name / "decoder_block" / "decoder_block.ipynb"
+        assert handed.read_bytes() == graded_notebook(name).read_bytes()  # kept as it was
+    assert (results["db_pass_all"]["status"], results["db_pass_all"]["score"]) == ("graded", 11)
