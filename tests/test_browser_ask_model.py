@@ -105,9 +105,14 @@ def test_a_typed_question_is_answered_as_python_answers_it_and_the_step_that_wen
     box.fill(" ".join(decode(ids).split()[1:-1]))  # the question's tokens, as a reader may type them
     box.press("Enter")  # the form submits from the keyboard
     assert w.locator("[data-testid='question-tokens'] .encdec-chip").all_inner_texts() == decode(ids).split()
+    right = greedy_decode(models["modern"], torch.tensor([ids]), max_new_tokens=4)[0].tolist()
     for preset in PRESETS:
         want = greedy_decode(models[preset], torch.tensor([ids]), max_new_tokens=4)[0].tolist()
         assert answer_ids(w, preset) == want
+        # each token coloured by itself: a right token (EOS too) after a wrong one is no mistake
+        marks = [c.split()[-1] for c in w.locator(f"[data-testid='answer-{preset}'] .encdec-chip").evaluate_all(
+            "(chips) => chips.map((c) => c.className)")]
+        assert marks == ["kv"] + ["out" if got == r else "leak" for got, r in zip(want[1:], right[1:])], preset
     assert w.locator("[data-testid='verdict-modern']").inner_text() == text("ask_model.right")
     go = w.locator("[data-testid='goto-historical']")  # historical's answer leaves the right one at `step`
     assert f"step {step}" in go.inner_text()

@@ -283,7 +283,7 @@ function render({ model, el }) {
             t(model, "ask_model.preset_desc", { enc: c.num_enc_layers, dec: c.num_dec_layers, M: c.emb_dim,
               pe: t(model, simple ? "ask_model.pe_simple" : "ask_model.pe_sinusoid") }))),
           h("td", { class: "encdec-left", "data-testid": `answer-${preset}`, "data-ids": run.tokens.join(" ") },
-            run.tokens.map((id, i) => chip(id, i < P ? "kv" : v.right || i < (v.position ?? 99) ? "out" : "leak"))),
+            run.tokens.map((id, i) => chip(id, i < P ? "kv" : id === run.truth[i] ? "out" : "leak"))),
           h("td", { "data-testid": `verdict-${preset}` }, cell));
       })))));
 
