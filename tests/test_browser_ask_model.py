@@ -171,12 +171,12 @@ def test_window_encdec_generate_equals_greedy_decode(opened, pages, models):
     questions = [parse_question(q)[0] for q in texts]
     assert p.page.evaluate("window.encdec.presets") == list(PRESETS)
     for preset in PRESETS:
-        got = p.page.evaluate("([preset, qs]) => qs.map((q) => window.encdec.generate(preset, q))", [preset, questions])
+        got = p.page.evaluate("([preset, qs]) => Promise.all(qs.map((q) => window.encdec.generate(preset, q)))", [preset, questions])
         want = greedy_decode(models[preset], torch.tensor(questions), max_new_tokens=4).tolist()
         assert got == [row[: row.index(15) + 1] if 15 in row else row for row in want]
-    error = p.page.evaluate("() => { try { window.encdec.generate('modern', [14, 1, 2]); } catch (e) { return e.message; } }")
+    error = p.page.evaluate("async () => { try { await window.encdec.generate('modern', [14, 1, 2]); } catch (e) { return e.message; } }")
     assert error == text("ask_model.error_bad_question_ids", ids="[14,1,2]")
-    error = p.page.evaluate("() => { try { window.encdec.generate('overfit', [14]); } catch (e) { return e.message; } }")
+    error = p.page.evaluate("async () => { try { await window.encdec.generate('overfit', [14]); } catch (e) { return e.message; } }")
     assert error == text("ask_model.error_preset", preset="overfit", known="modern, historical")
 
 
@@ -203,6 +203,10 @@ def test_the_built_chapter_asks_the_model_from_file(opened, models, edition):
     page = require_built_book() / edition / "ch13_generation.html"
     p = opened(page.as_uri())
     w = wait_for_widget(p.page, "AskTheModel")
+    status = w.locator("[data-testid='status']")
+    assert status.get_attribute("data-weights") == "idle"  # nothing loaded before the reader asks
+    assert status.inner_text() == text("ask_model.weights_idle", "zh" if "zh" in edition else "en")
+    assert p.page.evaluate("() => window.encdecWeights === undefined")
     box = w.locator("[data-testid='question-input']")
     box.fill("23 + 19")
     box.press("Enter")
