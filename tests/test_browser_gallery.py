@@ -50,6 +50,9 @@ def test_mask_toggle_click_gives_the_new_softmax(open_page, gallery):
     p.page.set_viewport_size({"width": 390, "height": 844})
     score = w.locator("td[data-row='1'][data-col='2'] .s")
     assert score.is_visible() and score.inner_text() == f"s={scores[1][2]:.1f}"
+    # the headers stand up to fit; Chinese ones the CJK way, upright (turned over, 行和 lies on its side)
+    turned = w.locator("thead th").last.evaluate("(th) => getComputedStyle(th).transform")
+    assert (turned == "none") == (lang == "zh"), turned
     assert w.evaluate("(w) => w.scrollWidth <= w.clientWidth")
     assert p.log.problems() == {}
 
