@@ -2,7 +2,7 @@
 
 Every page of both editions (and Sphinx's search and index pages) is opened in headless Chromium
 from the built site as published (`make book`, with the repository and launch buttons:
-browser_support.published_book) served on 127.0.0.1, three ways: unthrottled, then as a mid-range
+tests/book_published.py) served on 127.0.0.1, three ways: unthrottled, then as a mid-range
 phone on a 4G connection and on a slow one (Chromium's network and CPU emulation, profiles below).
 For each page it prints the bytes requested (as served here, uncompressed, and as gzip would send
 them: a static host such as GitHub Pages compresses text), the number of requests, and the time to
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pages", nargs="*", help="pages to measure (default: every page)")
     args = parser.parse_args(argv)
     pages = args.pages or _support.site_pages()
-    html = _support.published_book()
+    html = browser_support("book_published").published_book()
     with _support.browser() as chromium, _support.serve(html) as base:
         floor = visit(chromium, f"{base}{FLOOR}.html", PROFILES[0])
         print(f"floor: {FLOOR} loads {floor['bytes'] / 1e6:.2f} MB ({floor['gzip'] / 1e6:.2f} MB gzip) in {floor['requests']} requests")

@@ -243,7 +243,7 @@ def theme_words_in(texts: list[str]) -> set[str]:
 @pytest.fixture(scope="module")
 def published():
     """The site as published: its pages have the repository and launch buttons too."""
-    from browser_support import published_book
+    from book_published import published_book
 
     return published_book()
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import pytest
 
 from browser_support import (  # noqa: F401 (chromium: a fixture)
-    DARK_TONE, ROOT, WIDGET_TONES_JS, Opened, chromium, published_book, serve, site_pages, switch_theme,
+    DARK_TONE, ROOT, WIDGET_TONES_JS, Opened, chromium, serve, site_pages, switch_theme,
 )
+from book_published import published_book
 
 pytestmark = pytest.mark.browser
 
@@ -41,7 +42,7 @@ def _open(chromium, url, dark=False) -> Opened:
 
 @pytest.fixture(scope="module")
 def served(chromium):
-    """The site as published (with its repository and launch buttons: browser_support.published_book)."""
+    """The site as published (with its repository and launch buttons: book_published.py)."""
     with serve(published_book()) as base:
         yield base
 
