@@ -1,12 +1,14 @@
 """Benchmark of what each page of the built book costs a reader: its weight and its time to load.
 
 Every page of both editions (and Sphinx's search and index pages) is opened in headless Chromium
-from the built site (`make book`) served on 127.0.0.1, three ways: unthrottled, then as a mid-range
+from the built site as published (`make book`, with the repository and launch buttons:
+tests/book_published.py) served on 127.0.0.1, three ways: unthrottled, then as a mid-range
 phone on a 4G connection and on a slow one (Chromium's network and CPU emulation, profiles below).
 For each page it prints the bytes requested (as served here, uncompressed, and as gzip would send
 them: a static host such as GitHub Pages compresses text), the number of requests, and the time to
-the load event and to the page's widgets drawn. The budget of tests/test_browser_reader.py is
-2.5 MB a page; `genindex`, the theme with no content, is the floor each page is divided by.
+the load event and to the page's widgets drawn, before the reader does anything (the "ask the
+model" figure loads the trained weights only when asked). The budget of tests/test_browser_reader.py
+is 1.5 MB a page; `genindex`, the theme with no content, is the floor each page is divided by.
 
     .venv/bin/python bench/bench_pages.py [--pages book/ch13_generation ...]
 """
@@ -52,8 +54,6 @@ def visit(chromium, url: str, profile) -> dict:
     loaded = time.perf_counter() - start
     views = page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count()
     page.wait_for_function("n => document.querySelectorAll('.encdec-widget').length >= n", arg=views, timeout=180_000)
-    if page.locator(".encdec-AskTheModel").count():
-        page.wait_for_function("() => window.encdecWeights", timeout=180_000)
     drawn = time.perf_counter() - start
     sizes = []
     for request in requests:
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pages", nargs="*", help="pages to measure (default: every page)")
     args = parser.parse_args(argv)
     pages = args.pages or _support.site_pages()
-    html = _support.require_built_book()
+    html = browser_support("book_published").published_book()
     with _support.browser() as chromium, _support.serve(html) as base:
         floor = visit(chromium, f"{base}{FLOOR}.html", PROFILES[0])
         print(f"floor: {FLOOR} loads {floor['bytes'] / 1e6:.2f} MB ({floor['gzip'] / 1e6:.2f} MB gzip) in {floor['requests']} requests")

@@ -10,11 +10,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def browser_support():
-    """tests/browser_support.py as a module (once per process)."""
-    if "browser_support" in sys.modules:
-        return sys.modules["browser_support"]
-    spec = importlib.util.spec_from_file_location("browser_support", ROOT / "tests" / "browser_support.py")
+def browser_support(name: str = "browser_support"):
+    """tests/browser_support.py (or another helper module of tests/, e.g. book_published) as a module
+    (once per process)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    if name != "browser_support":
+        browser_support()  # the other helpers import it by name
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tests" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)

@@ -9,7 +9,8 @@ The built site works with no network and as file://, and a page loads only what 
 - ``widgets.css``: the widgets' stylesheet, once per site: the built pages' figures name it
   (``encdec.widgets._base.SITE_CSS``) and widgets.js links it, instead of each figure carrying it.
 - ``encdec-weights.js``: the trained checkpoints' weights for the "ask the model" figure, once per
-  site (``encdec.widgets.export_weights.write_site_script``); only that figure loads it.
+  site (``encdec.widgets.export_weights.write_site_script``); only that figure loads it, when its
+  reader first asks a question (a page weighs no more for carrying the figure).
 
 Math needs no script: ``scripts/book_math.py`` typesets it at build. Sphinx publishes the folder at
 the site root through ``html_extra_path`` (``_config.yml``). The assets stay out of any ``_static``

@@ -15,7 +15,8 @@ edition's translators in place before the page's body is written (``doctree-reso
 its template is rendered (``html-page-context``), and hands the templates' ``_`` its edition's. The
 pages are written one after another (so ``parallel_write_safe`` is False).
 
-On a Chinese page the sidebar lists the Chinese edition's parts first, then the English ones.
+On a Chinese page the sidebar lists the Chinese edition's parts first, then the English ones, and
+shows no link to the English home page above them (``book/_templates/sbt-sidebar-nav.html``).
 """
 
 from __future__ import annotations
@@ -64,8 +65,15 @@ ZH = {
     "© Copyright %(copyright)s.": "© 版权所有 %(copyright)s。",
     "Print to PDF": "打印为 PDF",
     "By": "作者：",
-    # _config.yml's author, shown after "By"
+    # _config.yml's author, shown after "By", and its title (the header's and each tab's)
     "The course team": "课程团队",
+    "The Transformer encoder–decoder": "Transformer 编码器–解码器",
+    # sphinx-book-theme's launch buttons (a published page's, with its repository) and the print
+    # table of contents (book/_templates/layout.html names it)
+    "Launch interactive content": "启动交互式内容",
+    "Launch on": "启动于",
+    "logo": "标志",
+    "Page": "本页",
 }
 
 # The catalogues translated per page: (namespace, catalogue) -> the folders of their translations,
@@ -135,7 +143,7 @@ def _words_of_the_themes_context(app, pagename, templatename, context, doctree) 
     if edition(pagename) != "zh":
         return
     words = _EDITIONS["zh"][("general", "sphinx")].gettext
-    for key in ("theme_search_bar_text", "author"):
+    for key in ("theme_search_bar_text", "author", "docstitle"):
         if key in context:
             context[key] = words(context[key])
     hints = _EDITIONS["zh"][("general", "togglebutton")].gettext

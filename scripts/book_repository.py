@@ -93,6 +93,19 @@ def _offer_executed_notebook(app, pagename, templatename, context, doctree) -> N
     context["ipynb_source"] = f"{pagename}.ipynb"
 
 
+SOLID_REPOSITORY_ICON = "fa-solid fa-code-branch"
+
+
+def _repository_icon_from_the_solid_font(app, pagename, templatename, context, doctree) -> None:
+    """The repository button's icon (sphinx-book-theme gives it the provider's mark, ``fab
+    fa-github``) taken from the theme's solid icon font, which every page loads anyway: the mark
+    alone would make every published page load the brands font too (118 KB for one glyph)."""
+    for button in context.get("header_buttons", []):
+        for item in [button, *button.get("buttons", [])]:
+            if str(item.get("icon", "")).startswith(("fab ", "fa-brands ")):
+                item["icon"] = SOLID_REPOSITORY_ICON
+
+
 def executed_notebook_with_outputs(path: Path, cache_dir: Path) -> bool:
     """Give the executed notebook at ``path`` its outputs back from the execution cache, when it has
     none; True when it was rewritten. myst-nb (1.4) writes the notebook it read, not the one it merged
@@ -126,4 +139,5 @@ def setup(app):
     app.connect("config-inited", _config_inited)
     app.connect("doctree-read", _restore_outputs)
     app.connect("html-page-context", _offer_executed_notebook, priority=500)
+    app.connect("html-page-context", _repository_icon_from_the_solid_font, priority=510)  # after the theme's buttons
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -136,9 +136,10 @@ LIVE_COMPUTATIONS = {
 
 WIDGETS = {
     # the mask and cross-attention figures open on the decoder's input (the answer without EOS), the
-    # softmax figure gets the cell's own scores; the stepper a multi-token answer prefix
+    # softmax figure gets the cell's own scores, the cross-attention grid the trained model's weights;
+    # the stepper a multi-token answer prefix
     "ch11_cross_attention": ["MaskToggle(tokens=a_words[:4])", "SoftmaxMaskCompare(scores=scores.tolist()",
-                             "CrossAttentionExplorer(Ka=4, answer_tokens=a_words[:4])",
+                             "CrossAttentionExplorer.from_model(model)",
                              "AttentionMapViewer.from_model(model)"],
     "ch12_what_you_trained": ["ShiftTeacherForcing()", "CrossEntropySlider()"],
     "ch13_generation": ['PrefillDecodeStepper.from_model(model, prefix="BOS POSITIVE")', "AskTheModel()"],

@@ -573,3 +573,38 @@ def test_chapter_12s_summary_prints_each_recipes_gap_from_its_checkpoint():
         for name, m in runs.items():
             want = line[edition].format(name=name, t=m["val_token_accuracy"], e=m["val_exact_match"], g=gap[name])
             assert want in printed, f"{edition}: the summary does not print {want!r}"
+def _colour_bar_run(png: Path) -> int:
+    """The longest vertical stretch of the image's right half that is a viridis colour bar: pixels of the colormap,
+    each no brighter than the one above, going through more than 40 of its colours (a heatmap's cells
+    give a few flat colours, a bar a gradient). Its length in pixels, 0 if there is none."""
+    import numpy as np
+    from matplotlib import colormaps
+    from PIL import Image
+
+    pixels = np.asarray(Image.open(png).convert("RGB"), dtype=np.float32)  # (height, width, 3)
+    lut = (colormaps["viridis"](np.linspace(0, 1, 256))[:, :3] * 255).astype(np.float32)  # (256, 3)
+    height, width, best = *pixels.shape[:2], 0
+    for x in range(width // 2, width):  # a figure's colour bar stands at its right
+        dist = ((pixels[:, x, None, :] - lut[None]) ** 2).sum(-1)  # (height, 256)
+        level, near = dist.argmin(-1).tolist(), (dist.min(-1) < 3 * 8 ** 2).tolist()
+        start = None
+        for y in range(height + 1):
+            inside = y < height and near[y] and (start is None or level[y] <= level[y - 1])
+            if inside and start is None:
+                start = y
+            elif not inside and start is not None:
+                if len(set(level[start:y])) > 40:
+                    best = max(best, y - start)
+                start = y if y < height and near[y] else None
+    return best
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_lesson_11s_attention_maps_say_what_their_colours_mean(edition):
+    """The trained model's cross-attention maps (every layer and head, one picture) carry a colour
+    bar: without it a reader cannot tell a weight of 0.3 from one of 0.7."""
+    title = {"en": "cross-attention of the trained model", "zh": "训练好的模型的交叉注意力"}[edition]
+    cell = next(c for c in article(edition, "ch11_cross_attention").select("div.cell") if title in c.get_text())
+    img = cell.select_one("div.cell_output img")
+    png = (EDITIONS[edition] / img["src"]).resolve()
+    assert _colour_bar_run(png) > 100, f"{edition}: the maps have no colour bar ({png.name})"

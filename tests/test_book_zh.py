@@ -209,10 +209,11 @@ def test_the_glossary_page_shows_every_term(site, page):
 THEME_WORDS = ["Search", "Contents", "Skip to main content", "Color mode", "Click to show", "Click to hide",
                "Show code cell", "Hide code cell", "Back to top", "previous", "next", "Download", "Fullscreen",
                "Print to PDF", "Toggle", "sidebar", "Site navigation", "On this page", "Link to this", "Copyright",
-               "By", "Main", "Version warning"]
+               "By", "Main", "Version warning", "Launch", "logo", "Page", "The Transformer encoder–decoder"]
 # What an English chapter with hidden cells shows of them (the header, sidebars, a cell's toggle, the hints).
 SHOWN_IN_ENGLISH = ["Search", "Contents", "Skip to main content", "Color mode", "Click to show", "Show code cell source",
-                    "Hide code cell source", "Back to top", "previous", "next", "Toggle primary sidebar", "Link to this heading"]
+                    "Hide code cell source", "Back to top", "previous", "next", "Toggle primary sidebar", "Link to this heading",
+                    "Launch interactive content", "Launch on Binder"]
 NAMING_ATTRIBUTES = ("title", "aria-label", "data-bs-title", "placeholder", "alt")
 
 
@@ -239,17 +240,28 @@ def theme_words_in(texts: list[str]) -> set[str]:
     return {w for w in THEME_WORDS for t in texts if re.search(r"\b%s\b" % re.escape(w), t, re.I)}
 
 
+@pytest.fixture(scope="module")
+def published():
+    """The site as published: its pages have the repository and launch buttons too."""
+    from book_published import published_book
+
+    return published_book()
+
+
 @pytest.mark.browser
 @pytest.mark.parametrize("page", [p for p in toc() if p.startswith("book/zh/")])
-def test_a_chinese_page_shows_its_interface_in_chinese(site, page):
-    texts = interface_text((site / f"{page}.html").read_text(encoding="utf-8"))
+def test_a_chinese_page_shows_its_interface_in_chinese(published, page):
+    html = (published / f"{page}.html").read_text(encoding="utf-8")
+    texts = interface_text(html)
     assert not theme_words_in(texts), f"{page} shows the theme's English: {sorted(theme_words_in(texts))}"
     assert {"搜索", "跳转至主要内容", "颜色模式", "上一页", "回到顶部"} <= set(texts), page
+    if "ch1" in page:  # a notebook page: its launch buttons speak Chinese too
+        assert "启动交互式内容" in html and "启动于 Binder" in html, page
 
 
 @pytest.mark.browser
-def test_an_english_page_shows_its_interface_in_english(site):
-    texts = interface_text((site / "book/ch11_cross_attention.html").read_text(encoding="utf-8"))
+def test_an_english_page_shows_its_interface_in_english(published):
+    texts = interface_text((published / "book/ch11_cross_attention.html").read_text(encoding="utf-8"))
     shown = "\n".join(texts)
     assert [w for w in SHOWN_IN_ENGLISH if w not in shown] == []
 
@@ -267,6 +279,12 @@ def test_the_sidebar_lists_the_pages_edition_first(site, page):
     zh_parts = [p["caption"] for p in parts if p["chapters"][0]["file"].startswith("book/zh/")]
     en_parts = [p["caption"] for p in parts if not p["chapters"][0]["file"].startswith("book/zh/")]
     assert captions == (zh_parts + en_parts if page.startswith("book/zh/") else en_parts + zh_parts), page
+    # the sidebar's first link: its edition's home page (no English home link above a Chinese page's parts)
+    first = re.search(r'<nav class="bd-links bd-docs-nav"[^>]*>.*?<a class="[^"]*reference internal[^"]*" href="[^"]*">\s*([^<]+?)\s*</a>',
+                      (site / f"{page}.html").read_text(encoding="utf-8"), flags=re.S).group(1)
+    home = {"en": "book/index.md", "zh": "book/zh/index.md"}["zh" if page.startswith("book/zh/") else "en"]
+    title = re.search(r"^# (.+)$", (ROOT / home).read_text(encoding="utf-8"), flags=re.M).group(1)
+    assert first == re.sub(r"[`*]", "", title), (page, first, title)
 
 
 # The Chinese prose as a reader meets it: the built pages (link texts included, which name other

@@ -70,6 +70,25 @@ def test_page_loads_offline_and_renders_its_widgets(open_page, path):
         assert n == GALLERY_WIDGETS == 9
 
 
+@pytest.mark.parametrize("path", ["book/ch11_cross_attention", "book/zh/ch11_cross_attention"])
+def test_chapter_11s_cross_attention_grid_holds_the_trained_weights(open_page, path):
+    """The explorer of chapter 11 opens at the running example's shape, Ka = 4 (the decoder is fed
+    BOS POSITIVE 0 4, no EOS row), its grid of A filled with the trained model's weights."""
+    from browser_support import fmt
+    from encdec.train import load_run
+    from encdec.widgets import CrossAttentionExplorer
+
+    p = open_page(path)
+    w = wait_for_widget(p.page, "CrossAttentionExplorer")
+    assert w.locator("[data-testid='shape-A'] td").first.inner_text() == "[N, 4, 9]"
+    A = CrossAttentionExplorer.from_model(load_run("modern")[0]).shown_weights()
+    assert w.locator("td.encdec-acell").all_inner_texts() == [fmt(x, 2) for row in A for x in row]
+    assert w.locator("[data-testid='weights-note']").get_attribute("data-own") == "yes"
+    w.locator("[data-testid='Ka-input']").fill("5")  # a shape of the reader's own: made-up weights, said so
+    assert w.locator("[data-testid='weights-note']").get_attribute("data-own") == "no"
+    assert p.log.problems() == {}
+
+
 @pytest.mark.parametrize("path", [c for c in CHAPTERS if "/ch" in c])
 def test_chapter_works_as_file_url(open_page, path):
     p = open_page(path, url=(require_built_book() / f"{path}.html").as_uri())
@@ -230,10 +249,10 @@ def test_widget_syncs_both_ways_in_jupyterlab_by_mouse_and_keyboard_and_in_its_d
             out = cells.nth(1).locator(".jp-OutputArea-output")
             out.wait_for(timeout=60000)
             assert out.inner_text().strip() == "STATE custom False"  # Python saw the click
-            assert w.locator("td[data-row='2'][data-col='4'] .w").inner_text() == "✕"
+            assert w.locator("td[data-row='1'][data-col='3'] .w").inner_text() == "✕"  # 4 x 4: BOS POSITIVE 0 4
             run(2)
             page.wait_for_function(
-                "() => document.querySelector(\".encdec-widget td[data-row='2'][data-col='4'] .w\").textContent !== '✕'",
+                "() => document.querySelector(\".encdec-widget td[data-row='1'][data-col='3'] .w\").textContent !== '✕'",
                 timeout=30000,
             )
             assert w.locator("[data-testid='preset']").inner_text() == text("mask_toggle.status_none", "en")  # Python's change, drawn
@@ -251,17 +270,17 @@ def test_widget_syncs_both_ways_in_jupyterlab_by_mouse_and_keyboard_and_in_its_d
             active = "() => [...document.querySelectorAll('.jp-Notebook .jp-Cell')].findIndex((c) => c.classList.contains('jp-mod-active'))"
             assert page.evaluate(at) == ["2", "3"]  # the grid's tab stop: the cell last clicked
             before = page.evaluate(active)
-            for key in ("ArrowDown", "ArrowUp", "ArrowRight"):
+            for key in ("ArrowDown", "ArrowUp", "ArrowLeft"):
                 page.keyboard.press(key)
-            assert page.evaluate(at) == ["2", "4"]  # the arrows moved inside the grid ...
+            assert page.evaluate(at) == ["2", "2"]  # the arrows moved inside the grid ...
             assert page.evaluate(active) == before  # ... and not the notebook's cell selection
-            page.keyboard.press("Space")  # forbid reader 2 to read source 4
+            page.keyboard.press("Space")  # forbid reader 2 to read source 2 (itself)
             page.wait_for_function("() => document.activeElement.classList.contains('forbidden')", timeout=10000)
             page.wait_for_timeout(500)
             run(3)
             out = cells.nth(3).locator(".jp-OutputArea-output")
             out.wait_for(timeout=60000)
-            assert out.inner_text().strip() == "FORBIDDEN [(2, 4)]"  # Python saw the key
+            assert out.inner_text().strip() == "FORBIDDEN [(2, 2)]"  # Python saw the key
 
             # JupyterLab's dark theme, chosen from its Settings menu as a student would
             page.locator(".lm-MenuBar-itemLabel", has_text="Settings").click()

@@ -105,9 +105,14 @@ def test_a_typed_question_is_answered_as_python_answers_it_and_the_step_that_wen
     box.fill(" ".join(decode(ids).split()[1:-1]))  # the question's tokens, as a reader may type them
     box.press("Enter")  # the form submits from the keyboard
     assert w.locator("[data-testid='question-tokens'] .encdec-chip").all_inner_texts() == decode(ids).split()
+    right = greedy_decode(models["modern"], torch.tensor([ids]), max_new_tokens=4)[0].tolist()
     for preset in PRESETS:
         want = greedy_decode(models[preset], torch.tensor([ids]), max_new_tokens=4)[0].tolist()
         assert answer_ids(w, preset) == want
+        # each token coloured by itself: a right token (EOS too) after a wrong one is no mistake
+        marks = [c.split()[-1] for c in w.locator(f"[data-testid='answer-{preset}'] .encdec-chip").evaluate_all(
+            "(chips) => chips.map((c) => c.className)")]
+        assert marks == ["kv"] + ["out" if got == r else "leak" for got, r in zip(want[1:], right[1:])], preset
     assert w.locator("[data-testid='verdict-modern']").inner_text() == text("ask_model.right")
     go = w.locator("[data-testid='goto-historical']")  # historical's answer leaves the right one at `step`
     assert f"step {step}" in go.inner_text()
@@ -166,12 +171,12 @@ def test_window_encdec_generate_equals_greedy_decode(opened, pages, models):
     questions = [parse_question(q)[0] for q in texts]
     assert p.page.evaluate("window.encdec.presets") == list(PRESETS)
     for preset in PRESETS:
-        got = p.page.evaluate("([preset, qs]) => qs.map((q) => window.encdec.generate(preset, q))", [preset, questions])
+        got = p.page.evaluate("([preset, qs]) => Promise.all(qs.map((q) => window.encdec.generate(preset, q)))", [preset, questions])
         want = greedy_decode(models[preset], torch.tensor(questions), max_new_tokens=4).tolist()
         assert got == [row[: row.index(15) + 1] if 15 in row else row for row in want]
-    error = p.page.evaluate("() => { try { window.encdec.generate('modern', [14, 1, 2]); } catch (e) { return e.message; } }")
+    error = p.page.evaluate("async () => { try { await window.encdec.generate('modern', [14, 1, 2]); } catch (e) { return e.message; } }")
     assert error == text("ask_model.error_bad_question_ids", ids="[14,1,2]")
-    error = p.page.evaluate("() => { try { window.encdec.generate('overfit', [14]); } catch (e) { return e.message; } }")
+    error = p.page.evaluate("async () => { try { await window.encdec.generate('overfit', [14]); } catch (e) { return e.message; } }")
     assert error == text("ask_model.error_preset", preset="overfit", known="modern, historical")
 
 
@@ -198,6 +203,10 @@ def test_the_built_chapter_asks_the_model_from_file(opened, models, edition):
     page = require_built_book() / edition / "ch13_generation.html"
     p = opened(page.as_uri())
     w = wait_for_widget(p.page, "AskTheModel")
+    status = w.locator("[data-testid='status']")
+    assert status.get_attribute("data-weights") == "idle"  # nothing loaded before the reader asks
+    assert status.inner_text() == text("ask_model.weights_idle", "zh" if "zh" in edition else "en")
+    assert p.page.evaluate("() => window.encdecWeights === undefined")
     box = w.locator("[data-testid='question-input']")
     box.fill("23 + 19")
     box.press("Enter")

@@ -25,41 +25,62 @@ def as_pattern(key: str, lang: str, **known) -> str:
 
 @pytest.mark.parametrize("gallery", GALLERIES)
 def test_mask_toggle_click_gives_the_new_softmax(open_page, gallery):
-    from encdec.widgets.mask_toggle import DEFAULT_SCORES_5
+    from encdec.widgets.mask_toggle import default_scores
 
     p = open_page(gallery)
     lang = GALLERIES[gallery]
     w = wait_for_widget(p.page, "MaskToggle")
+    # what the decoder is fed, BOS POSITIVE 0 4 (never EOS): a 4 x 4 grid
+    assert w.locator("thead th").all_inner_texts()[1:-1] == ["0 BOS", "1 POSITIVE", "2 0", "3 4"]
+    scores = default_scores(4)
     cell = w.locator("td[data-row='2'][data-col='3']")
     assert "forbidden" in cell.get_attribute("class")
     cell.click()  # allow reader 2 ("0") to read source 3 ("4")
-    expected = softmax(DEFAULT_SCORES_5[2][:4]) + [0.0]
     shown = [w.locator(f"td[data-row='2'][data-col='{j}'] .w").inner_text() for j in range(4)]
-    assert shown == [fmt(x) for x in expected[:4]]
-    assert w.locator("td[data-row='2'][data-col='4'] .w").inner_text() == "✕"
-    assert [w.locator(f"[data-testid='rowsum-{i}']").inner_text() for i in range(5)] == ["1.000"] * 5
+    assert shown == [fmt(x) for x in softmax(scores[2])]
+    assert w.locator("td[data-row='1'][data-col='3'] .w").inner_text() == "✕"
+    assert [w.locator(f"[data-testid='rowsum-{i}']").inner_text() for i in range(4)] == ["1.000"] * 4
     assert w.locator("[data-testid='preset']").inner_text() == text("mask_toggle.status_custom", lang)
     w.locator("button[data-preset='none']").click()
-    assert w.locator("td[data-row='0'][data-col='4'] .w").inner_text() == fmt(softmax(DEFAULT_SCORES_5[0])[4])
+    assert w.locator("td[data-row='0'][data-col='3'] .w").inner_text() == fmt(softmax(scores[0])[3])
     w.locator("button[data-preset='padding']").click()  # the last position is padding: nobody reads it
-    assert w.locator("td[data-row='1'][data-col='4'] .w").inner_text() == "✕"
-    assert w.locator("td[data-row='1'][data-col='3'] .w").inner_text() == fmt(softmax(DEFAULT_SCORES_5[1][:4])[3])
+    assert w.locator("td[data-row='1'][data-col='3'] .w").inner_text() == "✕"
+    assert w.locator("td[data-row='1'][data-col='2'] .w").inner_text() == fmt(softmax(scores[1][:3])[2])
+    # a phone's column keeps the scores the caption reads (s = the raw score)
+    p.page.set_viewport_size({"width": 390, "height": 844})
+    score = w.locator("td[data-row='1'][data-col='2'] .s")
+    assert score.is_visible() and score.inner_text() == f"s={scores[1][2]:.1f}"
+    # the headers stand up to fit; Chinese ones the CJK way, upright (turned over, 行和 lies on its side)
+    turned = w.locator("thead th").last.evaluate("(th) => getComputedStyle(th).transform")
+    assert (turned == "none") == (lang == "zh"), turned
+    assert w.evaluate("(w) => w.scrollWidth <= w.clientWidth")
     assert p.log.problems() == {}
 
 
 @pytest.mark.parametrize("gallery", GALLERIES)
-def test_softmax_compare_slider(open_page, gallery):
+def test_softmax_compare_slider_and_a_caption_that_follows_the_reader(open_page, gallery):
     p = open_page(gallery)
+    lang = GALLERIES[gallery]
     w = wait_for_widget(p.page, "SoftmaxMaskCompare")
-    scores = [float(w.locator(f"[data-testid='score-{j}']").inner_text()) for j in range(5)]
+    assert w.locator("button[data-reader]").all_inner_texts() == ["0 BOS", "1 POSITIVE", "2 0", "3 4"]  # no EOS reader
+    scores = [float(w.locator(f"[data-testid='score-{j}']").inner_text()) for j in range(4)]
     for future in ("3", "6.5"):
         w.locator("[data-testid='future-slider']").fill(future)
-        row = scores[:3] + [float(future)] * 2
+        row = scores[:3] + [float(future)]
         assert w.locator("[data-testid='sum-mask']").inner_text() == "1.000"
         wrong = sum(softmax(row)[:3])
         assert wrong < 1
         assert w.locator("[data-testid='sum-zero']").inner_text() == fmt(wrong)
         assert w.locator("[data-testid='w-mask-0']").locator(".w").inner_text() == fmt(softmax(scores[:3])[0])
+    caption = w.locator("[data-testid='caption']")
+    assert caption.inner_text().startswith(text("softmax_compare.may_read", lang, i=2, token="0"))
+    w.locator("button[data-reader='0']").click()  # BOS reads only itself: no range "0–0"
+    assert caption.inner_text().startswith(text("softmax_compare.may_read_first", lang, token="BOS"))
+    assert "0–0" not in caption.inner_text()
+    w.locator("button[data-reader='3']").click()  # the last reader has no future: nothing is shrunk
+    assert caption.inner_text() == text("softmax_compare.caption_last", lang, i=3, token="4")
+    assert w.locator("[data-testid='sum-zero']").inner_text() == "1.000"
+    assert w.locator("[data-testid='future-slider']").is_disabled()
     assert p.log.problems() == {}
 
 
@@ -80,21 +101,30 @@ def test_cross_attention_explorer_hover_and_swap(open_page, gallery):
     p = open_page(gallery)
     lang = GALLERIES[gallery]
     w = wait_for_widget(p.page, "CrossAttentionExplorer")
-    assert w.locator("[data-testid='shape-A'] td").first.inner_text() == "[N, 5, 9]"
+    from encdec.widgets.cross_attention import example_weights
+
+    # the decoder is fed BOS POSITIVE 0 4 (never EOS): four rows, no "a4 EOS"
+    assert w.locator("[data-testid='shape-A'] td").first.inner_text() == "[N, 4, 9]"
+    assert [w.locator(f"th:has(+ td[data-row='{i}'][data-col='0'])").inner_text().split()[-1] for i in range(4)] == \
+        ["BOS", "POSITIVE", "0", "4"]
+    A = example_weights(4, 9)  # the grid holds A's numbers, each row a distribution
+    assert w.locator("td.encdec-acell").all_inner_texts() == [fmt(x, 2) for row in A for x in row]
     w.locator("td[data-row='3'][data-col='7']").hover()
     token = lambda t: text("cross_attention.token", lang, token=t)  # noqa: E731
     assert w.locator("[data-testid='hover-info']").inner_text() == \
-        text("cross_attention.hover", lang, i=3, j=7, answer=token("4"), question=token("4"))
+        text("cross_attention.hover", lang, i=3, j=7, w=fmt(A[3][7], 2), answer=token("4"), question=token("4"))
     w.locator("td[data-row='0'][data-col='1']").hover()
     assert w.locator("[data-testid='hover-info']").inner_text() == \
-        text("cross_attention.hover", lang, i=0, j=1, answer=token("BOS"), question=token("NEGATIVE"))
+        text("cross_attention.hover", lang, i=0, j=1, w=fmt(A[0][1], 2), answer=token("BOS"), question=token("NEGATIVE"))
+    assert w.locator("[data-testid='weights-note']").inner_text() == text("cross_attention.weights_example", lang)
     w.locator("[data-testid='swap-q']").check()
-    assert w.locator("[data-testid='shape-A'] td").first.inner_text() == "[N, 9, 5]"
+    assert w.locator("[data-testid='shape-A'] td").first.inner_text() == "[N, 9, 4]"
     assert w.locator("[data-testid='shape-output'] td").first.inner_text() == "[N, 9, M]"
-    assert w.locator("td.encdec-acell").count() == 45
+    assert w.locator("td.encdec-acell").count() == 36
     w.locator("[data-testid='Ka-input']").fill("3")
     assert w.locator("[data-testid='shape-Q'] td").first.inner_text() == "[N, 9, M]"
     assert w.locator("td.encdec-acell").count() == 27
+    assert w.locator("td.encdec-acell").all_inner_texts() == [fmt(x, 2) for row in example_weights(9, 3) for x in row]
     assert p.log.problems() == {}
 
 

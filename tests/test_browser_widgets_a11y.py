@@ -189,10 +189,11 @@ LANGS = ["en", "zh"]
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_mask_toggle(reader, lang):
-    from encdec.widgets.mask_toggle import DEFAULT_SCORES_5
+    from encdec.widgets.mask_toggle import default_scores
 
     r = reader("MaskToggle", lang)
-    tokens = ["BOS", "POSITIVE", "0", "4", "EOS"]
+    tokens = ["BOS", "POSITIVE", "0", "4"]  # what the decoder is fed
+    scores = default_scores(len(tokens))
     row2 = r.w.locator("[data-testid='rowsum-2']")
 
     def cell(i, j):
@@ -204,14 +205,14 @@ def test_mask_toggle(reader, lang):
         for key in ("ArrowDown", "ArrowDown", "ArrowRight"):
             r.page.keyboard.press(key)
         assert r.focused("data-row") == "2" and r.focused("data-col") == "1"
-        weights = softmax(DEFAULT_SCORES_5[2][:3])
+        weights = softmax(scores[2][:3])
         allowed = r.say("mask_toggle.cell_allowed", i=2, reader="0", j=1, source="POSITIVE",
-                        shown=f"{fmt(weights[1])} s={fmt(DEFAULT_SCORES_5[2][1], 1)}")
+                        shown=f"{fmt(weights[1])} s={fmt(scores[2][1], 1)}")
         assert r.cell_name(cell(2, 1)) == allowed
         assert r.w.locator("[data-testid='readout']").inner_text() == allowed  # shown on focus, not only said
         r.page.keyboard.press("Space")
         assert r.focused("data-row") == "2" and r.focused("data-col") == "1"  # the redraw kept the focus
-        now = softmax([DEFAULT_SCORES_5[2][0], DEFAULT_SCORES_5[2][2]])
+        now = softmax([scores[2][0], scores[2][2]])
         assert [r.w.locator(cell(2, j) + " .w").inner_text() for j in range(3)] == [fmt(now[0]), "✕", fmt(now[1])]
         assert r.cell_name(cell(2, 1)).startswith("✕ s=")
         assert r.live() == r.say("mask_toggle.live_forbidden", i=2, reader="0", j=1, source="POSITIVE", sum="1.000")
@@ -295,7 +296,10 @@ def test_cross_attention(reader, lang):
         r.page.keyboard.press("End")
         r.page.keyboard.press("ArrowDown")
         r.page.keyboard.press("ArrowLeft")
-        want = r.say("cross_attention.hover", i=1, j=7, answer=token("POSITIVE"), question=token("4"))
+        from encdec.widgets.cross_attention import example_weights
+
+        want = r.say("cross_attention.hover", i=1, j=7, w=fmt(example_weights(4, 9)[1][7], 2), answer=token("POSITIVE"),
+                     question=token("4"))
         assert r.w.locator("[data-testid='hover-info']").inner_text() == want  # the hover readout, on focus
         before = r.live()
         r.page.keyboard.press("Space")
@@ -305,8 +309,8 @@ def test_cross_attention(reader, lang):
     def dark():
         r.tab_to("[data-testid='swap-q']")
         r.page.keyboard.press("Space")
-        assert r.w.locator("[data-testid='shape-A'] td").first.inner_text() == "[N, 9, 5]"
-        assert "[N, 9, 5]" in r.live()
+        assert r.w.locator("[data-testid='shape-A'] td").first.inner_text() == "[N, 9, 4]"
+        assert "[N, 9, 4]" in r.live()
 
     every_reader(r, light, dark)
 

@@ -72,31 +72,33 @@ def test_presets():
 
 
 def test_mask_toggle_defaults_are_the_lesson_example():
+    """What the decoder is fed, BOS POSITIVE 0 4: the shifted answer, never EOS (a 4 x 4 grid)."""
     w = MaskToggle()
-    assert w.tokens == ["BOS", "POSITIVE", "0", "4", "EOS"]
-    assert w.mask == preset_mask("causal", 5)
+    dec_in, _ = shift_targets(torch.tensor([encode_answer("BOS POSITIVE 04 EOS")]))
+    assert w.tokens == [VOCAB[i] for i in dec_in[0]] == ["BOS", "POSITIVE", "0", "4"]
+    assert w.mask == preset_mask("causal", 4) == get_subsequent_mask(dec_in)[0].tolist()
     weights = w.weights()
-    assert weights[0] == [1.0, 0.0, 0.0, 0.0, 0.0]  # BOS reads only itself under the causal mask
+    assert weights[0] == [1.0, 0.0, 0.0, 0.0]  # BOS reads only itself under the causal mask
     assert all(math.isclose(sum(r), 1.0) for r in weights)
 
 
 def test_mask_toggle_syncs_with_the_front_end():
     w = MaskToggle()
     state = w.get_state()
-    assert state["mask"] == preset_mask("causal", 5) and state["preset"] == "causal"
+    assert state["mask"] == preset_mask("causal", 4) and state["preset"] == "causal"
     json.dumps(state["mask"])  # what the browser receives
     # What a click on cell (2, 3) sends from the browser: the whole mask and preset "custom".
     clicked = [list(r) for r in state["mask"]]
     clicked[2][3] = False
     w.set_state({"mask": clicked, "preset": "custom"})
     assert w.mask[2][3] is False and w.preset == "custom"
-    expected = torch.softmax(torch.tensor(w.scores[2][:4], dtype=torch.float64), -1).tolist() + [0.0]
+    expected = torch.softmax(torch.tensor(w.scores[2][:4], dtype=torch.float64), -1).tolist()
     assert w.weights()[2] == pytest.approx(expected)
     # A preset chosen in Python resets the mask, which is what the browser then draws.
     w.preset = "none"
-    assert w.get_state()["mask"] == preset_mask("none", 5)
-    w.toggle(4, 0)
-    assert w.mask[4][0] is True and w.preset == "custom"
+    assert w.get_state()["mask"] == preset_mask("none", 4)
+    w.toggle(3, 0)
+    assert w.mask[3][0] is True and w.preset == "custom"
 
 
 def test_mask_toggle_takes_an_explicit_mask():
@@ -108,8 +110,8 @@ def test_mask_toggle_takes_an_explicit_mask():
 
 def test_mask_toggle_rejects_bad_input():
     w = MaskToggle()
-    with pytest.raises(traitlets.TraitError, match="mask must be 5 x 5"):
-        w.mask = [[False] * 4] * 5
+    with pytest.raises(traitlets.TraitError, match="mask must be 4 x 4"):
+        w.mask = [[False] * 5] * 4
     with pytest.raises(ValueError, match="unknown mask preset"):
         MaskToggle(preset="diagonal")
     with pytest.raises(traitlets.TraitError, match="scores must be 3 x 3"):
@@ -118,7 +120,8 @@ def test_mask_toggle_rejects_bad_input():
 
 def test_softmax_before_and_after_the_mask():
     w = SoftmaxMaskCompare()
-    assert w.reader == 2 and w.row()[3:] == [w.future_score] * 2
+    assert w.tokens == ["BOS", "POSITIVE", "0", "4"]  # the decoder's input: no EOS reader
+    assert w.reader == 2 and w.row()[3:] == [w.future_score]
     assert sum(w.mask_then_softmax()) == pytest.approx(1.0)
     sums = []
     for future in (-4.0, 0.0, 3.0, 8.0):
@@ -148,9 +151,30 @@ def test_cross_attention_shapes_match_multi_head_attention(swap):
 
 def test_cross_attention_explorer_validates_lengths():
     w = CrossAttentionExplorer()
-    assert (w.Ka, w.Kq, w.selected) == (5, 9, [3, 7])
+    assert (w.Ka, w.Kq, w.selected) == (4, 9, [3, 7])  # the decoder is fed 4 positions: BOS POSITIVE 0 4
+    assert w.answer_tokens == ["BOS", "POSITIVE", "0", "4"]
     with pytest.raises(traitlets.TraitError, match=r"Kq must be in \[1, 12\]"):
         w.Kq = 0
+
+
+def test_cross_attention_explorer_shows_a_models_weights_at_their_shape():
+    """The grid of A holds numbers: the trained model's last layer (heads averaged) at the running
+    example's shape, every row a distribution; made-up weights (still rows of 1) at any other."""
+    model, _ = load_run("modern")
+    w = CrossAttentionExplorer.from_model(model)
+    assert (w.Ka, w.Kq, w.answer_tokens, w.source) == (4, 9, ["BOS", "POSITIVE", "0", "4"], "trained")
+    ques = question_ids(LESSON_QUESTION_TEXT)
+    ans = torch.tensor([encode_answer("BOS POSITIVE 04 EOS")])
+    with torch.no_grad():
+        model(ques, model.positions(9), ans, model.positions(5))
+    want = model.decoder.layers[-1].attention_cross.last_attention[0].mean(0)  # (Ka, Kq), heads averaged
+    assert torch.tensor(w.shown_weights()) == pytest.approx(want, abs=1e-4)
+    w.Ka = 6
+    assert len(w.shown_weights()) == 6 and w.shown_weights() != w.weights
+    w.Ka, w.swap_q = 4, True
+    assert len(w.shown_weights()) == 9 and len(w.shown_weights()[0]) == 4
+    for rows in (w.shown_weights(), CrossAttentionExplorer().shown_weights()):
+        assert all(math.isclose(sum(r), 1.0) for r in rows)
 
 
 def test_teacher_forcing_table_agrees_with_shift_targets():
@@ -372,6 +396,14 @@ def test_javascript_numerics_match_python(tmp_path):
         py = teacher_forcing_table(tokens, shift, causal)
         assert [(r["label"], r["readable"], r["leak"]) for r in table] == \
             [(r["label_index"], r["readable"], r["leak"]) for r in py]
+    given = CrossAttentionExplorer.from_model(Transformer().eval()).weights
+    shown = _run_widget_js(tmp_path, "cross_attention.js", ["shownWeights"],
+                           f"[[{json.dumps(given)}, 4, 9, false], [{json.dumps(given)}, 4, 9, true], [[], 3, 7, false]]"
+                           ".map(([g, r, c, s]) => shownWeights(g, s ? c : r, s ? r : c, s))")
+    for (Ka, Kq, swap), got in zip([(4, 9, False), (4, 9, True), (3, 7, False)], shown):
+        w = CrossAttentionExplorer(Ka=Ka, Kq=Kq, swap_q=swap, weights=given if Ka == 4 else [])
+        assert got["own"] == (Ka == 4 and not swap)
+        assert np.array(got["weights"]) == pytest.approx(np.array(w.shown_weights()), abs=1e-12)
     ps = [0.05, 0.2, 0.4, 0.9]
     ce = _run_widget_js(
         tmp_path, "cross_entropy.js", ["ceExample"],

@@ -34,6 +34,9 @@ _default = {"lang": "auto"}
 #: The lesson's example (chapter 11): question and answer tokens, as ``decode`` prints them.
 LESSON_QUESTION = ("BOS", "NEGATIVE", "3", "0", "subtract", "NEGATIVE", "3", "4", "EOS")
 LESSON_ANSWER = ("BOS", "POSITIVE", "0", "4", "EOS")
+#: What the decoder is fed of it, in training and in the figures of chapter 11: the shifted answer,
+#: never EOS (it has no next token to predict).
+LESSON_DECODER_INPUT = LESSON_ANSWER[:-1]
 LESSON_QUESTION_TEXT = "BOS NEGATIVE 30 subtract NEGATIVE 34 EOS"
 
 

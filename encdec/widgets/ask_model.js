@@ -91,8 +91,9 @@ function forwardMessage(model, err) {
 
 let askCount = 0;  // a page may hold several figures: their controls need their own ids
 
-// The weights: the widget's own (a notebook), or, in the built book, one script per site that every
-// page loads once (weights_src, relative to the site's root: a classic <script> loads from file://).
+// The weights: the widget's own (a notebook), or, in the built book, one script per site (weights_src,
+// relative to the site's root: a classic <script> loads from file://), loaded once, and only when the
+// reader first asks a model something: until then the page carries none of it.
 function siteWeights(src) {
   if (window.encdecWeights) return Promise.resolve(window.encdecWeights);
   if (!window.encdecWeightsLoading) {
@@ -114,13 +115,32 @@ function render({ model, el }) {
   const nets = {};
   const fromSite = () => model.get("weights_src") !== "";
   const weights = () => (fromSite() ? window.encdecWeights || {} : model.get("weights"));
+  const ready = () => !fromSite() || Boolean(window.encdecWeights);
   const net = (preset) => nets[preset] || (nets[preset] = loadModel(weights()[preset]));
+  let wanted = false, loadFailed = false;  // has the reader asked yet; did the site's weights fail to load
+  const redraw = keepFocus(root, () => draw());
+  // The site's weights, fetched on the reader's first request (the figure says it is loading).
+  function weightsLoaded() {
+    wanted = true;
+    if (ready()) return Promise.resolve();
+    const loading = siteWeights(model.get("weights_src"));
+    loading.then(redraw, () => { loadFailed = true; redraw(); });
+    redraw();
+    return loading;
+  }
+  // A reader's request: the settings change, and the weights load if they have not.
+  function request(changes) {
+    push(model, changes);
+    if (!ready() || !wanted) weightsLoaded();
+  }
 
-  // window.encdec.generate(preset, questionIds): the answer ids from BOS through EOS (documented in the gallery)
+  // window.encdec.generate(preset, questionIds): a promise of the answer ids from BOS through EOS
+  // (documented in the README); the first call loads the site's weights.
   if (typeof window !== "undefined") {
     const api = window.encdec || (window.encdec = {});
     api.presets = model.get("presets");
-    api.generate = (preset, questionIds) => {
+    api.generate = async (preset, questionIds) => {
+      await weightsLoaded();
       if (!weights()[preset]) {
         throw new Error(t(model, "ask_model.error_preset", { preset: `${preset}`, known: Object.keys(weights()).join(", ") }));
       }
@@ -139,22 +159,22 @@ function render({ model, el }) {
   const ask = h("button", { type: "submit", class: "encdec-btn primary", "data-testid": "ask" });
   const form = h("form", { class: "encdec-ask-form", onsubmit: (e) => {
     e.preventDefault();
-    push(model, { question: input.value, step: 0 });
+    request({ question: input.value, step: 0 });
   } }, questionLabel, input, ask);
   const pick = h("select", { id: `${uid}-pick`, class: "encdec-select", "data-testid": "pick", onchange: () => {
-    if (pick.value) push(model, { question: pick.value, step: 0 });
+    if (pick.value) request({ question: pick.value, step: 0 });
   } });
   const pickLabel = h("label", { for: `${uid}-pick`, class: "encdec-note" });
-  const random = h("button", { type: "button", class: "encdec-btn", "data-testid": "random", onclick: () => push(model, { question: randomQuestion(() => true), step: 0 }) });
-  const randomWrong = h("button", { type: "button", class: "encdec-btn", "data-testid": "random-wrong", onclick: () => {
+  const random = h("button", { type: "button", class: "encdec-btn", "data-testid": "random", onclick: () => request({ question: randomQuestion(() => true), step: 0 }) });
+  const randomWrong = h("button", { type: "button", class: "encdec-btn", "data-testid": "random-wrong", onclick: () => weightsLoaded().then(() => {
     const wrong = (ids) => !verdict(greedyGenerate(net("historical"), ids, { record: false }).tokens, trueAnswer(ids), 1).right;
     push(model, { question: randomQuestion(wrong), preset: "historical", step: 0 });
-  } });
+  }, () => {}) });
   const forcedSelect = h("select", { id: `${uid}-forced`, class: "encdec-select", "data-testid": "forced", onchange: () =>
-    push(model, { forced: forcedSelect.value, step: 0 }) });
+    request({ forced: forcedSelect.value, step: 0 }) });
   const forcedLabel = h("label", { for: `${uid}-forced`, class: "encdec-label" });
   const cacheBox = h("input", { type: "checkbox", id: `${uid}-cache`, "data-testid": "use-cache", onchange: () =>
-    push(model, { use_cache: cacheBox.checked }) });
+    request({ use_cache: cacheBox.checked }) });
   const cacheLabel = h("label", { for: `${uid}-cache`, class: "encdec-label" });
   const go = (delta) => () => push(model, { step: Math.max(0, Math.min(total, model.get("step") + delta)) });
   const back = h("button", { type: "button", class: "encdec-btn", "data-testid": "back", onclick: go(-1) });
@@ -239,11 +259,14 @@ function render({ model, el }) {
       back.disabled = next.disabled = reset.disabled = end.disabled = true;
       return;
     }
-    if (fromSite() && !window.encdecWeights) {  // the site's weights script is still loading
+    if (!ready()) {  // the site's weights: not asked for yet, or still loading
       status.className = "encdec-row encdec-status";
       total = 0;
-      status.textContent = t(model, loadFailed ? "ask_model.weights_failed" : "ask_model.weights_loading",
-        { src: model.get("weights_src") });
+      const known = { failed: "ask_model.weights_failed", loading: "ask_model.weights_loading", idle: "ask_model.weights_idle" };
+      const state = loadFailed ? "failed" : wanted ? "loading" : "idle";
+      status.setAttribute("data-weights", state);
+      status.textContent = t(model, known[state], { src: model.get("weights_src") });
+      if (wanted) live.textContent = status.textContent;
       for (const part of [answers, stepView, experiments, presetGroup]) part.replaceChildren();
       stepLabel.textContent = "";
       back.disabled = next.disabled = reset.disabled = end.disabled = true;
@@ -260,6 +283,7 @@ function render({ model, el }) {
       return;
     }
     status.className = "encdec-row";
+    status.setAttribute("data-weights", "ready");
     status.replaceChildren(h("span", { class: "encdec-label" }, t(model, "ask_model.reads")), " ",
       h("span", { "data-testid": "question-tokens" }, chips(ids, "mem")));
 
@@ -283,7 +307,7 @@ function render({ model, el }) {
             t(model, "ask_model.preset_desc", { enc: c.num_enc_layers, dec: c.num_dec_layers, M: c.emb_dim,
               pe: t(model, simple ? "ask_model.pe_simple" : "ask_model.pe_sinusoid") }))),
           h("td", { class: "encdec-left", "data-testid": `answer-${preset}`, "data-ids": run.tokens.join(" ") },
-            run.tokens.map((id, i) => chip(id, i < P ? "kv" : v.right || i < (v.position ?? 99) ? "out" : "leak"))),
+            run.tokens.map((id, i) => chip(id, i < P ? "kv" : id === run.truth[i] ? "out" : "leak"))),
           h("td", { "data-testid": `verdict-${preset}` }, cell));
       })))));
 
@@ -389,11 +413,7 @@ function render({ model, el }) {
           off_total: off.positionsComputed, same: t(model, run.sameTokens ? "ask_model.same_yes" : "ask_model.same_no") })));
   }
 
-  let loadFailed = false;
   draw();
-  if (fromSite() && !window.encdecWeights) {
-    siteWeights(model.get("weights_src")).then(draw, () => { loadFailed = true; draw(); });
-  }
   return watch(model, ["question", "preset", "presets", "step", "forced", "use_cache", "weights", "weights_src", "examples"], keepFocus(root, draw));
 }
 

@@ -1,4 +1,18 @@
-// CrossAttentionExplorer: shapes of Q, K, V, scores, A and output; hover, tap or focus A to read who reads whom.
+// CrossAttentionExplorer: shapes of Q, K, V, scores, A and output, and A's weights; hover, tap or focus A
+// to read who reads whom.
+
+// Made-up weights of a (rows, cols) A, only to show the shape: a softmax over each row of a fixed
+// smooth pattern of scores (twin of cross_attention.example_weights).
+function exampleWeights(rows, cols) {
+  return Array.from({ length: rows }, (_, i) => softmax(Array.from({ length: cols }, (_, j) => 2.0 * Math.cos(0.9 * i - 1.3 * j))));
+}
+
+// The weights the grid shows: the model's (the `weights` trait) at their own shape with Q from the
+// decoder, else made-up ones (the twin of CrossAttentionExplorer.shown_weights).
+function shownWeights(given, rows, cols, swapped) {
+  const own = !swapped && given.length === rows && given.length > 0 && given[0].length === cols;
+  return { weights: own ? given : exampleWeights(rows, cols), own };
+}
 
 function render({ model, el }) {
   const root = widgetRoot(el, "CrossAttentionExplorer");
@@ -27,13 +41,15 @@ function render({ model, el }) {
   const at = [0, 0];  // the grid's tab stop
 
   function describe(i, j) {
-    const Ka = model.get("Ka"), Kq = model.get("Kq");
+    const Ka = model.get("Ka"), Kq = model.get("Kq"), swapped = model.get("swap_q");
+    const A = shownWeights(model.get("weights"), swapped ? Kq : Ka, swapped ? Ka : Kq, swapped).weights;
+    const w = fmt(A[i][j], 2);
     const lesson = Ka === model.get("answer_tokens").length && Kq === model.get("question_tokens").length;
     const ans = (k) => (lesson ? t(model, "cross_attention.token", { token: model.get("answer_tokens")[k] }) : "");
     const que = (k) => (lesson ? t(model, "cross_attention.token", { token: model.get("question_tokens")[k] }) : "");
     return model.get("swap_q")
-      ? t(model, "cross_attention.hover_swapped", { i, j, question: que(i), answer: ans(j) })
-      : t(model, "cross_attention.hover", { i, j, answer: ans(i), question: que(j) });
+      ? t(model, "cross_attention.hover_swapped", { i, j, w, question: que(i), answer: ans(j) })
+      : t(model, "cross_attention.hover", { i, j, w, answer: ans(i), question: que(j) });
   }
 
   function draw() {
@@ -65,19 +81,25 @@ function render({ model, el }) {
     const rowTok = (k) => label(swapped ? "q" : "a", k);
     const colTok = (k) => label(swapped ? "a" : "q", k);
     keepStopInside(at, qLen, kvLen);
+    const given = model.get("weights");
+    const { weights: A, own } = shownWeights(given, qLen, kvLen, swapped);
     const select = (i, j) => push(model, { selected: [i, j] });
-    const grid = h("table", { class: "encdec-grid encdec-small encdec-standing", role: "grid",
+    const grid = h("table", { class: "encdec-grid encdec-heat encdec-standing", role: "grid", "data-testid": "A",
       "aria-label": t(model, "cross_attention.grid_label", { shape: shapeText(["N", qLen, kvLen]) }), onkeydown: gridKeys(at, qLen, kvLen, select) },
       h("thead", {}, h("tr", {}, h("th", { class: "encdec-corner" }, t(model, swapped ? "cross_attention.corner_swapped" : "cross_attention.corner")),
         Array.from({ length: kvLen }, (_, j) => h("th", {}, ...colTok(j))))),
       h("tbody", {}, Array.from({ length: qLen }, (_, i) => h("tr", {}, h("th", { class: "encdec-rowhead" }, ...rowTok(i)),
         Array.from({ length: kvLen }, (_, j) => h("td", {
-          class: "encdec-cell encdec-acell" + (i === sel_i && j === sel_j ? " selected" : ""),
+          ...heat(A[i][j], "encdec-cell encdec-acell" + (i === sel_i && j === sel_j ? " selected" : "")),
           ...gridCell(at, i, j, (r, c) => { info.textContent = describe(r, c); }),
           "aria-label": describe(i, j), "aria-selected": i === sel_i && j === sel_j ? "true" : "false",
           onmouseleave: () => { info.textContent = describe(...model.get("selected")); },
           onclick: () => select(i, j),
-        }, ""))))));
+        }, fmt(A[i][j], 2)))))));
+    const lessonShape = given.length > 0 ? { Ka: given.length, Kq: given[0].length } : null;
+    const whose = own ? t(model, "cross_attention.weights_given", { source: sourceText(model), input: model.get("answer_tokens").join(" ") })
+      : lessonShape ? t(model, "cross_attention.weights_example_trained", { source: sourceText(model), ...lessonShape })
+        : t(model, "cross_attention.weights_example");
     body.replaceChildren(
       h("div", { class: "encdec-columns" },
         h("table", { class: "encdec-grid encdec-shapes" },
@@ -86,7 +108,8 @@ function render({ model, el }) {
           h("tbody", {}, shapes.map(([name, shape, meaning]) => h("tr", { "data-testid": `shape-${name.split(" ")[0]}` },
             h("th", { class: "encdec-rowhead" }, name), h("td", { class: "encdec-mono" }, shapeText(shape)), h("td", { class: "encdec-left" }, meaning))))),
         h("div", {}, h("div", { class: "encdec-label" },
-          t(model, "cross_attention.grid_label", { shape: shapeText(["N", qLen, kvLen]) })), grid)),
+          t(model, "cross_attention.grid_label", { shape: shapeText(["N", qLen, kvLen]) })), h("div", { class: "encdec-scroll" }, grid))),
+      h("p", { class: "encdec-caption", "data-testid": "weights-note", "data-own": own ? "yes" : "no" }, whose),
       h("p", { class: "encdec-caption", "data-testid": "swap-note" },
         t(model, swapped ? "cross_attention.note_swapped" : "cross_attention.note", { Ka, Kq })));
     const [i, j] = model.get("selected");
@@ -96,7 +119,7 @@ function render({ model, el }) {
   }
 
   draw();
-  return watch(model, ["Ka", "Kq", "swap_q", "selected", "answer_tokens", "question_tokens"], keepFocus(root, draw));
+  return watch(model, ["Ka", "Kq", "swap_q", "selected", "answer_tokens", "question_tokens", "weights", "source"], keepFocus(root, draw));
 }
 
 export default { render };

@@ -6,7 +6,7 @@ inside the widget (``export_preset`` for each checkpoint, in a synced trait). In
 they travel once per site: the build writes one script, ``SITE_WEIGHTS``, with the widget assets
 (``write_site_script``, from ``scripts/book_assets.py`` at every build, so it cannot lag behind a
 checkpoint), and the executed pages' widgets name it (``SITE_WEIGHTS_ENV``, set by ``mk/book.mk``)
-instead of carrying the weights each. A classic ``<script>``, unlike ``fetch``, loads from
+instead of carrying the weights each; the figure loads it when its reader first asks a question. A classic ``<script>``, unlike ``fetch``, loads from
 ``file://``, so the site still works opened from disk with no network. In that script the weights
 are packed (``pack``: byte planes, deflate, base64; ``site_weights.js`` unpacks them in the page):
 1.02 MB of float32 become 1.16 MB of script instead of 1.36 MB as plain base64, bit for bit the

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import traitlets as t
 
-from ._base import LESSON_ANSWER, BookWidget, esm, masked_softmax_row
+from ._base import LESSON_DECODER_INPUT, BookWidget, esm, masked_softmax_row
 
 #: A fixed 5x5 score matrix (reader rows, source columns) for the mask figure.
 DEFAULT_SCORES_5 = (
@@ -71,6 +71,7 @@ class MaskToggle(BookWidget):
 
     Each row shows mask-then-softmax weights and its sum. ``mask[i][j]`` is True when reader i
     may not read source j (the package's convention); clicking in the browser updates ``mask``.
+    The tokens are by default what the decoder is fed, ``BOS POSITIVE 0 4``: a 4 x 4 grid.
     """
 
     _esm = esm("mask_toggle.js")
@@ -81,7 +82,7 @@ class MaskToggle(BookWidget):
     preset = t.Unicode("causal").tag(sync=True)  # one of MASK_PRESETS, or "custom" after a click
     num_padding = t.Int(1).tag(sync=True)  # how many trailing positions the padding preset hides
 
-    def __init__(self, tokens=LESSON_ANSWER, scores=None, preset="causal", num_padding=1, mask=None, **kwargs):
+    def __init__(self, tokens=LESSON_DECODER_INPUT, scores=None, preset="causal", num_padding=1, mask=None, **kwargs):
         tokens = [str(x) for x in tokens]
         K = len(tokens)
         if K < 2:

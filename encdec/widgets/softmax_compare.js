@@ -1,5 +1,13 @@
 // SoftmaxMaskCompare: one reader's row; mask-then-softmax beside softmax-then-zero.
 
+// The caption follows the reader: the first reads only itself, the last has no future to mask.
+function captionOf(model, tokens, reader, wrongSum) {
+  const token = tokens[reader];
+  if (reader === tokens.length - 1) return t(model, "softmax_compare.caption_last", { i: reader, token });
+  const may = t(model, reader === 0 ? "softmax_compare.may_read_first" : "softmax_compare.may_read", { i: reader, token });
+  return t(model, "softmax_compare.caption", { may, sum: h("b", {}, fmt(wrongSum)) });
+}
+
 function render({ model, el }) {
   const root = widgetRoot(el, "SoftmaxMaskCompare");
   // Controls are built once (a slider replaced mid-drag would stop following the mouse).
@@ -29,6 +37,7 @@ function render({ model, el }) {
     sliderLabel.textContent = t(model, "softmax_compare.slider_label");
     slider.setAttribute("aria-label", t(model, "softmax_compare.slider_aria"));
     if (Number(slider.value) !== future) slider.value = future;
+    slider.disabled = reader === tokens.length - 1;  // the last reader has no future for it to score
     sliderValue.textContent = fmt(future, 1);
     readers.replaceChildren(...tokens.map((tok, i) => h("button", {
       class: "encdec-btn" + (i === reader ? " active" : ""), "data-reader": i, "aria-pressed": i === reader ? "true" : "false",
@@ -55,8 +64,7 @@ function render({ model, el }) {
             h("td", {})),
           line(t(model, "softmax_compare.row_mask"), right, "mask", "good"),
           line(t(model, "softmax_compare.row_zero"), wrong, "zero", "bad"))),
-      h("p", { class: "encdec-caption" },
-        t(model, "softmax_compare.caption", { i: reader, token: tokens[reader], sum: h("b", {}, fmt(sum(wrong))) })));
+      h("p", { class: "encdec-caption", "data-testid": "caption" }, captionOf(model, tokens, reader, sum(wrong))));
     live.textContent = t(model, "softmax_compare.live",
       { i: reader, token: tokens[reader], score: fmt(future, 1), right: fmt(sum(right)), wrong: fmt(sum(wrong)) });
   }

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import traitlets as t
 
-from ._base import LESSON_ANSWER, BookWidget, esm, masked_softmax_row, softmax
+from ._base import LESSON_DECODER_INPUT, BookWidget, esm, masked_softmax_row, softmax
 
 
 def future_row(scores: Sequence[float], reader: int, future_score: float) -> list[float]:
@@ -33,7 +33,9 @@ def softmax_then_zero(row: Sequence[float], reader: int) -> list[float]:
 class SoftmaxMaskCompare(BookWidget):
     """One reader's row of scores: mask-then-softmax (sums to 1) beside softmax-then-zero (< 1).
 
-    Sources after ``reader`` are the future; the slider sets their score, ``future_score``.
+    Sources after ``reader`` are the future; the slider sets their score, ``future_score``. The
+    tokens are by default the decoder's input ``BOS POSITIVE 0 4`` (never ``EOS``), so the last
+    reader has no future and both orders agree there.
     """
 
     _esm = esm("softmax_compare.js")
@@ -43,7 +45,7 @@ class SoftmaxMaskCompare(BookWidget):
     reader = t.Int(2).tag(sync=True)
     future_score = t.Float(3.0).tag(sync=True)
 
-    def __init__(self, scores=(1.2, 0.4, 2.0, 3.0, 3.0), reader=2, future_score=3.0, tokens=LESSON_ANSWER, **kwargs):
+    def __init__(self, scores=(1.0, 0.5, 2.0, 3.0), reader=2, future_score=3.0, tokens=LESSON_DECODER_INPUT, **kwargs):
         tokens = [str(x) for x in tokens]
         scores = [float(x) for x in scores]
         if len(scores) != len(tokens):
