@@ -166,11 +166,17 @@ def sample_decode(
 ) -> Tensor:
     """Sampled answers (N, P + max_new_tokens), BOS first: ``greedy_decode``'s cached loop with
     ``pick_sample`` in place of ``pick_next``. The same ``generator`` state gives the same answers."""
+    if max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
+    if ques_b.dim() != 2:
+        raise ValueError(f"ques_b must be token ids of shape (N, Kq), got {tuple(ques_b.shape)}")
     N = ques_b.shape[0]
     device = model.emb_layer.weight.device
     ques_b = ques_b.to(device)
     if prefix is None:
         prefix = torch.full((N, 1), BOS_ID, dtype=torch.long, device=device)  # (N, 1)
+    if prefix.dim() != 2 or prefix.shape[0] != N:
+        raise ValueError(f"prefix of shape {tuple(prefix.shape)} does not fit ques_b {tuple(ques_b.shape)}")
     tokens = prefix.to(device)
     P = tokens.shape[1]
     ans_pos = model.positions(P + max_new_tokens)  # (1, Ka, M)

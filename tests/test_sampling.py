@@ -100,3 +100,25 @@ def test_bad_settings_are_refused():
     for kw in ({"temperature": -1.0}, {"top_k": 0}, {"top_p": 0.0}, {"top_p": 1.5}):
         with pytest.raises(ValueError):
             sampling_probs(logits(), **kw)
+
+
+def test_sample_decode_refuses_bad_shapes(model):
+    g = torch.Generator().manual_seed(0)
+    with pytest.raises(ValueError):
+        sample_decode(model, torch.zeros(9, dtype=torch.long), 4, g)
+    with pytest.raises(ValueError):
+        sample_decode(model, torch.zeros(2, 9, dtype=torch.long), -1, g)
+    with pytest.raises(ValueError):
+        sample_decode(model, torch.zeros(2, 9, dtype=torch.long), 4, g, prefix=torch.zeros(3, 1, dtype=torch.long))
+
+
+def test_a_finished_answer_keeps_producing_eos(model):
+    with torch.no_grad():
+        model.proj_to_vocab.bias[EOS_ID] = 0.0  # EOS possible again
+    ques_b = torch.randint(0, 14, (64, 9), generator=torch.Generator().manual_seed(2))
+    out = sample_decode(model, ques_b, 10, torch.Generator().manual_seed(3), temperature=5.0)
+    assert (out[:, 1:-1] == EOS_ID).any(), "some answer finished early"
+    for row in out.tolist():
+        if EOS_ID in row:
+            first = row.index(EOS_ID)
+            assert all(t == EOS_ID for t in row[first:])
