@@ -54,6 +54,66 @@ def token_accuracy(model: Transformer, questions, answers, batch_size: int = 256
     return loss_sum / total, correct / total
 
 
+def smoothed_target(label: int, V: int, label_smoothing: float) -> torch.Tensor:
+    """The distribution a label-smoothed loss trains towards, (V,): ``cross_entropy``'s
+    ``label_smoothing=eps`` mixes the one-hot label with the uniform, (1 - eps) one-hot + eps / V."""
+    target = torch.full((V,), label_smoothing / V, dtype=torch.float64)  # (V,)
+    target[label] += 1 - label_smoothing
+    return target
+
+
+def smoothing_floor(V: int, label_smoothing: float) -> float:
+    """The lowest label-smoothed cross-entropy any logits can reach: the smoothed target's entropy.
+
+    Cross-entropy against a target q is H(q) + KL(q || p) >= H(q), equal when p = q; so a perfect
+    model still reports this much per token, and the training loss cannot fall below it.
+    """
+    q = smoothed_target(0, V, label_smoothing)  # (V,): the same entropy whichever the label
+    q = q[q > 0]
+    return float(-(q * q.log()).sum())
+
+
+@torch.no_grad()
+def loss_by_mode(model: Transformer, questions, answers, label_smoothing: float, seed: int = 0,
+                 batch_size: int = 256) -> dict[tuple[str, float], float]:
+    """Teacher-forced loss per answer token in the four settings {train mode (dropout on), eval mode}
+    x {label smoothing ``label_smoothing``, none}: what separates the curve ``train`` records (train
+    mode, smoothed) from the validation loss (eval mode, plain). Dropout draws from ``seed``."""
+    was_training = model.training
+    Kq, Ka = questions.shape[1], answers.shape[1]
+    ques_pos, ans_pos = model.positions(Kq), model.positions(Ka)
+    out = {}
+    for mode in ("train", "eval"):
+        model.train(mode == "train")
+        for eps in (label_smoothing, 0.0):
+            torch.manual_seed(seed)  # the same dropout masks for both losses of a mode
+            loss_sum, total = 0.0, 0
+            for start in range(0, len(questions), batch_size):
+                q, a = questions[start : start + batch_size], answers[start : start + batch_size]
+                logits = model(q, ques_pos, a, ans_pos)  # (n, Ka-1, V)
+                _, labels = shift_targets(a)  # (n, Ka-1)
+                loss_sum += sequence_loss(logits, labels, eps).item() * labels.numel()
+                total += labels.numel()
+            out[(mode, eps)] = loss_sum / total
+    model.train(was_training)
+    return out
+
+
+def learning_rates(tc: TrainConfig, steps_per_epoch: int, steps: int | None = None) -> list[float]:
+    """The learning rate of each optimiser step of a run of ``tc``: the schedule ``train`` builds,
+    stepped on a stand-in parameter (``steps`` defaults to the planned epochs x steps_per_epoch)."""
+    total = tc.epochs * steps_per_epoch
+    opt = make_optimizer(torch.nn.Linear(1, 1), tc)
+    sched = _scheduler(opt, tc, total)
+    rates = []
+    for _ in range(total if steps is None else steps):
+        rates.append(opt.param_groups[0]["lr"])
+        opt.step()  # no gradients: the weights stay; only the schedule moves
+        if sched is not None:
+            sched.step()
+    return rates
+
+
 def make_optimizer(model: Transformer, tc: TrainConfig) -> torch.optim.Optimizer:
     """The optimiser ``train`` steps, as ``tc`` configures it (chapter 12 inspects what it updates)."""
     start_lr = tc.warmup_lr if tc.schedule == "step_warmup" else tc.lr

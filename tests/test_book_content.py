@@ -45,6 +45,9 @@ EXPECTED_SECTIONS = {
         "Who trains, and who does not",
         "Your code",
         "Historical experiment evidence",
+        "The learning-rate schedules",
+        "Label smoothing and its loss floor",
+        "Why the training loss sits above the validation loss",
         "Misconception diagnosis",
         "Deep dive",
         "End-of-lesson deep checks",
@@ -69,6 +72,11 @@ EXPECTED_SECTIONS = {
         "3. The corrected flow",
         "The KV cache",
         "Measured",
+        "The KV cache in bytes",
+        "What bounds a decode step",
+        "Ask the trained model",
+        "Sampling: temperature, top-k and top-p",
+        "Exposure bias, measured",
         "End-of-lesson deep checks",
         "Transfer questions",
         "Closed-book explanations",
@@ -115,6 +123,9 @@ LIVE_COMPUTATIONS = {
         "exact_match(model, unseen_q, unseen_a)",
         '["history"]',  # the loss curve
         "model(q32, model.positions(9), a32, model.positions(5))",
+        "learning_rates(tc_run, steps_per_epoch, steps)",  # the schedules, as train builds them
+        "smoothing_floor(V, eps)",  # label smoothing's loss floor
+        "loss_by_mode(hist, data.train_questions, data.train_answers, eps)",  # train loss above validation
     ],
     "ch13_generation": [
         "use_cache=True",
@@ -123,6 +134,10 @@ LIVE_COMPUTATIONS = {
         "Q @ K.T",
         "time.perf_counter()",
         'kwargs["caches"]',  # the package's own caches, read through a hook
+        "kv_cache_bytes(c.num_dec_layers, c.num_heads",  # the cache in bytes, from the checkpoints' configs
+        "bandwidth = 2 * big.nbytes / min(copy_seconds)",  # decode's bandwidth floor, against a measured step
+        "sample_decode(m, many, 4, torch.Generator().manual_seed(0)",  # seeded sampling
+        "prefix=forced[:, :2]",  # exposure bias: a forced wrong sign
     ],
     "historical_notes": [
         "position_encoding_sinusoid(K, M)",

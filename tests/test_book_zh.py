@@ -160,7 +160,7 @@ def test_first_use_of_each_term_gives_the_english(page):
             continue
         seen.add(term["zh"])
         after = text[end:end + len(term["en"]) + 40]
-        assert re.match(r"\s?[（(]\s*" + re.escape(term["en"]) + r"\s*[）),，;；]", after, re.I), (
+        assert re.match(r"\**\s?[（(]\s*" + re.escape(term["en"]) + r"\s*[）),，;；]", after, re.I), (
             f"book/zh/{page}.md: the first use of {term['zh']} is not followed by （{term['en']}）: "
             f"...{text[max(0, end - 30):end + 30]}...")
 
