@@ -39,8 +39,9 @@ class Limits:
     threads: int = _limit(1, "OMP/MKL threads of the kernel: workers run side by side, one core each.")
     cpus: float = _limit(1.0, "CPU quota of the whole kernel, all its processes together (its cgroup).")
     # one message from the kernel to the grader, metered at the socket before the grader receives it
-    # (relay.py): the largest honest one is the echo of a cell's code, under the intake limit of 10 MB
-    message_mb: int = _limit(16, "Largest message (all its frames) the kernel may send the grader (MiB); past it "
+    # (relay.py): above the echo of a cell's code (under the intake limit of 10 MB) and one print of a
+    # 30 MB line (the hostile row big_line: the output cap cuts it to the cell's budget, graded on)
+    message_mb: int = _limit(32, "Largest message (all its frames) the kernel may send the grader (MiB); past it "
                                  "the kernel is stopped before the grader receives the message.")
     message_frames: int = _limit(64, "Frames of one message from the kernel (a jupyter message has 7 and its buffers).")
 
