@@ -69,6 +69,7 @@ EXPECTED_SECTIONS = {
         "3. The corrected flow",
         "The KV cache",
         "Measured",
+        "Break it on purpose",
         "End-of-lesson deep checks",
         "Transfer questions",
         "Closed-book explanations",
@@ -141,7 +142,7 @@ WIDGETS = {
                              "CrossAttentionExplorer(Ka=4, answer_tokens=a_words[:4])",
                              "AttentionMapViewer.from_model(model)"],
     "ch12_what_you_trained": ["ShiftTeacherForcing()", "CrossEntropySlider()"],
-    "ch13_generation": ['PrefillDecodeStepper.from_model(model, prefix="BOS POSITIVE")', "AskTheModel()"],
+    "ch13_generation": ['PrefillDecodeStepper.from_model(model, prefix="BOS POSITIVE")', "AskTheModel()", "BreakIt()"],
 }
 for _chapter in ("ch11_cross_attention", "ch12_what_you_trained", "ch13_generation"):
     WIDGETS[_chapter].append("QuickCheck([")  # the quick checks of "Before we start"
