@@ -133,6 +133,7 @@ function breakWords(model, kind, name) {
     d_stale_position: "break_it.d_stale_position", d_q_from_encoder: "break_it.d_q_from_encoder",
     d_no_cross_attention: "break_it.d_no_cross_attention",
     op_add: "break_it.op_add", op_subtract: "break_it.op_subtract",
+    path_cached: "break_it.path_cached", path_uncached: "break_it.path_uncached", path_one_pass: "break_it.path_one_pass",
     th_model: "break_it.th_model", th_answer: "break_it.th_answer", th_verdict: "break_it.th_verdict", th_count: "break_it.th_count",
   };
   const key = kind + "_" + name;
@@ -257,8 +258,8 @@ function render({ model, el }) {
 
     explain.replaceChildren(
       h("p", {}, h("strong", {}, breakWords(model, "m", mistake)), " ", breakWords(model, "d", mistake)),
-      h("p", { class: "encdec-note", "data-testid": "path" }, t(model, row.use_cache ? "break_it.path_cached" : "break_it.path_uncached")),
-      row.error ? h("p", { class: "encdec-note", "data-testid": "torch-error" }, t(model, "break_it.torch_error", { error: row.error })) : null);
+      h("p", { class: "encdec-note", "data-testid": "path" }, breakWords(model, "path", row.use_cache ? "cached" : mistake === "q_from_encoder" ? "one_pass" : "uncached")),
+      ...(row.error ? [h("p", { class: "encdec-note", "data-testid": "torch-error" }, t(model, "break_it.torch_error", { error: row.error }))] : []));
     const said = run.broken === null ? t(model, "break_it.no_answer") : run.broken.map((id) => BREAK_TOKENS[id]).join(" ");
     live.textContent = t(model, "break_it.live", { mistake: breakWords(model, "m", mistake), answer: said, count: share(row) });
   }
