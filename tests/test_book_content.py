@@ -77,6 +77,7 @@ EXPECTED_SECTIONS = {
         "Ask the trained model",
         "Sampling: temperature, top-k and top-p",
         "Exposure bias, measured",
+        "Break it on purpose",
         "End-of-lesson deep checks",
         "Transfer questions",
         "Closed-book explanations",
@@ -157,7 +158,7 @@ WIDGETS = {
                              "CrossAttentionExplorer.from_model(model)",
                              "AttentionMapViewer.from_model(model)"],
     "ch12_what_you_trained": ["ShiftTeacherForcing()", "CrossEntropySlider()"],
-    "ch13_generation": ['PrefillDecodeStepper.from_model(model, prefix="BOS POSITIVE")', "AskTheModel()"],
+    "ch13_generation": ['PrefillDecodeStepper.from_model(model, prefix="BOS POSITIVE")', "AskTheModel()", "BreakIt()"],
 }
 for _chapter in ("ch11_cross_attention", "ch12_what_you_trained", "ch13_generation"):
     WIDGETS[_chapter].append("QuickCheck([")  # the quick checks of "Before we start"

@@ -45,7 +45,8 @@ def test_chapters_show_the_lesson_code_through_literalinclude():
     expected = {
         "ch11_cross_attention": {("model.py", "DecoderBlock.forward"), ("attention.py", "get_subsequent_mask")},
         "ch12_what_you_trained": {("model.py", "Transformer.forward"), ("model.py", "shift_targets")},
-        "ch13_generation": {("generate.py", "greedy_decode"), ("attention.py", "KVCache")},
+        "ch13_generation": {("generate.py", "greedy_decode"), ("attention.py", "KVCache"),
+                            ("broken.py", "attention_mask_after_softmax")},
         "historical_notes": {("model.py", "position_encoding_sinusoid")},
     }
     for page, wanted in expected.items():

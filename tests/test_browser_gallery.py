@@ -236,3 +236,37 @@ def test_ask_the_model_answers_a_typed_question_as_python_does(open_page, galler
     w.locator("[data-testid='end']").click()
     assert w.locator("[data-testid='self-rows-0']").get_attribute("data-rows") == "4"
     assert p.log.problems() == {}
+
+
+@pytest.mark.parametrize("gallery", GALLERIES)
+def test_break_it_picks_a_mistake_and_shows_its_answer_and_count(open_page, gallery):
+    """The built page runs the site's weights: picking a mistake gives PyTorch's broken answer (as
+    encdec.broken computes it) beside the intact one, and the mistake's count of right answers."""
+    from encdec.data import encode_question, question_text
+    from encdec.train import load_run
+    from encdec.widgets import break_answer, mistake_table
+
+    p = open_page(gallery)
+    lang = GALLERIES[gallery]
+    w = wait_for_widget(p.page, "BreakIt")
+    w.locator("[data-testid='broken-answer']").wait_for(timeout=20000)  # once the site's weights are in
+    lesson = encode_question(question_text(-30, "subtract", -34))
+    for preset in ("modern", "historical"):
+        model, _ = load_run(preset)
+        w.locator(f"button[data-preset='{preset}']").click()
+        for name in ("mask_after_softmax", "no_cross_attention"):
+            w.locator(f"[data-testid='mistake-{name}']").check()
+            want, _ = break_answer(model, lesson, name)
+            assert w.locator("[data-testid='broken-answer']").get_attribute("data-ids") == " ".join(map(str, want))
+            row = next(r for r in mistake_table(preset) if r["name"] == name)
+            count = text("break_it.count", lang, right=f"{row['right']:,}", total=f"{row['total']:,}",
+                         pct=f"{100 * row['right'] / row['total']:.1f}")
+            assert w.locator("[data-testid='broken-count']").inner_text() == count
+            assert w.locator(f"[data-testid='count-{name}']").get_attribute("data-right") == str(row["right"])
+        assert w.locator("[data-testid='intact-answer']").get_attribute("data-ids") == " ".join(map(str, break_answer(model, lesson, "intact")[0]))
+    w.locator("[data-testid='operand-b']").fill("7")
+    w.locator("[data-testid='operand-b']").press("Enter")
+    w.locator("[data-testid='mistake-q_from_encoder']").check()
+    assert w.locator("[data-testid='broken-answer']").get_attribute("data-ids") == ""
+    assert re.fullmatch(as_pattern("break_it.no_answer_cell", lang, rows=9, t=1), w.locator("[data-testid='broken-answer']").inner_text())
+    assert p.log.problems() == {}

@@ -14,6 +14,7 @@ from browser_support import ROOT, Opened, chromium, fmt, softmax, standalone_wid
 from encdec.widgets import (
     AskTheModel,
     AttentionMapViewer,
+    BreakIt,
     CrossAttentionExplorer,
     CrossEntropySlider,
     MaskToggle,
@@ -36,7 +37,7 @@ WIDGETS = {
     "MaskToggle": MaskToggle, "SoftmaxMaskCompare": SoftmaxMaskCompare, "CrossEntropySlider": CrossEntropySlider,
     "CrossAttentionExplorer": CrossAttentionExplorer, "ShiftTeacherForcing": ShiftTeacherForcing,
     "PrefillDecodeStepper": PrefillDecodeStepper, "AttentionMapViewer": AttentionMapViewer,
-    "QuickCheck": lambda: QuickCheck(QUESTIONS), "AskTheModel": AskTheModel,
+    "QuickCheck": lambda: QuickCheck(QUESTIONS), "AskTheModel": AskTheModel, "BreakIt": BreakIt,
 }
 
 
@@ -119,10 +120,12 @@ class Reader:
 
     def tab_stops(self):
         """Tab from before the widget until the focus leaves it: the interactive elements it never reached
-        (a grid counts once, by its one tab stop) and how many stops there were."""
+        (a grid counts once, by its one tab stop, and so does a group of radio buttons, by its checked one)
+        and how many stops there were."""
         self.start()
         self.w.evaluate("""w => { let k = 0; for (const el of w.querySelectorAll(
-            'button:not(:disabled), input, select, [role=grid], svg[tabindex]')) el.dataset.stop = k++; }""")
+            'button:not(:disabled), input:not([type=radio]), input[type=radio]:checked, select, [role=grid], svg[tabindex]'))
+            el.dataset.stop = k++; }""")
         seen, inside = set(), False
         for _ in range(60):
             self.page.keyboard.press("Tab")
@@ -438,6 +441,48 @@ def test_ask_model(reader, lang):
         r.page.keyboard.press("Enter")
         assert r.w.locator("[data-testid='step-panel']").get_attribute("data-step") == "4"
         assert r.focused() == "reset"  # End is disabled there: the focus stays in the stepper
+
+    every_reader(r, light, dark)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_break_it(reader, lang):
+    from encdec.data import decode, encode_answer, encode_question, question_text
+    from encdec.train import load_run
+    from encdec.widgets import break_answer, mistake_table
+
+    r = reader("BreakIt", lang)
+    model, _ = load_run("modern")
+    rows = {row["name"]: row for row in mistake_table("modern")}
+
+    def answer(which):
+        return r.w.locator(f"[data-testid='{which}-answer']").get_attribute("data-ids")
+
+    def light():
+        r.tab_to("[data-testid='mistake-no_causal_mask']")  # the group's one stop: the checked mistake
+        assert r.ring() >= 3
+        r.page.keyboard.press("ArrowDown")
+        assert r.focused() == "mistake-stale_position"
+        assert r.w.locator("[data-testid='mistake-stale_position']").is_checked()
+        ids, _ = break_answer(model, encode_question(question_text(-30, "subtract", -34)), "stale_position")
+        assert answer("broken") == " ".join(map(str, ids)) and decode(ids) == "BOS POSITIVE 0 0 0"
+        assert answer("intact") == " ".join(map(str, encode_answer("BOS POSITIVE 0 4 EOS")))
+        assert r.w.locator("[data-testid='count-stale_position']").get_attribute("data-right") == str(rows["stale_position"]["right"])
+        assert r.live().startswith(r.say("break_it.m_stale_position"))
+
+    def dark():
+        r.tab_to("[data-testid='operand-a']")
+        r.page.keyboard.press("Control+a")
+        r.page.keyboard.type("12")
+        r.page.keyboard.press("Tab")  # the change lands; the focus goes on to the operator
+        assert r.focused() == "op-select"
+        r.tab_to("[data-testid='mistake-stale_position']")
+        r.page.keyboard.press("ArrowDown")  # Q from the encoder: no answer, and PyTorch's words
+        assert answer("broken") == ""
+        assert r.w.locator("[data-testid='torch-error']").inner_text().endswith(rows["q_from_encoder"]["error"])
+        a, op = int(r.w.locator("[data-testid='operand-a']").input_value()), r.w.locator("[data-testid='op-select']").input_value()
+        ids = encode_question(question_text(a, op, -34))
+        assert a == 12 and r.w.locator("[data-testid='question-tokens'] .encdec-chip").count() == len(ids)
 
     every_reader(r, light, dark)
 

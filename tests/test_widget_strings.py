@@ -21,6 +21,7 @@ import encdec.widgets as widgets
 from encdec.widgets import (
     AskTheModel,
     AttentionMapViewer,
+    BreakIt,
     CrossAttentionExplorer,
     CrossEntropySlider,
     MaskToggle,
@@ -316,6 +317,8 @@ CASES = {  # widget: (how to make it, its JS, states to render)
     "AskTheModel": (AskTheModel, "ask_model.js", [{}, {"step": 1}, {"step": 3, "use_cache": False},
                     {"question": "-7 - 12", "preset": "historical", "step": 4, "forced": "NEGATIVE"},
                     {"forced": "EOS"}, {"question": "50 + 1"}, {"question": "what is 2 + 2"}, {"question": ""}]),
+    "BreakIt": (BreakIt, "break_it.js", [{}, {"mistake": "mask_after_softmax"}, {"mistake": "stale_position", "a": 12, "op": "add", "b": 7},
+                {"mistake": "q_from_encoder"}, {"mistake": "no_cross_attention", "preset": "historical"}]),
 }
 
 
@@ -350,7 +353,7 @@ def test_a_widget_speaks_english_on_an_english_page_and_chinese_when_told(tmp_pa
 # --- the Python side: the lang trait, the module default, one rule to fill a template ----------------
 
 ALL = [MaskToggle, SoftmaxMaskCompare, CrossAttentionExplorer, ShiftTeacherForcing, CrossEntropySlider,
-       PrefillDecodeStepper, AttentionMapViewer, QuickCheck, AskTheModel]
+       PrefillDecodeStepper, AttentionMapViewer, QuickCheck, AskTheModel, BreakIt]
 
 
 @pytest.mark.parametrize("cls", ALL)

@@ -20,6 +20,7 @@ from encdec.train import load_run
 from encdec.widgets import (
     AskTheModel,
     AttentionMapViewer,
+    BreakIt,
     CrossAttentionExplorer,
     CrossEntropySlider,
     MaskToggle,
@@ -36,7 +37,7 @@ from encdec.widgets.shift_teacher_forcing import teacher_forcing_table
 
 ROOT = Path(__file__).resolve().parent.parent
 ALL_WIDGETS = [MaskToggle, SoftmaxMaskCompare, CrossAttentionExplorer, ShiftTeacherForcing,
-               CrossEntropySlider, PrefillDecodeStepper, AttentionMapViewer, QuickCheck, AskTheModel]
+               CrossEntropySlider, PrefillDecodeStepper, AttentionMapViewer, QuickCheck, AskTheModel, BreakIt]
 
 
 @pytest.fixture(scope="module")
@@ -574,3 +575,55 @@ def test_the_ask_figure_names_the_sites_weights_in_a_book_build(monkeypatch, tmp
     monkeypatch.delenv(SITE_WEIGHTS_ENV)
     assert AskTheModel().weights_src == "" and set(AskTheModel().weights) == set(PRESETS)
     assert read_site_script(write_site_script(tmp_path / "w.js")) == {p: export_preset(p) for p in PRESETS}
+
+
+# --- BreakIt: one mistake switched into the trained model (every question: test_model_broken_js) ---
+
+def test_break_it_ships_each_mistakes_count_from_pytorch():
+    from encdec.broken import MISTAKES
+    from encdec.data import problem_space
+    from encdec.widgets import mistake_table
+
+    w = BreakIt()
+    assert w.presets == ["modern", "historical"] and set(w.tables) == {"modern", "historical"}
+    table = w.tables["modern"]
+    assert [row["name"] for row in table] == list(MISTAKES)
+    _, metrics = load_run("modern")
+    total = len(problem_space()[0])
+    assert table[0] == {"name": "intact", "use_cache": True, "right": round(metrics["space_exact_match"] * total),
+                        "total": total, "error": None}
+    rows = {row["name"]: row for row in table}
+    assert rows["q_from_encoder"]["right"] == 0 and rows["q_from_encoder"]["error"].startswith("ValueError: mask of shape (1, 1, 1)")
+    assert all(rows[name]["right"] < rows["intact"]["right"] for name in rows if name != "intact")
+    assert mistake_table("modern") is mistake_table("modern")  # counted once per process
+    with pytest.raises(traitlets.TraitError, match="mistake must be one of"):
+        w.mistake = "intact"
+    with pytest.raises(traitlets.TraitError, match="operand"):
+        w.a = 50
+    with pytest.raises(traitlets.TraitError, match="op must be"):
+        w.op = "multiply"
+
+
+def test_break_it_javascript_answers_as_pytorch_with_the_same_mistake(tmp_path):
+    """The figure's two answers for the lesson's example and another question, under every mistake and
+    on both checkpoints, from its own weights, equal encdec.broken's."""
+    from encdec.broken import MISTAKES
+    from encdec.widgets import break_answer
+
+    w = BreakIt()
+    questions = [(-30, "subtract", -34), (12, "add", 7), (49, "subtract", -28)]
+    names = [m for m in MISTAKES if m != "intact"]
+    for preset in w.presets:
+        model, _ = load_run(preset)
+        calls = (f"(() => {{ const net = loadModel({json.dumps(w.weights[preset])});"
+                 f" return {json.dumps(questions)}.map(([a, op, b]) => {json.dumps(names)}.map((m) =>"
+                 f" breakRun(net, breakQuestionIds(a, op, b), m, {json.dumps({m: MISTAKES[m].use_cache for m in names})}[m]))); }})()")
+        js = _run_widget_js(tmp_path, "break_it.js", ["loadModel", "breakRun", "breakQuestionIds"], calls, ASK_SHARED)
+        for (a, op, b), runs in zip(questions, js, strict=True):
+            w.a, w.op, w.b = a, op, b
+            ids = w.question_ids()
+            for name, run in zip(names, runs, strict=True):
+                got, error = break_answer(model, ids, name)
+                assert run["broken"] == got, (preset, a, op, b, name)
+                assert (run["error"] is None) == (error is None)
+            assert run["intact"] == break_answer(model, ids, "intact")[0] == greedy_decode(model, torch.tensor([ids]), 4)[0].tolist()[:len(run["intact"])]

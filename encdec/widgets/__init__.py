@@ -7,8 +7,9 @@ holds the class and the Python twin of the numbers its JS computes. What they sh
 class, the string tables, the lesson's example, ``softmax``) is in ``_base`` (twin of
 ``common.js``). Chapter 11 uses ``MaskToggle``, ``SoftmaxMaskCompare``,
 ``CrossAttentionExplorer``, ``AttentionMapViewer``; chapter 12 ``ShiftTeacherForcing``,
-``CrossEntropySlider``; chapter 13 ``PrefillDecodeStepper`` and ``AskTheModel`` (the trained checkpoints run in the page,
-``model_forward.js`` on weights from ``export_weights``). Every chapter opens with a
+``CrossEntropySlider``; chapter 13 ``PrefillDecodeStepper``, ``AskTheModel`` (the trained checkpoints run in the page,
+``model_forward.js`` on weights from ``export_weights``) and ``BreakIt`` (one mistake of the lessons
+switched into them, ``encdec.broken``). Every chapter opens with a
 ``QuickCheck`` (questions made with ``choice`` and ``number``) that the page marks itself.
 ``decode_trace`` and ``attention_maps_of`` record what a model does for the two figures that
 show one.
@@ -22,6 +23,7 @@ Jupyter choose with ``MaskToggle(lang="zh")`` or, for every widget made afterwar
 from ._base import get_language, set_language
 from .ask_model import AskTheModel, ask_trace, parse_question
 from .attention_maps import AttentionMapViewer, attention_maps_of
+from .break_it import BreakIt, break_answer, mistake_table
 from .cross_attention import CrossAttentionExplorer
 from .cross_entropy import CrossEntropySlider
 from .mask_toggle import MaskToggle
@@ -39,6 +41,7 @@ __all__ = [
     "PrefillDecodeStepper",
     "AttentionMapViewer",
     "AskTheModel",
+    "BreakIt",
     "QuickCheck",
     "choice",
     "number",
@@ -46,6 +49,8 @@ __all__ = [
     "decode_trace",
     "ask_trace",
     "parse_question",
+    "break_answer",
+    "mistake_table",
     "set_language",
     "get_language",
 ]

@@ -1,0 +1,274 @@
+// BreakIt: one mistake of the lessons switched into the trained model, in the page. The intact answer is
+// model_forward.js's greedyGenerate; the broken one brokenGenerate below, the twin of encdec/broken.py
+// (each mistake on its path: uncached where it concerns a pass of several positions). How many of the
+// 19,602 questions each broken model still gets right comes counted from PyTorch (the `tables` trait);
+// tests/test_model_broken_js.py holds these answers equal to PyTorch's on every one of them.
+
+const BREAK_TOKENS = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "POSITIVE", "NEGATIVE", "add", "subtract", "BOS", "EOS"];
+const BREAK_OPERAND_MAX = 49;
+
+// The mistake: softmax over every score, then the future's weights set to 0 (not renormalised: the rows
+// sum to less than 1). As attend(), for query i the keys j <= limit + i are allowed. Returns (Lq, M).
+function attendAfterSoftmax(att, model, q, k, v, Lq, Lk, limit) {
+  const { M, H, Dh } = model;
+  const scale = 1 / Math.sqrt(Dh);
+  const heads = new Float64Array(Lq * M);
+  const scores = new Float64Array(Lk);
+  for (let hd = 0; hd < H; hd++) {
+    const c0 = hd * Dh;
+    for (let i = 0; i < Lq; i++) {
+      const last = Math.min(Lk - 1, limit + i);
+      let top = -Infinity;
+      for (let j = 0; j < Lk; j++) {
+        let s = 0;
+        for (let d = 0; d < Dh; d++) s += q[i * M + c0 + d] * k[j * M + c0 + d];
+        scores[j] = s * scale;
+        if (scores[j] > top) top = scores[j];
+      }
+      let total = 0;
+      for (let j = 0; j < Lk; j++) { scores[j] = Math.exp(scores[j] - top); total += scores[j]; }  // the future too
+      for (let j = 0; j <= last; j++) {  // the future's weights zeroed after the softmax: too late
+        const w = scores[j] / total;
+        for (let d = 0; d < Dh; d++) heads[i * M + c0 + d] += w * v[j * M + c0 + d];
+      }
+    }
+  }
+  return linearRows(att.out_proj, heads, Lq);
+}
+
+// Embed answer tokens ids[from..to) all at position 0, the position of step 1 (a stale cache position).
+function embedStale(model, ids, from, to, K) {
+  const M = model.M, pos = positions(model, K), x = new Float64Array((to - from) * M);
+  for (let r = from; r < to; r++) for (let j = 0; j < M; j++) x[(r - from) * M + j] = model.emb_layer[ids[r] * M + j] + pos[j];
+  return x;
+}
+
+// decoderPass with one mistake: x (t, M) at positions state.fed ..; returns the final states (t, M).
+function brokenPass(model, state, x, t, mistake) {
+  const M = model.M, before = state.fed;
+  model.decoder.forEach((layer, l) => {
+    const a = layer.attention_self, cache = state.self[l];
+    const q = linearRows(a.q_proj, x, t);  // (t, M)
+    cache.k = concatRows(cache.k, linearRows(a.k_proj, x, t));  // (T, M)
+    cache.v = concatRows(cache.v, linearRows(a.v_proj, x, t));
+    const T = before + t;
+    const self = mistake === "mask_after_softmax" ? attendAfterSoftmax(a, model, q, cache.k, cache.v, t, T, before)
+      : attend(a, model, q, cache.k, cache.v, t, T, mistake === "no_causal_mask" ? Infinity : before).out;
+    const out_2 = addNorm(layer.layer_norm_1, x, self, t, M);  // answer-so-far
+    const c = layer.attention_cross;
+    let out_3;
+    if (mistake === "no_cross_attention") out_3 = new Float64Array(t * M);  // the question never arrives
+    else if (mistake === "q_from_encoder") {
+      const memory = state.memory, Kq = state.Kq;  // Q from the memory, K and V from the answer state
+      out_3 = attend(c, model, linearRows(c.q_proj, memory, Kq), linearRows(c.k_proj, out_2, t),
+        linearRows(c.v_proj, out_2, t), Kq, t, Infinity).out;  // (Kq, M): one row per question position
+      throw forwardError("rows_differ", { rows: Kq, t });  // the residual out_2 + out_3 needs t rows
+    } else {
+      out_3 = attend(c, model, linearRows(c.q_proj, out_2, t), state.cross[l].k, state.cross[l].v, t, state.Kq, Infinity).out;
+    }
+    const out_4 = addNorm(layer.layer_norm_2, out_2, out_3, t, M);
+    x = addNorm(layer.layer_norm_3, out_4, feedForward(layer.feed_forward, out_4, t), t, M);
+  });
+  state.fed = before + t;
+  return x;
+}
+
+// Greedy generation with one mistake, as encdec.broken: greedy_decode with the mistake switched in, with
+// the cache (useCache) or re-running the prefix at every step. Returns the tokens, BOS up to EOS.
+function brokenGenerate(model, questionIds, mistake, useCache) {
+  checkQuestionIds(questionIds);
+  const K = ANSWER_LEN, M = model.M;
+  const memory = encode(model, questionIds);  // (Kq, M): no mistake touches the encoder
+  const first = newDecoderState(model, memory);  // the cross K, V of the memory: projected once, reused
+  const fresh = () => ({ Kq: first.Kq, fed: 0, memory, cross: first.cross,
+    self: model.decoder.map(() => ({ k: new Float64Array(0), v: new Float64Array(0) })) });
+  let state = fresh();
+  const tokens = [BOS_ID];
+  for (let s = 0; s < K - 1 && !tokens.includes(EOS_ID); s++) {
+    const T = tokens.length;
+    if (!useCache && s > 0) state = fresh();  // no cache: the whole prefix again, in one pass
+    const from = state.fed, t = T - from;
+    const x = mistake === "stale_position" ? embedStale(model, tokens, from, T, K) : embedAnswer(model, tokens, from, T, K);
+    const out = brokenPass(model, state, x, t, mistake);
+    const logits = linearRows(model.proj_to_vocab, out.subarray((t - 1) * M, t * M), 1);  // (V,)
+    let next = 0;
+    for (let v = 1; v < logits.length; v++) if (logits[v] > logits[next]) next = v;  // argmax: first maximum
+    tokens.push(next);
+  }
+  return tokens;
+}
+
+// The question ids of a op b (zero is POSITIVE 00).
+function breakQuestionIds(a, op, b) {
+  const operand = (value) => [value < 0 ? 11 : 10, Math.floor(Math.abs(value) / 10), Math.abs(value) % 10];
+  return [BOS_ID, ...operand(a), op === "add" ? 12 : 13, ...operand(b), EOS_ID];
+}
+
+function breakTruth(a, op, b) {
+  const value = op === "add" ? a + b : a - b;
+  return [BOS_ID, value < 0 ? 11 : 10, Math.floor(Math.abs(value) / 10), Math.abs(value) % 10, EOS_ID];
+}
+
+// The intact and broken answers of one question: { intact, broken } token lists, broken null with
+// `error` (a code and values) where the broken model cannot run.
+function breakRun(net, ids, mistake, useCache) {
+  const intact = greedyGenerate(net, ids, { record: false }).tokens;
+  try {
+    return { intact, broken: brokenGenerate(net, ids, mistake, useCache), error: null };
+  } catch (err) {
+    if (err.code !== "rows_differ") throw err;
+    return { intact, broken: null, error: { code: err.code, values: err.values } };
+  }
+}
+
+let breakCount = 0;  // a page may hold several figures: their controls need their own ids
+
+// The words for a mistake (kind "m": its name, "d": what it does), an operator ("op") or a column ("th").
+function breakWords(model, kind, name) {
+  const known = {
+    m_mask_after_softmax: "break_it.m_mask_after_softmax", m_no_causal_mask: "break_it.m_no_causal_mask",
+    m_stale_position: "break_it.m_stale_position", m_q_from_encoder: "break_it.m_q_from_encoder",
+    m_no_cross_attention: "break_it.m_no_cross_attention",
+    d_mask_after_softmax: "break_it.d_mask_after_softmax", d_no_causal_mask: "break_it.d_no_causal_mask",
+    d_stale_position: "break_it.d_stale_position", d_q_from_encoder: "break_it.d_q_from_encoder",
+    d_no_cross_attention: "break_it.d_no_cross_attention",
+    op_add: "break_it.op_add", op_subtract: "break_it.op_subtract",
+    path_cached: "break_it.path_cached", path_uncached: "break_it.path_uncached", path_one_pass: "break_it.path_one_pass",
+    th_model: "break_it.th_model", th_answer: "break_it.th_answer", th_verdict: "break_it.th_verdict", th_count: "break_it.th_count",
+  };
+  const key = kind + "_" + name;
+  return t(model, known[key]);
+}
+
+function breakWeights(src) {  // the built site's one weights script (as the ask-the-model figure loads it)
+  if (window.encdecWeights) return Promise.resolve(window.encdecWeights);
+  if (!window.encdecWeightsLoading) {
+    const root = document.documentElement.dataset.content_root || "";
+    window.encdecWeightsLoading = new Promise((resolve, reject) => {
+      const script = document.createElement("script");
+      script.src = root + src;
+      script.onload = () => resolve(window.encdecWeightsReady || window.encdecWeights || {});
+      script.onerror = () => reject(new Error(script.src));
+      document.head.appendChild(script);
+    });
+  }
+  return window.encdecWeightsLoading;
+}
+
+function render({ model, el }) {
+  const root = widgetRoot(el, "BreakIt");
+  const uid = `encdec-break-${++breakCount}`;
+  const nets = {};
+  const fromSite = () => model.get("weights_src") !== "";
+  const weights = () => (fromSite() ? window.encdecWeights || {} : model.get("weights"));
+  const net = (preset) => nets[preset] || (nets[preset] = loadModel(weights()[preset]));
+
+  // Controls made once, so focus survives a redraw.
+  const legend = h("legend", { class: "encdec-label" });
+  const radios = h("div", { class: "encdec-break-mistakes" });
+  const fieldset = h("fieldset", { class: "encdec-break-fieldset", "data-testid": "mistakes" }, legend, radios);
+  const number = (key) => h("input", { type: "number", min: -BREAK_OPERAND_MAX, max: BREAK_OPERAND_MAX, step: 1, id: `${uid}-${key}`,
+    class: "encdec-input encdec-break-number", "data-testid": `operand-${key}`, onchange: (e) => {
+      const value = Number(e.target.value);
+      if (Number.isInteger(value) && Math.abs(value) <= BREAK_OPERAND_MAX) push(model, { [key]: value });
+      else draw();
+    } });
+  const inputA = number("a"), inputB = number("b");
+  const opSelect = h("select", { id: `${uid}-op`, class: "encdec-select", "data-testid": "op-select",
+    onchange: () => push(model, { op: opSelect.value }) });
+  const labelA = h("label", { for: `${uid}-a`, class: "encdec-label" });
+  const lesson = h("button", { type: "button", class: "encdec-btn", "data-testid": "lesson",
+    onclick: () => push(model, { a: -30, op: "subtract", b: -34 }) });
+  const random = h("button", { type: "button", class: "encdec-btn", "data-testid": "random", onclick: () => {
+    const pick = () => Math.floor(Math.random() * (2 * BREAK_OPERAND_MAX + 1)) - BREAK_OPERAND_MAX;
+    push(model, { a: pick(), op: Math.random() < 0.5 ? "add" : "subtract", b: pick() });
+  } });
+  const presetGroup = h("span", { class: "encdec-group", role: "group" });
+  const status = h("div", { class: "encdec-row", "data-testid": "status" });
+  const answers = h("div", {});
+  const explain = h("div", { class: "encdec-panel", "data-testid": "explain" });
+  const caption = h("p", { class: "encdec-caption" });
+  root.append(fieldset, h("div", { class: "encdec-toolbar" }, labelA, inputA, opSelect, inputB, lesson, random),
+    h("div", { class: "encdec-toolbar" }, presetGroup), status, answers, explain, caption);
+  const live = liveRegion(root);
+  let loadFailed = false;
+
+  const chip = (id, cls = "") => h("span", { class: "encdec-chip " + cls }, BREAK_TOKENS[id]);
+  const marked = (tokens, truth) => tokens.map((id, i) => chip(id, i === 0 ? "kv" : id === truth[i] ? "out" : "leak"));
+  const share = (row) => t(model, "break_it.count", { right: row.right.toLocaleString("en-US"), total: row.total.toLocaleString("en-US"),
+    pct: (100 * row.right / row.total).toFixed(1) });
+
+  function draw() {
+    const presets = model.get("presets"), tables = model.get("tables");
+    const preset = presets.includes(model.get("preset")) ? model.get("preset") : presets[0];
+    const table = tables[preset] || [];
+    const mistake = model.get("mistake"), a = model.get("a"), op = model.get("op"), b = model.get("b");
+    legend.textContent = t(model, "break_it.legend", { preset });
+    radios.replaceChildren(...table.filter((row) => row.name !== "intact").map((row) => {
+      const id = `${uid}-m-${row.name}`;
+      return h("div", { class: "encdec-break-choice" + (row.name === mistake ? " active" : "") },
+        h("input", { type: "radio", name: `${uid}-mistake`, id, value: row.name, checked: row.name === mistake,
+          "data-testid": `mistake-${row.name}`, onchange: () => push(model, { mistake: row.name }) }),
+        h("label", { for: id }, breakWords(model, "m", row.name), " ",
+          h("span", { class: "encdec-note", "data-testid": `count-${row.name}`, "data-right": row.right }, share(row))));
+    }));
+    labelA.textContent = t(model, "break_it.question_label");
+    inputA.setAttribute("aria-label", t(model, "break_it.first_label"));
+    opSelect.setAttribute("aria-label", t(model, "break_it.operator_label"));
+    inputB.setAttribute("aria-label", t(model, "break_it.second_label"));
+    if (document.activeElement !== inputA) inputA.value = a;
+    if (document.activeElement !== inputB) inputB.value = b;
+    opSelect.replaceChildren(...["add", "subtract"].map((o) => h("option", { value: o }, breakWords(model, "op", o))));
+    opSelect.value = op;
+    lesson.textContent = t(model, "break_it.lesson");
+    random.textContent = t(model, "break_it.random");
+    presetGroup.replaceChildren(h("span", { class: "encdec-label" }, t(model, "break_it.checkpoint")),
+      ...presets.map((p) => h("button", { type: "button", class: "encdec-btn" + (p === preset ? " active" : ""),
+        "aria-pressed": p === preset ? "true" : "false", "data-preset": p, onclick: () => push(model, { preset: p }) }, p)));
+    caption.replaceChildren(...[].concat(t(model, "break_it.caption", { source: sourceText(model) })));
+
+    if (fromSite() && !window.encdecWeights) {  // the site's weights script is still loading
+      status.className = "encdec-row encdec-status";
+      status.textContent = t(model, loadFailed ? "break_it.weights_failed" : "break_it.weights_loading", { src: model.get("weights_src") });
+      answers.replaceChildren();
+      explain.replaceChildren();
+      return;
+    }
+    const row = table.find((r) => r.name === mistake), intactRow = table.find((r) => r.name === "intact");
+    const ids = breakQuestionIds(a, op, b), truth = breakTruth(a, op, b);
+    const run = breakRun(net(preset), ids, mistake, row.use_cache);
+    status.className = "encdec-row";
+    status.replaceChildren(h("span", { class: "encdec-label" }, t(model, "break_it.reads")), " ",
+      h("span", { "data-testid": "question-tokens" }, ids.map((id) => chip(id, "mem"))));
+
+    const same = (tokens) => tokens !== null && tokens.join() === truth.join();
+    const verdict = (tokens) => tokens === null ? h("span", { class: "encdec-sum warn" }, t(model, "break_it.no_answer"))
+      : same(tokens) ? h("span", { class: "encdec-sum ok" }, t(model, "break_it.right")) : h("span", { class: "encdec-sum warn" }, t(model, "break_it.wrong"));
+    const line = (label, tokens, countRow, testid) => h("tr", { "data-testid": testid },
+      h("th", { class: "encdec-rowhead encdec-wrap" }, label),
+      h("td", { class: "encdec-left", "data-testid": `${testid}-answer`, "data-ids": tokens === null ? "" : tokens.join(" ") },
+        tokens === null ? t(model, "break_it.no_answer_cell", run.error.values) : marked(tokens, truth)),
+      h("td", { "data-testid": `${testid}-verdict` }, verdict(tokens)),
+      h("td", { class: "encdec-num", "data-testid": `${testid}-count` }, share(countRow)));
+    answers.replaceChildren(h("div", { class: "encdec-scroll" }, h("table", { class: "encdec-grid", "data-testid": "answers" },
+      h("thead", {}, h("tr", {}, ["model", "answer", "verdict", "count"].map((k) =>
+        h("th", { class: "encdec-wrap" }, breakWords(model, "th", k))))),
+      h("tbody", {}, line(t(model, "break_it.row_intact"), run.intact, intactRow, "intact"),
+        line(breakWords(model, "m", mistake), run.broken, row, "broken")))));
+
+    explain.replaceChildren(
+      h("p", {}, h("strong", {}, breakWords(model, "m", mistake)), " ", breakWords(model, "d", mistake)),
+      h("p", { class: "encdec-note", "data-testid": "path" }, breakWords(model, "path", row.use_cache ? "cached" : mistake === "q_from_encoder" ? "one_pass" : "uncached")),
+      ...(row.error ? [h("p", { class: "encdec-note", "data-testid": "torch-error" }, t(model, "break_it.torch_error", { error: row.error }))] : []));
+    const said = run.broken === null ? t(model, "break_it.no_answer") : run.broken.map((id) => BREAK_TOKENS[id]).join(" ");
+    live.textContent = t(model, "break_it.live", { mistake: breakWords(model, "m", mistake), answer: said, count: share(row) });
+  }
+
+  draw();
+  if (fromSite() && !window.encdecWeights) {
+    breakWeights(model.get("weights_src")).then(draw, () => { loadFailed = true; draw(); });
+  }
+  return watch(model, ["mistake", "a", "op", "b", "preset", "presets", "tables", "weights", "weights_src"], keepFocus(root, draw));
+}
+
+export default { render };
