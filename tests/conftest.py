@@ -32,7 +32,7 @@ GROUP_OF = {module: group for group, modules in GROUPS.items() for module in mod
 # fresh-clone run): handed out first, so the last unit to start is a short one
 LONG_FIRST = ["grading-batches", "tests/test_browser.py", "tests/test_gradescope.py",
               "tests/test_contributing_recipe.py", "tests/test_grading_queue.py",
-              "tests/test_grading_decoding.py",
+              "tests/test_grading_decoding.py", "tests/test_model_broken_js.py", "tests/test_model_forward_js.py",
               "tests/test_browser_inert.py", "tests/test_formgrader.py", "tests/test_feedback_zh.py",
               "tests/test_exercises_notebooks.py", "tests/test_browser_reader.py", "tests/test_browser_widgets_a11y.py",
               "tests/test_browser_zh.py", "tests/test_browser_gallery.py"]
