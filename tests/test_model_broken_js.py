@@ -51,7 +51,7 @@ def runs(tmp_path_factory):
     assert node, "node is needed (the book build needs it too: install Node.js)"
     folder = tmp_path_factory.mktemp("broken_js")
     (folder / "broken.mjs").write_text(
-        esm("break_it.js", "model_forward.js")
+        esm("break_it.js", "model_forward.js", "task.js")
         + "\nexport { loadModel, brokenGenerate, greedyGenerate, EOS_ID };\n", encoding="utf-8")
     (folder / "run.mjs").write_text(RUNNER, encoding="utf-8")
     [weights] = export_weights.write(folder / "weights", (PRESET,))

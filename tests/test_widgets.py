@@ -297,10 +297,11 @@ def test_each_widget_is_one_python_file_and_one_js_file_of_the_same_name():
         stems.append(stem)
     assert len(set(stems)) == len(stems), "two widgets share a file"
     # shared by several figures: common.js (+ _base.py), and the model's forward pass in the page
-    # (model_forward.js, whose weights export_weights.py exports); and the static page's: the
+    # (model_forward.js, whose weights export_weights.py exports) with the task's questions and the
+    # site's weights loader (task.js: the figures that run the model); and the static page's: the
     # renderer of saved widget views (static_page.js) and the unpacking of the site's weights
     # script (site_weights.js), both written into the built site by scripts/book_assets.py
-    assert sorted(p.stem for p in folder.glob("*.js")) == sorted([*stems, "common", "model_forward", "static_page",
+    assert sorted(p.stem for p in folder.glob("*.js")) == sorted([*stems, "common", "model_forward", "task", "static_page",
                                                                    "site_weights"])
     assert sorted(p.stem for p in folder.glob("*.py")) == sorted([*stems, "__init__", "_base", "export_weights"])
 
@@ -465,7 +466,7 @@ def test_quick_check_javascript_marks_like_python(tmp_path):
 
 # --- AskTheModel: the trained checkpoints in the page (the forward pass itself: test_model_forward_js) ---
 
-ASK_SHARED = ("model_forward.js",)
+ASK_SHARED = ("model_forward.js", "task.js")
 QUESTION_TEXTS = ["-30 - -34", "−30 − −34", "12 + 7", "12 add -7", "+5 subtract 0", "-0 + 0", "49--49",
                   "BOS NEGATIVE 30 subtract NEGATIVE 34 EOS", "negative 30 subtract negative 34", "POSITIVE 4 9 add NEGATIVE 0 1",
                   "", "   ", "50 + 1", "-123 - 4", "2 * 3", "what is 2 + 2", "POSITIVE 50 add POSITIVE 01",

@@ -116,7 +116,7 @@ class AskTheModel(BookWidget):
     ``BOS`` ("" lets the model choose), ``use_cache`` switches the KV cache.
     """
 
-    _esm = esm("ask_model.js", "model_forward.js")
+    _esm = esm("ask_model.js", "model_forward.js", "task.js")
     _section = "ask_model"
     weights = t.Dict().tag(sync=True)  # {preset: export}; empty when weights_src names the site's file
     # the built book's one weights script per site, relative to its root (the book build sets it:

@@ -4,9 +4,6 @@
 // 19,602 questions each broken model still gets right comes counted from PyTorch (the `tables` trait);
 // tests/test_model_broken_js.py holds these answers equal to PyTorch's on every one of them.
 
-const BREAK_TOKENS = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "POSITIVE", "NEGATIVE", "add", "subtract", "BOS", "EOS"];
-const BREAK_OPERAND_MAX = 49;
-
 // The mistake: softmax over every score, then the future's weights set to 0 (not renormalised: the rows
 // sum to less than 1). As attend(), for query i the keys j <= limit + i are allowed. Returns (Lq, M).
 function attendAfterSoftmax(att, model, q, k, v, Lq, Lk, limit) {
@@ -98,15 +95,9 @@ function brokenGenerate(model, questionIds, mistake, useCache) {
   return tokens;
 }
 
-// The question ids of a op b (zero is POSITIVE 00).
+// The question ids of a op b (zero is POSITIVE 00; task.js).
 function breakQuestionIds(a, op, b) {
-  const operand = (value) => [value < 0 ? 11 : 10, Math.floor(Math.abs(value) / 10), Math.abs(value) % 10];
-  return [BOS_ID, ...operand(a), op === "add" ? 12 : 13, ...operand(b), EOS_ID];
-}
-
-function breakTruth(a, op, b) {
-  const value = op === "add" ? a + b : a - b;
-  return [BOS_ID, value < 0 ? 11 : 10, Math.floor(Math.abs(value) / 10), Math.abs(value) % 10, EOS_ID];
+  return [BOS_ID, ...operandIds(a), OP_IDS[op], ...operandIds(b), EOS_ID];
 }
 
 // The intact and broken answers of one question: { intact, broken } token lists, broken null with
@@ -140,21 +131,6 @@ function breakWords(model, kind, name) {
   return t(model, known[key]);
 }
 
-function breakWeights(src) {  // the built site's one weights script (as the ask-the-model figure loads it)
-  if (window.encdecWeights) return Promise.resolve(window.encdecWeights);
-  if (!window.encdecWeightsLoading) {
-    const root = document.documentElement.dataset.content_root || "";
-    window.encdecWeightsLoading = new Promise((resolve, reject) => {
-      const script = document.createElement("script");
-      script.src = root + src;
-      script.onload = () => resolve(window.encdecWeightsReady || window.encdecWeights || {});
-      script.onerror = () => reject(new Error(script.src));
-      document.head.appendChild(script);
-    });
-  }
-  return window.encdecWeightsLoading;
-}
-
 function render({ model, el }) {
   const root = widgetRoot(el, "BreakIt");
   const uid = `encdec-break-${++breakCount}`;
@@ -167,10 +143,10 @@ function render({ model, el }) {
   const legend = h("legend", { class: "encdec-label" });
   const radios = h("div", { class: "encdec-break-mistakes" });
   const fieldset = h("fieldset", { class: "encdec-break-fieldset", "data-testid": "mistakes" }, legend, radios);
-  const number = (key) => h("input", { type: "number", min: -BREAK_OPERAND_MAX, max: BREAK_OPERAND_MAX, step: 1, id: `${uid}-${key}`,
+  const number = (key) => h("input", { type: "number", min: -OPERAND_MAX, max: OPERAND_MAX, step: 1, id: `${uid}-${key}`,
     class: "encdec-input encdec-break-number", "data-testid": `operand-${key}`, onchange: (e) => {
       const value = Number(e.target.value);
-      if (Number.isInteger(value) && Math.abs(value) <= BREAK_OPERAND_MAX) push(model, { [key]: value });
+      if (Number.isInteger(value) && Math.abs(value) <= OPERAND_MAX) push(model, { [key]: value });
       else draw();
     } });
   const inputA = number("a"), inputB = number("b");
@@ -180,7 +156,7 @@ function render({ model, el }) {
   const lesson = h("button", { type: "button", class: "encdec-btn", "data-testid": "lesson",
     onclick: () => push(model, { a: -30, op: "subtract", b: -34 }) });
   const random = h("button", { type: "button", class: "encdec-btn", "data-testid": "random", onclick: () => {
-    const pick = () => Math.floor(Math.random() * (2 * BREAK_OPERAND_MAX + 1)) - BREAK_OPERAND_MAX;
+    const pick = () => Math.floor(Math.random() * (2 * OPERAND_MAX + 1)) - OPERAND_MAX;
     push(model, { a: pick(), op: Math.random() < 0.5 ? "add" : "subtract", b: pick() });
   } });
   const presetGroup = h("span", { class: "encdec-group", role: "group" });
@@ -193,7 +169,7 @@ function render({ model, el }) {
   const live = liveRegion(root);
   let loadFailed = false;
 
-  const chip = (id, cls = "") => h("span", { class: "encdec-chip " + cls }, BREAK_TOKENS[id]);
+  const chip = (id, cls = "") => h("span", { class: "encdec-chip " + cls }, TOKENS[id]);
   const marked = (tokens, truth) => tokens.map((id, i) => chip(id, i === 0 ? "kv" : id === truth[i] ? "out" : "leak"));
   const share = (row) => t(model, "break_it.count", { right: row.right.toLocaleString("en-US"), total: row.total.toLocaleString("en-US"),
     pct: (100 * row.right / row.total).toFixed(1) });
@@ -235,7 +211,7 @@ function render({ model, el }) {
       return;
     }
     const row = table.find((r) => r.name === mistake), intactRow = table.find((r) => r.name === "intact");
-    const ids = breakQuestionIds(a, op, b), truth = breakTruth(a, op, b);
+    const ids = breakQuestionIds(a, op, b), truth = trueAnswer(ids);
     const run = breakRun(net(preset), ids, mistake, row.use_cache);
     status.className = "encdec-row";
     status.replaceChildren(h("span", { class: "encdec-label" }, t(model, "break_it.reads")), " ",
@@ -260,13 +236,13 @@ function render({ model, el }) {
       h("p", {}, h("strong", {}, breakWords(model, "m", mistake)), " ", breakWords(model, "d", mistake)),
       h("p", { class: "encdec-note", "data-testid": "path" }, breakWords(model, "path", row.use_cache ? "cached" : mistake === "q_from_encoder" ? "one_pass" : "uncached")),
       ...(row.error ? [h("p", { class: "encdec-note", "data-testid": "torch-error" }, t(model, "break_it.torch_error", { error: row.error }))] : []));
-    const said = run.broken === null ? t(model, "break_it.no_answer") : run.broken.map((id) => BREAK_TOKENS[id]).join(" ");
+    const said = run.broken === null ? t(model, "break_it.no_answer") : run.broken.map((id) => TOKENS[id]).join(" ");
     live.textContent = t(model, "break_it.live", { mistake: breakWords(model, "m", mistake), answer: said, count: share(row) });
   }
 
   draw();
   if (fromSite() && !window.encdecWeights) {
-    breakWeights(model.get("weights_src")).then(draw, () => { loadFailed = true; draw(); });
+    siteWeights(model.get("weights_src")).then(draw, () => { loadFailed = true; draw(); });
   }
   return watch(model, ["mistake", "a", "op", "b", "preset", "presets", "tables", "weights", "weights_src"], keepFocus(root, draw));
 }

@@ -72,7 +72,7 @@ class BreakIt(BookWidget):
     ``weights`` each preset's export, or ``weights_src`` the built site's weights script.
     """
 
-    _esm = esm("break_it.js", "model_forward.js")
+    _esm = esm("break_it.js", "model_forward.js", "task.js")
     _section = "break_it"
     weights = t.Dict().tag(sync=True)  # {preset: export}; empty when weights_src names the site's file
     weights_src = t.Unicode("").tag(sync=True)
