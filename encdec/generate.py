@@ -34,20 +34,9 @@ def pick_next(logits_last: Tensor, done: Tensor) -> tuple[Tensor, Tensor]:
     return next_token, done | (next_token == EOS_ID)
 
 
-@torch.no_grad()
-def greedy_decode(
-    model: Transformer,
-    ques_b: Tensor,
-    max_new_tokens: int,
-    use_cache: bool = True,
-    prefix: Tensor | None = None,
-) -> Tensor:
-    """Greedy answers for questions (N, Kq): ids (N, P + max_new_tokens), BOS first.
-
-    ``prefix`` (N, P) defaults to BOS alone. A sequence that has produced EOS is padded with
-    EOS; decoding stops early once every sequence has. Position encodings are those of an
-    answer of length P + max_new_tokens, as in training (where Ka = 5 and max_new_tokens = 4).
-    """
+def _start(model: Transformer, ques_b: Tensor, max_new_tokens: int, prefix: Tensor | None):
+    """A decoding's inputs, checked: the questions and the answer prefix (BOS alone by default) on
+    the model's device, and the positions of an answer of P + max_new_tokens tokens (1, Ka, M)."""
     if max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
     if ques_b.dim() != 2:
@@ -62,6 +51,25 @@ def greedy_decode(
     tokens = prefix.to(device)
     P = tokens.shape[1]
     ans_pos = model.positions(P + max_new_tokens)  # (1, Ka, M)
+    return ques_b, tokens, ans_pos
+
+
+@torch.no_grad()
+def greedy_decode(
+    model: Transformer,
+    ques_b: Tensor,
+    max_new_tokens: int,
+    use_cache: bool = True,
+    prefix: Tensor | None = None,
+) -> Tensor:
+    """Greedy answers for questions (N, Kq): ids (N, P + max_new_tokens), BOS first.
+
+    ``prefix`` (N, P) defaults to BOS alone. A sequence that has produced EOS is padded with
+    EOS; decoding stops early once every sequence has. Position encodings are those of an
+    answer of length P + max_new_tokens, as in training (where Ka = 5 and max_new_tokens = 4).
+    """
+    ques_b, tokens, ans_pos = _start(model, ques_b, max_new_tokens, prefix)  # (N, Kq), (N, P), (1, Ka, M)
+    N, device = tokens.shape[0], tokens.device
 
     memory = model.encode(ques_b)  # (N, Kq, M): once, fixed for every step
     caches = new_caches(model) if use_cache else None
@@ -166,20 +174,7 @@ def sample_decode(
 ) -> Tensor:
     """Sampled answers (N, P + max_new_tokens), BOS first: ``greedy_decode``'s cached loop with
     ``pick_sample`` in place of ``pick_next``. The same ``generator`` state gives the same answers."""
-    if max_new_tokens < 0:
-        raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
-    if ques_b.dim() != 2:
-        raise ValueError(f"ques_b must be token ids of shape (N, Kq), got {tuple(ques_b.shape)}")
-    N = ques_b.shape[0]
-    device = model.emb_layer.weight.device
-    ques_b = ques_b.to(device)
-    if prefix is None:
-        prefix = torch.full((N, 1), BOS_ID, dtype=torch.long, device=device)  # (N, 1)
-    if prefix.dim() != 2 or prefix.shape[0] != N:
-        raise ValueError(f"prefix of shape {tuple(prefix.shape)} does not fit ques_b {tuple(ques_b.shape)}")
-    tokens = prefix.to(device)
-    P = tokens.shape[1]
-    ans_pos = model.positions(P + max_new_tokens)  # (1, Ka, M)
+    ques_b, tokens, ans_pos = _start(model, ques_b, max_new_tokens, prefix)  # (N, Kq), (N, P), (1, Ka, M)
     memory = model.encode(ques_b)  # (N, Kq, M)
     caches = new_caches(model)
     done = (tokens == EOS_ID).any(dim=1)  # (N,)

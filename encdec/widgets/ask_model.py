@@ -16,14 +16,13 @@ The Python twins of what the JavaScript computes: ``parse_question`` (what the r
 
 from __future__ import annotations
 
-import os
 import re
 
 import traitlets as t
 
 from ..data import BOS_ID, EOS_ID, OPERAND_MAX, QUESTION_LEN, TOKEN_TO_ID, VOCAB, encode_question, question_text
 from ._base import LESSON_QUESTION_TEXT, BookWidget, esm, watch_greedy
-from .export_weights import PRESETS, SITE_WEIGHTS_ENV, export_preset
+from .export_weights import PRESETS, figure_weights
 
 #: Questions offered in the figure's list: the lesson's example, then two the historical run gets
 #: wrong (tests/test_widgets.py checks it, and chapter 13's build the first of them: a retrained
@@ -132,18 +131,9 @@ class AskTheModel(BookWidget):
     source = t.Unicode("trained").tag(sync=True)
 
     def __init__(self, presets=PRESETS, weights: dict | None = None, **kwargs):
-        presets = list(presets)
-        if not presets:
-            raise ValueError("presets must name at least one checkpoint, e.g. ('modern', 'historical')")
-        site = os.environ.get(SITE_WEIGHTS_ENV, "") if weights is None else ""
+        presets, weights, site = figure_weights(presets, weights)
         if site:
             kwargs.setdefault("weights_src", site)
-            weights = {}
-        elif weights is None:
-            weights = {preset: export_preset(preset) for preset in presets}
-        missing = [] if site else [p for p in presets if p not in weights]
-        if missing:
-            raise ValueError(f"no weights for {missing}: expected exports of every preset in {presets}")
         kwargs.setdefault("preset", presets[0])
         super().__init__(presets=presets, weights=weights, **kwargs)
 

@@ -16,13 +16,12 @@ and ``break_answer`` (one question's answer under one mistake, from ``encdec.bro
 from __future__ import annotations
 
 import functools
-import os
 
 import traitlets as t
 
 from ..data import EOS_ID, OPERAND_MAX, OPERATORS, encode_question, question_text
 from ._base import BookWidget, esm
-from .export_weights import PRESETS, SITE_WEIGHTS_ENV, export_preset
+from .export_weights import PRESETS, figure_weights
 
 LESSON = (-30, "subtract", -34)  # the lesson's example, BOS NEGATIVE 30 subtract NEGATIVE 34 EOS
 DEFAULT_MISTAKE = "no_causal_mask"
@@ -86,17 +85,9 @@ class BreakIt(BookWidget):
     source = t.Unicode("trained").tag(sync=True)
 
     def __init__(self, presets=PRESETS, weights: dict | None = None, **kwargs):
-        presets = list(presets)
-        if not presets:
-            raise ValueError("presets must name at least one checkpoint, e.g. ('modern', 'historical')")
-        site = os.environ.get(SITE_WEIGHTS_ENV, "") if weights is None else ""
+        presets, weights, site = figure_weights(presets, weights)
         if site:
             kwargs.setdefault("weights_src", site)
-            weights = {}
-        elif weights is None:
-            weights = {preset: export_preset(preset) for preset in presets}
-        if not site and any(p not in weights for p in presets):
-            raise ValueError(f"no weights for {[p for p in presets if p not in weights]}: expected every preset of {presets}")
         kwargs.setdefault("tables", {preset: mistake_table(preset) for preset in presets})
         kwargs.setdefault("preset", presets[0])
         super().__init__(presets=presets, weights=weights, **kwargs)

@@ -73,6 +73,26 @@ def export_preset(preset: str) -> dict:
     return export_model(model, preset)
 
 
+def figure_weights(presets, weights: dict | None) -> tuple[list[str], dict, str]:
+    """What a figure that runs the model carries (``AskTheModel``, ``BreakIt``): its presets, the
+    exports it holds (none in the built book, whose pages name the site's script instead: ``src``)
+    and that script's path, relative to the site's root ("" in a notebook)."""
+    import os
+
+    presets = list(presets)
+    if not presets:
+        raise ValueError("presets must name at least one checkpoint, e.g. ('modern', 'historical')")
+    src = os.environ.get(SITE_WEIGHTS_ENV, "") if weights is None else ""
+    if src:
+        return presets, {}, src
+    if weights is None:
+        weights = {preset: export_preset(preset) for preset in presets}
+    missing = [p for p in presets if p not in weights]
+    if missing:
+        raise ValueError(f"no weights for {missing}: expected exports of every preset in {presets}")
+    return presets, weights, src
+
+
 def tensor(exported: dict, name: str) -> np.ndarray:
     """One tensor back from an export (float32, its shape): the inverse the tests use."""
     data = np.frombuffer(base64.b64decode(exported["data"]), dtype="<f4")
