@@ -6,7 +6,7 @@ the sandbox (``sandbox/``) mounts, read-only over the real package, an edition g
 per assignment:
 
 - the modules a kernel needs (``MODULES``, and the kernel-side check runner ``grading/``
-  verbatim); not ``train``, ``presets`` or ``widgets``, whose code could compute answers;
+  verbatim); none of the book's others (``train``, ``widgets``, ``sampling``: temperature 0 is greedy), whose code could compute answers;
 - every target of the assignment (notebook metadata ``encdec.targets`` of
   ``solutions/<a>/<a>.ipynb``) with its body replaced by ``raise GradedRunUsesYourCode(name)``
   (generated module ``encdec/_graded.py``), its signature kept, its docstring dropped;

@@ -38,15 +38,15 @@ LINK_HTML = ('<p class="encdec-pdf-link" lang="{lang}"><a href="{href}" download
 PAGE_FORMAT = dict(format="A4", print_background=True,
                    margin={"top": "16mm", "bottom": "16mm", "left": "14mm", "right": "14mm"})
 
-# Before printing: wait until every saved widget view has rendered; ask each "ask the model" figure
-# its saved question (on screen the weights load on a reader's first question; paper has no reader)
+# Before printing: wait until every saved widget view has rendered; ask each figure that runs the
+# model its question (ask the model: its saved one; break it: the lesson's) (on screen the weights load on a reader's first question; paper has no reader)
 # and wait for the weights (two frames more, for what a figure draws then); turn links to the
 # site's own pages into plain text.
 WIDGETS_DRAWN_JS = """() => document.querySelectorAll('.encdec-widget').length >=
   document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length"""
 SETTLE_JS = """async () => {
   await document.fonts.ready;
-  for (const ask of document.querySelectorAll('.encdec-AskTheModel [data-testid="ask"]')) ask.click();
+  for (const ask of document.querySelectorAll('.encdec-AskTheModel [data-testid="ask"], .encdec-BreakIt [data-testid="lesson"]')) ask.click();
   if (window.encdecWeightsLoading) await window.encdecWeightsLoading.catch(() => null);
   const frame = () => new Promise((done) => requestAnimationFrame(() => done()));
   await frame(); await frame();

@@ -5,7 +5,8 @@ import torch
 
 from encdec.config import ModelConfig
 from encdec.data import EOS_ID
-from encdec.generate import greedy_decode, sample_decode, sampling_probs
+from encdec.generate import greedy_decode
+from encdec.sampling import sample_decode, sampling_probs
 from encdec.model import Transformer
 
 

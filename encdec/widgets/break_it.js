@@ -146,18 +146,18 @@ function render({ model, el }) {
   const number = (key) => h("input", { type: "number", min: -OPERAND_MAX, max: OPERAND_MAX, step: 1, id: `${uid}-${key}`,
     class: "encdec-input encdec-break-number", "data-testid": `operand-${key}`, onchange: (e) => {
       const value = Number(e.target.value);
-      if (Number.isInteger(value) && Math.abs(value) <= OPERAND_MAX) push(model, { [key]: value });
+      if (Number.isInteger(value) && Math.abs(value) <= OPERAND_MAX) act({ [key]: value });
       else draw();
     } });
   const inputA = number("a"), inputB = number("b");
   const opSelect = h("select", { id: `${uid}-op`, class: "encdec-select", "data-testid": "op-select",
-    onchange: () => push(model, { op: opSelect.value }) });
+    onchange: () => act({ op: opSelect.value }) });
   const labelA = h("label", { for: `${uid}-a`, class: "encdec-label" });
   const lesson = h("button", { type: "button", class: "encdec-btn", "data-testid": "lesson",
-    onclick: () => push(model, { a: -30, op: "subtract", b: -34 }) });
+    onclick: () => act({ a: -30, op: "subtract", b: -34 }) });
   const random = h("button", { type: "button", class: "encdec-btn", "data-testid": "random", onclick: () => {
     const pick = () => Math.floor(Math.random() * (2 * OPERAND_MAX + 1)) - OPERAND_MAX;
-    push(model, { a: pick(), op: Math.random() < 0.5 ? "add" : "subtract", b: pick() });
+    act({ a: pick(), op: Math.random() < 0.5 ? "add" : "subtract", b: pick() });
   } });
   const presetGroup = h("span", { class: "encdec-group", role: "group" });
   const status = h("div", { class: "encdec-row", "data-testid": "status" });
@@ -167,7 +167,16 @@ function render({ model, el }) {
   root.append(fieldset, h("div", { class: "encdec-toolbar" }, labelA, inputA, opSelect, inputB, lesson, random),
     h("div", { class: "encdec-toolbar" }, presetGroup), status, answers, explain, caption);
   const live = liveRegion(root);
-  let loadFailed = false;
+  let loadFailed = false, wanted = false;  // did the site's weights fail to load; has the reader acted yet
+  // A reader's change; the first one loads the site's weights (the page carries none until then).
+  function act(changes) {
+    push(model, changes);
+    if (!wanted && fromSite() && !window.encdecWeights) {
+      wanted = true;
+      siteWeights(model.get("weights_src")).then(draw, () => { loadFailed = true; draw(); });
+      draw();
+    }
+  }
 
   const chip = (id, cls = "") => h("span", { class: "encdec-chip " + cls }, TOKENS[id]);
   const marked = (tokens, truth) => tokens.map((id, i) => chip(id, i === 0 ? "kv" : id === truth[i] ? "out" : "leak"));
@@ -184,7 +193,7 @@ function render({ model, el }) {
       const id = `${uid}-m-${row.name}`;
       return h("div", { class: "encdec-break-choice" + (row.name === mistake ? " active" : "") },
         h("input", { type: "radio", name: `${uid}-mistake`, id, value: row.name, checked: row.name === mistake,
-          "data-testid": `mistake-${row.name}`, onchange: () => push(model, { mistake: row.name }) }),
+          "data-testid": `mistake-${row.name}`, onchange: () => act({ mistake: row.name }) }),
         h("label", { for: id }, breakWords(model, "m", row.name), " ",
           h("span", { class: "encdec-note", "data-testid": `count-${row.name}`, "data-right": row.right }, share(row))));
     }));
@@ -200,12 +209,14 @@ function render({ model, el }) {
     random.textContent = t(model, "break_it.random");
     presetGroup.replaceChildren(h("span", { class: "encdec-label" }, t(model, "break_it.checkpoint")),
       ...presets.map((p) => h("button", { type: "button", class: "encdec-btn" + (p === preset ? " active" : ""),
-        "aria-pressed": p === preset ? "true" : "false", "data-preset": p, onclick: () => push(model, { preset: p }) }, p)));
+        "aria-pressed": p === preset ? "true" : "false", "data-preset": p, onclick: () => act({ preset: p }) }, p)));
     caption.replaceChildren(...[].concat(t(model, "break_it.caption", { source: sourceText(model) })));
 
-    if (fromSite() && !window.encdecWeights) {  // the site's weights script is still loading
+    if (fromSite() && !window.encdecWeights) {  // not asked yet, or the site's weights script is loading
       status.className = "encdec-row encdec-status";
-      status.textContent = t(model, loadFailed ? "break_it.weights_failed" : "break_it.weights_loading", { src: model.get("weights_src") });
+      const src = { src: model.get("weights_src") };
+      status.textContent = loadFailed ? t(model, "break_it.weights_failed", src)
+        : wanted ? t(model, "break_it.weights_loading", src) : t(model, "break_it.weights_wait");
       answers.replaceChildren();
       explain.replaceChildren();
       return;
@@ -241,9 +252,6 @@ function render({ model, el }) {
   }
 
   draw();
-  if (fromSite() && !window.encdecWeights) {
-    siteWeights(model.get("weights_src")).then(draw, () => { loadFailed = true; draw(); });
-  }
   return watch(model, ["mistake", "a", "op", "b", "preset", "presets", "tables", "weights", "weights_src"], keepFocus(root, draw));
 }
 
