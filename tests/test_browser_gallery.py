@@ -249,6 +249,10 @@ def test_break_it_picks_a_mistake_and_shows_its_answer_and_count(open_page, gall
     p = open_page(gallery)
     lang = GALLERIES[gallery]
     w = wait_for_widget(p.page, "BreakIt")
+    # the page carries no weights until its reader acts: the figure says so, and runs nothing yet
+    assert w.locator("[data-testid='status']").inner_text() == text("break_it.weights_wait", lang)
+    assert w.locator("[data-testid='broken-answer']").count() == 0
+    w.locator("[data-testid='lesson']").click()
     w.locator("[data-testid='broken-answer']").wait_for(timeout=20000)  # once the site's weights are in
     lesson = encode_question(question_text(-30, "subtract", -34))
     for preset in ("modern", "historical"):
