@@ -112,56 +112,44 @@ def draw(t: Trace, lang: str = "en"):
                                     facecolor=colour, alpha=0.18, edgecolor=colour, lw=1.4))
         ax.text(x + width / 2, y, text, ha="center", va="center", fontsize=8.5)
 
-    def arrow(x0, y0, x1, y1, label, colour="#444444", side="right"):
-        ax.annotate("", xy=(x1, y1), xytext=(x0, y0),
-                    arrowprops=dict(arrowstyle="-|>", color=colour, lw=1.2, shrinkA=0, shrinkB=0))
-        dx = 0.08 if side == "right" else -0.08
-        ax.text((x0 + x1) / 2 + dx, (y0 + y1) / 2, label, fontsize=7.5, color=colour,
-                ha="left" if side == "right" else "right", va="center", family="monospace")
+    def column(x, width, parts) -> list[float]:
+        """Boxes stacked bottom to top from y = 0.3, one row apart: ``parts`` are (the shape the
+        arrow into the box carries, or None for the first, its text, its colour). Their heights."""
+        ys = []
+        for k, (shape, text, colour) in enumerate(parts):
+            y = 0.3 + k
+            if shape is not None:  # the arrow from the box below, labelled with what it hands on
+                mid = x + width / 2
+                ax.annotate("", xy=(mid, y - box_h / 2), xytext=(mid, y - 1 + box_h / 2),
+                            arrowprops=dict(arrowstyle="-|>", color="#444444", lw=1.2, shrinkA=0, shrinkB=0))
+                ax.text(mid + 0.08, y - 0.5, _fmt(shape), fontsize=7.5, color="#444444", ha="left", va="center",
+                        family="monospace")
+            box(x, y, width, text, colour)
+            ys.append(y)
+        return ys
 
     enc_w, dec_w = 3.0, 4.6
-    # encoder column, bottom to top: ids, embedding, layers, memory
-    y = 0.3
-    box(enc_x, y, enc_w, w["question"], colours["io"])
-    arrow(enc_x + enc_w / 2, y + box_h / 2, enc_x + enc_w / 2, y + 1 - box_h / 2, _fmt(t.question))
-    y += 1
-    box(enc_x, y, enc_w, w["embed"], colours["io"])
-    shape_in = t.question_states
-    enc_y = []
-    for i, (out, attn) in enumerate(t.encoder_layers, start=1):
-        arrow(enc_x + enc_w / 2, y + box_h / 2, enc_x + enc_w / 2, y + 1 - box_h / 2, _fmt(shape_in))
-        y += 1
-        box(enc_x, y, enc_w, w["enc"].format(i=i) + f"\nA {_fmt_attention(attn)}", colours["enc"])
-        enc_y.append(y)
-        shape_in = out
-    memory_y = y + 1
-    arrow(enc_x + enc_w / 2, y + box_h / 2, enc_x + enc_w / 2, memory_y - box_h / 2, _fmt(t.memory))
-    box(enc_x, memory_y, enc_w, w["memory"], colours["cross"])
+    # encoder column: ids, embedding, layers, memory; each layer hands on what the next one reads
+    enc_in = [t.question_states] + [out for out, _ in t.encoder_layers[:-1]]
+    enc_y = column(enc_x, enc_w, [
+        (None, w["question"], colours["io"]), (t.question, w["embed"], colours["io"]),
+        *[(shape, w["enc"].format(i=i) + f"\nA {_fmt_attention(attn)}", colours["enc"])
+          for i, (shape, (_, attn)) in enumerate(zip(enc_in, t.encoder_layers), start=1)],
+        (t.memory, w["memory"], colours["cross"])])
+    memory_y = enc_y[-1]
     # decoder column: ids, embedding, layers (each reads the memory), proj_to_vocab, logits
-    y = 0.3
-    box(dec_x, y, dec_w, w["answer"], colours["io"])
-    arrow(dec_x + dec_w / 2, y + box_h / 2, dec_x + dec_w / 2, y + 1 - box_h / 2, _fmt(t.decoder_input))
-    y += 1
-    box(dec_x, y, dec_w, w["embed"], colours["io"])
-    shape_in = t.answer_states
-    for i, (out, a_self, a_cross) in enumerate(t.decoder_layers, start=1):
-        arrow(dec_x + dec_w / 2, y + box_h / 2, dec_x + dec_w / 2, y + 1 - box_h / 2, _fmt(shape_in))
-        y += 1
-        box(dec_x, y, dec_w, w["dec"].format(i=i) + f"\nA self {_fmt_attention(a_self)}   A cross {_fmt_attention(a_cross)}",
-            colours["dec"])
-        # the same memory, as K and V, into this layer's cross-attention
+    dec_in = [t.answer_states] + [out for out, _, _ in t.decoder_layers[:-1]]
+    dec_y = column(dec_x, dec_w, [
+        (None, w["answer"], colours["io"]), (t.decoder_input, w["embed"], colours["io"]),
+        *[(shape, w["dec"].format(i=i) + f"\nA self {_fmt_attention(a_self)}   A cross {_fmt_attention(a_cross)}",
+           colours["dec"]) for i, (shape, (_, a_self, a_cross)) in enumerate(zip(dec_in, t.decoder_layers), start=1)],
+        (t.decoder_layers[-1][0], w["vocab"], colours["io"]), (t.logits, w["logits"], colours["io"])])
+    for y in dec_y[2:-2]:  # the same memory, as K and V, into every decoder layer's cross-attention
         ax.annotate("", xy=(dec_x, y), xytext=(enc_x + enc_w, memory_y),
                     arrowprops=dict(arrowstyle="-|>", color=colours["cross"], lw=1.0, alpha=0.8,
                                     connectionstyle="arc3,rad=-0.08", shrinkA=2, shrinkB=2))
-        shape_in = out
     ax.text((enc_x + enc_w + dec_x) / 2, memory_y + 0.12, f"{w['kv']}: {w['memory']} {_fmt(t.memory)}",
             fontsize=8, color=colours["cross"], ha="center", va="bottom")
-    arrow(dec_x + dec_w / 2, y + box_h / 2, dec_x + dec_w / 2, y + 1 - box_h / 2, _fmt(shape_in))
-    y += 1
-    box(dec_x, y, dec_w, w["vocab"], colours["io"])
-    arrow(dec_x + dec_w / 2, y + box_h / 2, dec_x + dec_w / 2, y + 1 - box_h / 2, _fmt(t.logits))
-    y += 1
-    box(dec_x, y, dec_w, w["logits"], colours["io"])
     ax.text(enc_x + enc_w / 2, rows + 0.2, w["encoder"], ha="center", fontsize=10, color=colours["enc"], weight="bold")
     ax.text(dec_x + dec_w / 2, rows + 0.2, w["decoder"], ha="center", fontsize=10, color=colours["dec"], weight="bold")
     ax.set_title(w["title"], fontsize=11)
