@@ -34,11 +34,8 @@ ORIGINAL_VAL_TOKEN_ACCURACY = 0.8213  # the original notebook's saved figure
 ORIGINAL_OVERFIT_ACCURACY = 1.0
 
 
-@torch.no_grad()
-def token_accuracy(model: Transformer, questions, answers, batch_size: int = 256) -> tuple[float, float]:
-    """Teacher-forced (loss, accuracy) per answer token, summed over every batch."""
-    was_training = model.training
-    model.eval()
+def _teacher_forced(model: Transformer, questions, answers, label_smoothing: float, batch_size: int) -> tuple[float, float]:
+    """Teacher-forced (loss, accuracy) per answer token over every batch, in the model's current mode."""
     Kq, Ka = questions.shape[1], answers.shape[1]
     ques_pos, ans_pos = model.positions(Kq), model.positions(Ka)
     correct = total = 0
@@ -47,11 +44,20 @@ def token_accuracy(model: Transformer, questions, answers, batch_size: int = 256
         q, a = questions[start : start + batch_size], answers[start : start + batch_size]
         logits = model(q, ques_pos, a, ans_pos)  # (n, Ka-1, V)
         _, labels = shift_targets(a)  # (n, Ka-1)
-        loss_sum += sequence_loss(logits, labels).item() * labels.numel()
+        loss_sum += sequence_loss(logits, labels, label_smoothing).item() * labels.numel()
         correct += (logits.argmax(-1) == labels).sum().item()
         total += labels.numel()
-    model.train(was_training)
     return loss_sum / total, correct / total
+
+
+@torch.no_grad()
+def token_accuracy(model: Transformer, questions, answers, batch_size: int = 256) -> tuple[float, float]:
+    """Teacher-forced (loss, accuracy) per answer token, summed over every batch."""
+    was_training = model.training
+    model.eval()
+    result = _teacher_forced(model, questions, answers, 0.0, batch_size)
+    model.train(was_training)
+    return result
 
 
 def smoothed_target(label: int, V: int, label_smoothing: float) -> torch.Tensor:
@@ -80,21 +86,12 @@ def loss_by_mode(model: Transformer, questions, answers, label_smoothing: float,
     x {label smoothing ``label_smoothing``, none}: what separates the curve ``train`` records (train
     mode, smoothed) from the validation loss (eval mode, plain). Dropout draws from ``seed``."""
     was_training = model.training
-    Kq, Ka = questions.shape[1], answers.shape[1]
-    ques_pos, ans_pos = model.positions(Kq), model.positions(Ka)
     out = {}
     for mode in ("train", "eval"):
         model.train(mode == "train")
         for eps in (label_smoothing, 0.0):
             torch.manual_seed(seed)  # the same dropout masks for both losses of a mode
-            loss_sum, total = 0.0, 0
-            for start in range(0, len(questions), batch_size):
-                q, a = questions[start : start + batch_size], answers[start : start + batch_size]
-                logits = model(q, ques_pos, a, ans_pos)  # (n, Ka-1, V)
-                _, labels = shift_targets(a)  # (n, Ka-1)
-                loss_sum += sequence_loss(logits, labels, eps).item() * labels.numel()
-                total += labels.numel()
-            out[(mode, eps)] = loss_sum / total
+            out[(mode, eps)] = _teacher_forced(model, questions, answers, eps, batch_size)[0]
     model.train(was_training)
     return out
 
