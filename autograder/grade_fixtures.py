@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import assignments as course
-from autograder.state import GradingState
+from autograder.state import ENV as GRADING_DIR_ENV, GradingState
 
 from autograder.paths import ROOT
 
@@ -61,13 +61,16 @@ def course_args(work: Path) -> list[str]:
     ]
 
 
-def nbgrader(*args: str, log: Path) -> int:
-    """Run ``nbgrader`` from the repository root with the venv's interpreter; append to ``log``."""
+def nbgrader(*args: str, log: Path, work: Path) -> int:
+    """Run ``nbgrader`` from the repository root with the venv's interpreter; append to ``log``. The
+    course configuration's grading state is ``work`` too (``ENCDEC_GRADING_DIR``): it never opens the
+    course's own ``grading/``, which may be another user's (the instructor's, closed to others)."""
     cmd = [sys.executable, "-m", "nbgrader", *args]
+    env = dict(os.environ, **{GRADING_DIR_ENV: str(work)})
     with open(log, "a") as f:
         f.write(f"\n$ {' '.join(cmd)}\n")
         f.flush()
-        return subprocess.run(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT).returncode
+        return subprocess.run(cmd, cwd=ROOT, env=env, stdout=f, stderr=subprocess.STDOUT).returncode
 
 
 # seconds a cell may run: the wrong structures of the kv_cache cost runs (the cheats that re-run the
@@ -98,12 +101,12 @@ def grade(work: Path, timeout: int = TIMEOUT, only: list[str] | None = None) -> 
     max_scores = course.max_scores()  # the solutions' own points
     assignments = [a for a in max_scores if any(manifest[n]["assignment"] == a for n in names)]
     for a in assignments:
-        if nbgrader("generate_assignment", a, "--force", *args, log=log) != 0:
+        if nbgrader("generate_assignment", a, "--force", *args, log=log, work=work) != 0:
             raise RuntimeError(f"nbgrader generate_assignment {a} failed; see {log}")
     for a in assignments:
         # a broken submission makes nbgrader exit 1 after grading every other student
-        nbgrader("autograde", a, f"--Execute.timeout={timeout}", *args, log=log)
-        nbgrader("generate_feedback", a, *args, log=log)
+        nbgrader("autograde", a, f"--Execute.timeout={timeout}", *args, log=log, work=work)
+        nbgrader("generate_feedback", a, *args, log=log, work=work)
     from autograder.integrity import flagged_submissions
 
     flagged: dict[str, str] = {}

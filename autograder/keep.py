@@ -204,9 +204,15 @@ def restore(dest_root: Path, kind: str, student: str, assignment: str) -> bool:
 
 def restore_unfinished(grading_root: Path, only_pid: int | None = None) -> list[tuple[str, str, str]]:
     """Every marked run under ``grading_root`` whose process is gone (or, with ``only_pid``, every
-    run of that process): restored. Returns (kind, student, assignment) of each."""
+    run of that process): restored. Returns (kind, student, assignment) of each. A grading root this
+    user cannot read holds no run of theirs: another user's loading the course configuration (a
+    teaching assistant, a grader pointed at its own folders) restores nothing and goes on."""
     done = []
-    for mark in sorted((grading_root / _KEPT).glob("*/*/*.running")):
+    try:
+        marks = sorted((grading_root / _KEPT).glob("*/*/*.running"))
+    except PermissionError:
+        return done
+    for mark in marks:
         try:
             pid = int(json.loads(mark.read_text())["pid"])
         except (OSError, ValueError, KeyError, TypeError):

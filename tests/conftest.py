@@ -24,8 +24,8 @@ SETUP_TIMES = ROOT / "build" / "make-test-blocks.txt"
 # fork server fail to start (exit 1) and a memory fixture's outcome change, so the two batches take
 # turns.
 GROUPS = {"grading-batches": ["tests/test_sandbox.py", "tests/test_sandbox_hostile.py", "tests/test_unprivileged.py",
-                              "tests/test_grading_fixtures.py", "tests/test_grading_intake.py", "tests/test_exercises_zh.py",
-                              "tests/test_report.py",
+                              "tests/test_grading_fixtures.py", "tests/test_grading_intake.py", "tests/test_message_cap.py",
+                              "tests/test_exercises_zh.py", "tests/test_report.py",
                               "tests/test_hub.py"]}
 GROUP_OF = {module: group for group, modules in GROUPS.items() for module in modules}
 # the units (a group, else a module) that take longest, longest first (the time by block of a

@@ -31,10 +31,13 @@ ROOT = Path(__file__).resolve().parents[1]
 USER = "encdec-grader-test"
 GROUP = "encdec-course-test"  # the course's group that lets the plain user read solutions/
 SUITES = ["tests/test_sandbox_hostile.py", "tests/test_sandbox.py", "tests/test_grading_fixtures.py"]
-# `make test`: one representative, stock `nbgrader autograde` in the unprivileged sandbox with the
+# `make test`: two representatives, stock `nbgrader autograde` in the unprivileged sandbox with the
 # hostile students that attack it (reading hidden files, writing outside, the network, fork
-# bombs, ...); `make test-all` (marker matrix): all three suites.
-REPRESENTATIVE = ["tests/test_sandbox.py::test_stock_nbgrader_autograde_runs_in_the_sandbox"]
+# bombs, ...), and with the kernels whose one message is past the relay's limit (relay.py: its
+# thread starts after the launcher's own namespace, which a plain user's launcher makes);
+# `make test-all` (marker matrix): all three suites.
+REPRESENTATIVE = ["tests/test_sandbox.py::test_stock_nbgrader_autograde_runs_in_the_sandbox",
+                  "tests/test_message_cap.py::test_the_relay_cuts_in_a_kernel_of_this_user"]
 # while developing: other pytest arguments for the run as a plain user
 SELECT = os.environ.get("ENCDEC_UNPRIVILEGED_ARGS", "").split()
 

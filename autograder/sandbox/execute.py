@@ -21,6 +21,8 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Integer, Unicode, default
 
+from encdec.grading import language
+
 from .kernel import KERNEL_NAME, SandboxKernelManager
 from .sandbox import check_available
 
@@ -225,10 +227,15 @@ class SandboxedExecute(Execute):
             self.settle_outputs(cell, index)
             return cell, resources
         except DeadKernelError:
-            self._stopped = ("the kernel died in an earlier cell (os._exit, a crash, or the memory, "
-                             "CPU or process limit of the grading sandbox)")
-            cell.outputs.append(_error_output("DeadKernelError",
-                                              "the kernel died while running this cell"))
+            cut = self.km.message_cut() if isinstance(self.km, SandboxKernelManager) else None
+            if cut is not None:  # the relay stopped it: a message past the limit (relay.py)
+                self._stopped = self._message_cut(cut)
+                cell.outputs.append(_error_output("MessageTooLarge", self._stopped))
+            else:
+                self._stopped = ("the kernel died in an earlier cell (os._exit, a crash, or the memory, "
+                                 "CPU or process limit of the grading sandbox)")
+                cell.outputs.append(_error_output("DeadKernelError",
+                                                  "the kernel died while running this cell"))
         except CellTimeoutError:
             self._stopped = "an earlier cell ignored the interrupt after its time limit; kernel stopped"
             cell.outputs.append(_error_output(
@@ -237,6 +244,16 @@ class SandboxedExecute(Execute):
         if monotonic() > self._deadline and self._stopped is None:
             self._stopped = f"the notebook ran out of time ({self.notebook_timeout} s for all cells)"
         return cell, self.resources
+
+    def _message_cut(self, cut: dict) -> str:
+        """The relay's record of a message cut, in the submission's words; also kept in the notebook's
+        metadata (``encdec.stopped``: the key and its parameters) for the tests and the report."""
+        params = {"limit_mb": int(cut.get("limit_bytes", 0)) >> 20, "limit_frames": int(cut.get("limit_frames", 0)),
+                  "channel": str(cut.get("channel", ""))[:16]}
+        meta = self.nb.metadata.setdefault("encdec", {})
+        meta["stopped"] = {"key": "message_cut", **params, "why": str(cut.get("why", ""))[:32]}
+        with language.speaking(meta.get("language") or language.DEFAULT):
+            return language.text("message_cut", **params)
 
     def _kill_kernel(self) -> None:
         if self.km is not None and self.km.has_kernel:

@@ -25,13 +25,14 @@ import tempfile
 import threading
 from pathlib import Path
 
+import zmq
 from jupyter_client import kernelspec
 from jupyter_client.manager import AsyncKernelManager
 from traitlets import Bool, Float, Integer, Unicode, default
 from traitlets.config import LoggingConfigurable
 
 from .. import edition
-from . import mounts, safefs
+from . import mounts, relay, safefs
 from .cgroups import Cgroup
 from .policy import SOCK_FILES, Policy
 from .sandbox import Limits, SandboxUnavailable, UidSlot, check_available, kernel_cgroup, package_path, \
@@ -86,6 +87,7 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
         self._holder: Path | None = None  # root's folder holding the scratch folder
         self._scratch: Path | None = None
         self._mounted: list[Path] = []  # its tmpfs mounts (as root): the scratch and socket folders
+        self._relaydir: Path | None = None  # where the grader connects: the launcher's relay (relay.py)
 
     @default("kernel_spec_manager")
     def _kernel_spec_manager_default(self):
@@ -178,7 +180,11 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
             mounts.tmpfs(str(self._sockdir), Policy(limits).sock_mb(), SOCK_FILES, uid, gid, mode=0o700)
             self._mounted.append(self._sockdir)
         policy["sockdir"] = str(self._sockdir)
-        self.ip = str(self._sockdir / "k")
+        # The grader connects to the launcher's metering relay, in a folder of its own (0700) that no
+        # sandbox mounts; the kernel binds its sockets in its socket folder (relay.py)
+        self._relaydir = Path(tempfile.mkdtemp(prefix=mounts.folder_prefix("r"), dir=socket_base(self.temp_dir)))
+        policy["relay"] = str(self._relaydir)
+        self.ip = str(self._relaydir / "k")
         self.connection_file = str(self._sockdir / "connection.json")
         # The kernel's working folder: a scratch copy, in a folder of root's (0700), bound at
         # nbgrader's working folder inside the sandbox. Nothing of it is ever copied back. As
@@ -210,6 +216,7 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
         """After the kernel, in every outcome: no process of its uid left, its scratch and socket
         folders removed (safefs: the kernel could write there), its uid slot given back."""
         slot, holder, sockdir, workdir = self._slot, self._holder, self._sockdir, self._workdir
+        relaydir, self._relaydir = self._relaydir, None
         mounted, self._mounted = self._mounted, []
         self._slot = self._holder = self._scratch = self._sockdir = None
         try:
@@ -220,7 +227,7 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
                     mounts.umount(str(mount))
                 except OSError as err:
                     self.log.warning("sandbox: could not unmount %s: %r", mount, err)
-            for folder in (holder, sockdir):
+            for folder in (holder, sockdir, relaydir):
                 if folder is None:
                     continue
                 try:
@@ -230,6 +237,17 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
         finally:
             if slot is not None:
                 slot.release()
+
+    def message_cut(self) -> dict | None:
+        """The message the relay cut, if it cut one (relay.py's record), while the kernel's folders last."""
+        return relay.read_cut(self._relaydir)
+
+    def client(self, **kwargs):
+        """A client whose sockets refuse a frame past the message limit (libzmq's MAXMSGSIZE): a second
+        line behind the relay, which meters the whole message."""
+        kc = super().client(**kwargs)
+        kc.context.setsockopt(zmq.MAXMSGSIZE, self.limits().message_mb << 20)  # its channels' sockets, made later
+        return kc
 
     async def _async_start_kernel(self, **kw):
         try:

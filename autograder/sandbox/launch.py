@@ -20,6 +20,10 @@ of its code runs: on the bwrap path this launcher moves itself in before it star
 the zygote path it sends the zygote open `cgroup.procs` files, and the supervisor moves itself
 in before it forks the kernel (the zygote cannot see /sys/fs/cgroup).
 
+Either way the grader reaches the kernel only through this launcher's metering relay (relay.py,
+`prepare_relay`): the kernel binds its sockets in its socket folder, and a message past the limit
+stops this launcher, and so the kernel, before the grader receives it.
+
 Either way killing this process (what jupyter_client does) kills the kernel and everything it
 started. Interrupts travel as messages (the kernelspec's `interrupt_mode`), so SIGINT sent to
 this process group is ignored here.
@@ -33,7 +37,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder.sandbox import cgroups, mounts, safefs, seccomp
+from autograder.sandbox import cgroups, mounts, relay, safefs, seccomp
 from autograder.sandbox.sandbox import (
     Limits, Policy, SandboxUnavailable, bwrap_command, kernel_environment, privileged, read_policy)
 
@@ -44,7 +48,8 @@ def _die_with_parent() -> None:
         sys.exit(70)
 
 
-def via_zygote(policy: dict, connection_file: str, extra: list[str], log: Path) -> int:
+def via_zygote(policy: dict, connection_file: str, extra: list[str], log: Path, relay_on) -> int:
+    relay_on()
     scratch, sockdir = Path(policy["scratch"]), Path(policy["sockdir"])
     req = {
         "policy": policy, "connection_file": connection_file, "extra": extra, "log": str(log),
@@ -82,13 +87,14 @@ def via_zygote(policy: dict, connection_file: str, extra: list[str], log: Path) 
                 return code if code >= 0 else 128 - code
 
 
-def via_bwrap(policy: dict, connection_file: str, extra: list[str], log: Path) -> int:
+def via_bwrap(policy: dict, connection_file: str, extra: list[str], log: Path, relay_on) -> int:
     kernel = [sys.executable, "-m", "ipykernel_launcher", "-f", connection_file, *extra]
     cgroup = policy_cgroup(policy)
     if cgroup is not None:
         cgroup.join()  # this launcher, so prlimit, bwrap and the kernel are born inside
     if not privileged():  # as root the grader mounted the working folder's tmpfs already
-        own_working_folder(policy)
+        own_working_folder(policy)  # unshares: this launcher must still have one thread
+    relay_on()
     fd = seccomp.program_fd(Policy(Limits(**policy["limits"])).seccomp_program())
     cmd = bwrap_command(policy, kernel, fd)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
@@ -126,6 +132,34 @@ def policy_cgroup(policy: dict) -> cgroups.Cgroup | None:
     return cgroup
 
 
+def prepare_relay(policy: dict, connection_file: str):
+    """The metering relay between the grader and the kernel (relay.py), listening before the kernel
+    starts: the kernel's connection file (its sockets in its socket folder), and the call that starts
+    the relay's thread. Each launch path makes that call before the kernel starts, and after its
+    last `unshare`: a process of two threads cannot enter a new user namespace (EINVAL), which is
+    how the launcher without root makes its working folder's tmpfs. A message cut stops this
+    launcher, and so the kernel, on both launch paths."""
+    import threading
+
+    sockdir, limits = Path(policy["sockdir"]), Limits(**policy["limits"])
+    info = json.loads(Path(connection_file).read_text())  # read before the kernel runs
+    kernel_file = relay.kernel_connection(connection_file, sockdir)
+    os.chown(kernel_file, policy["uid"], policy.get("gid", policy["uid"]), follow_symlinks=False)
+    meter = relay.Relay(info, str(sockdir / "k"), Path(policy["relay"]), limits.message_mb << 20,
+                        limits.message_frames)
+
+    def serve() -> None:
+        cut = meter.run()
+        print(f"encdec sandbox: the kernel sent a message past the limit ({cut.why}: {cut.size} bytes, "
+              f"{cut.frames} frames); it was stopped", file=sys.stderr, flush=True)
+        os._exit(RELAY_CUT)
+
+    return str(kernel_file), lambda: threading.Thread(target=serve, daemon=True).start()
+
+
+RELAY_CUT = 75  # the launcher's exit status when the relay cut a message
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 2 or argv[0] != "-f":
         print("usage: python -I -m autograder.sandbox.launch -f CONNECTION_FILE [kernel args]", file=sys.stderr)
@@ -145,8 +179,10 @@ def main(argv: list[str]) -> int:
         # never to the grader's terminal or log, which other kernels share.
         log = Path(policy["sockdir"]) / "kernel.log"
         log.touch(mode=0o600)
+        kernel_file, relay_on = (prepare_relay(policy, connection_file) if policy.get("relay")
+                                 else (connection_file, lambda: None))
         run = via_zygote if policy.get("zygote") else via_bwrap
-        code = run(policy, connection_file, extra, log)
+        code = run(policy, kernel_file, extra, log, relay_on)
     except (SandboxUnavailable, OSError, KeyError, ValueError) as err:
         print(f"encdec sandbox: cannot start the kernel: {err}", file=sys.stderr)
         return 70

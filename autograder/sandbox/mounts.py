@@ -83,8 +83,8 @@ def tmpfs(path: str, size_mb: int, files: int, owner: int, group: int, mode: int
 
 
 # encdec-<kind>-<grader pid>-<random>: kernel socket folder (k), working folder holder (w), the
-# zygote's socket (z) and scratch (zw) areas
-_FOLDER = re.compile(r"^encdec-(?:k|w|z|zw)-(\d+)-")
+# zygote's socket (z) and scratch (zw) areas, the grader's side of a kernel's relay (r, relay.py)
+_FOLDER = re.compile(r"^encdec-(?:k|w|z|zw|r)-(\d+)-")
 
 
 def folder_prefix(kind: str) -> str:

@@ -38,6 +38,12 @@ class Limits:
     work_files: int = _limit(4096, "Files and folders the kernel's working folder may hold (its tmpfs's nr_inodes).")
     threads: int = _limit(1, "OMP/MKL threads of the kernel: workers run side by side, one core each.")
     cpus: float = _limit(1.0, "CPU quota of the whole kernel, all its processes together (its cgroup).")
+    # one message from the kernel to the grader, metered at the socket before the grader receives it
+    # (relay.py): above the echo of a cell's code (under the intake limit of 10 MB) and one print of a
+    # 30 MB line (the hostile row big_line: the output cap cuts it to the cell's budget, graded on)
+    message_mb: int = _limit(32, "Largest message (all its frames) the kernel may send the grader (MiB); past it "
+                                 "the kernel is stopped before the grader receives the message.")
+    message_frames: int = _limit(64, "Frames of one message from the kernel (a jupyter message has 7 and its buffers).")
 
 
 SOCK_FILES = 64  # files of the socket folder: connection file, policy, log, ZeroMQ sockets
@@ -143,6 +149,9 @@ class Policy:
             ("seccomp: EPERM", ", ".join(f"`{n}`" for n in self.seccomp_eperm)
              + f"; `clone` and `unshare` with {flags}"),
             ("seccomp: ENOSYS", ", ".join(f"`{n}`" for n in self.seccomp_enosys) + " (glibc falls back to `clone`)"),
+            ("each message to the grader", f"at most {lim.message_mb} MiB and {lim.message_frames} frames, metered "
+                                           "at the socket by the launcher's relay before the grader receives it "
+                                           "(`relay.py`); past it the kernel is stopped"),
         ]
         return "\n".join(["| `sandbox.Policy()` | |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows)])
 

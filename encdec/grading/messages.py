@@ -67,6 +67,8 @@ MESSAGES = {
         "repair_too_many_cells": ("The file `{file}` has {cells} cells, more than the {limit} a notebook handed in may "
                                   "have, so it was not read: the exercise's notebook with no answers was graded in its "
                                   "place and every test scores 0. Remove the extra cells, and hand it in again."),
+        "message_cut": ("The kernel sent the grader a message of more than {limit_mb} MB or {limit_frames} parts "
+                        "({channel}): it was stopped before the grader received it; later cells were not run."),
         "repair_renamed": ("The notebook was handed in as `{file}`; it was graded as `{name}`, the exercise's "
                            "notebook. Keep the exercise's file name."),
         "repair_schema": ("The cell {cell} has nbgrader metadata of an older release (schema version {version}); "
@@ -240,6 +242,8 @@ MESSAGES = {
                              "读取它：改为批改没有作答的练习笔记本，每个测试都得 0 分。请清除过大的输出和文本后重新提交。"),
         "repair_too_many_cells": ("文件 `{file}` 有 {cells} 个单元，超过了提交的笔记本最多 {limit} 个单元的限制，因此"
                                   "没有读取它：改为批改没有作答的练习笔记本，每个测试都得 0 分。请删除多余的单元后重新提交。"),
+        "message_cut": ("内核向批改程序发送了超过 {limit_mb} MB 或 {limit_frames} 个部分的消息（{channel}）：在批改程序"
+                        "收到之前已将其停止；后面的单元没有运行。"),
         "repair_renamed": "笔记本以 `{file}` 的名字提交；它被当作练习的笔记本 `{name}` 批改。请保留练习的文件名。",
         "repair_schema": "单元 {cell} 带有旧版发布的 nbgrader 元数据（模式版本 {version}）；已用 nbgrader 自己的升级更新。",
         "repair_flags": "单元 {cell} 的 nbgrader 设置被改动（{flags}）；已恢复为练习的设置。",
