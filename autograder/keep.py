@@ -8,9 +8,9 @@ grader, a kill or a timeout left the student with no graded notebook. Through nb
 extension points only:
 
 - ``KeepLastGrade``, the first step of autograde's and of feedback's preprocessors, marks the
-  submission as being regraded (a file naming this process) before anything is written, and
-  has a watcher thread look, five times a second, whether its converter is still converting
-  (and, at exit, the command line's);
+  submission as being regraded (a file naming this process) before anything is written; the
+  end of its converter's ``convert_notebooks``, finished or failed, is seen where it happens
+  (``_install``: the one wrapper of nbgrader's this module makes, at import);
 - ``after``, nbgrader's ``post_convert_hook``, runs only when every notebook of the submission was
   converted: it keeps a copy of the new folder (and, for autograde, the submission's gradebook
   rows) and clears the mark;
@@ -30,7 +30,6 @@ import os
 import shutil
 import sys
 import threading
-import time
 import weakref
 from pathlib import Path
 
@@ -119,52 +118,51 @@ def begin(dest_root: Path, kind: str, student: str, assignment: str) -> Path:
 # (student, assignment) -> (folder root, kind, the converter): the runs of this process under way
 _RUNNING: dict[tuple[str, str], tuple[Path, str, weakref.ref]] = {}
 _LOCK = threading.RLock()
-_POLL_S = 0.2
 
 
-def _converting(converter) -> bool:
-    """Whether some thread of this process is inside ``converter.convert_notebooks``."""
-    for frame in sys._current_frames().values():
-        while frame is not None:
-            if frame.f_code.co_name == "convert_notebooks" and frame.f_locals.get("self") is converter:
-                return True
-            frame = frame.f_back
-    return False
-
-
-def _watch() -> None:
-    """Put back each run of this process whose converter has stopped converting with its mark still
-    there (it failed: ``after`` clears the mark of a run that finished). In a formgrader the grade
-    is back a fraction of a second after its Autograde button's call returns."""
-    while True:
-        time.sleep(_POLL_S)
-        with _LOCK:
-            for key, (dest_root, kind, ref) in list(_RUNNING.items()):
-                converter = ref()
-                if converter is None or not _converting(converter):
-                    _finished(dest_root, kind, *key)
-            if not _RUNNING:
-                return
-
-
-def _watching(key: tuple[str, str], entry: tuple[Path, str, weakref.ref]) -> None:
-    global _WATCHER
+def _ended(converter) -> None:
+    """``converter.convert_notebooks`` has returned or raised: each run it marked and did not finish
+    (``after`` unmarks a finished one) failed, and is put back."""
     with _LOCK:
-        _RUNNING[key] = entry
-        if _WATCHER is None or not _WATCHER.is_alive():
-            _WATCHER = threading.Thread(target=_watch, name="keep-last-grade", daemon=True)
-            _WATCHER.start()
+        for key, (dest_root, kind, ref) in list(_RUNNING.items()):
+            if ref() is converter or ref() is None:
+                _finished(dest_root, kind, *key)
+
+
+def _install() -> None:
+    """Wrap nbgrader's ``BaseConverter.convert_notebooks`` once per process, so that the end of every
+    conversion, finished or failed, is known where it happens: on the command line, in the
+    formgrader's server (its API converts in-process), in the driver and the queue. nbgrader has a
+    hook for a conversion that finished (``post_convert_hook``), none for one that failed. (A watcher
+    thread that looked for the converter in other threads' frames did this before: holding those
+    frames moved their locals' release into the watcher's thread, and with torch in the grader
+    that deadlocked a queue worker.)"""
+    from nbgrader.converters.base import BaseConverter
+
+    convert = BaseConverter.convert_notebooks
+    if getattr(convert, "_keeps_last_grade", False):
+        return
+
+    def convert_notebooks(self) -> None:
+        try:
+            convert(self)
+        finally:
+            _ended(self)
+
+    convert_notebooks._keeps_last_grade = True
+    convert_notebooks.__doc__ = convert.__doc__
+    BaseConverter.convert_notebooks = convert_notebooks
+
+
+_install()
 
 
 @atexit.register
 def _at_exit() -> None:
-    """The command line: nbgrader exits on a failure before the watcher looks again."""
+    """A run still marked when the process exits (an exit inside a conversion): put back."""
     with _LOCK:
         for key, (dest_root, kind, _) in list(_RUNNING.items()):
             _finished(dest_root, kind, *key)
-
-
-_WATCHER: threading.Thread | None = None
 
 
 def after(notebooks: list[str], **_) -> None:
@@ -245,7 +243,8 @@ class KeepLastGrade(NbGraderPreprocessor):
         student, assignment = info["student"], info["assignment"]
         mark = begin(dest_root, kind, student, assignment)
         mark.write_text(json.dumps({"pid": os.getpid(), "db_url": cd.db_url, "course_id": cd.course_id}))
-        _watching((student, assignment), (dest_root, kind, weakref.ref(converter)))
+        with _LOCK:
+            _RUNNING[(student, assignment)] = (dest_root, kind, weakref.ref(converter))
         return nb, resources
 
 

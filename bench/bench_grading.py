@@ -238,6 +238,9 @@ def main() -> int:
                   f"({n / t_q * 60:5.1f} notebooks/min, {t_q * k / n:.2f} worker-s per notebook, "
                   f"{busy / n:.2f} s busy in jobs)")
         print(f"stock nbgrader (zygote), 1 process: {t_stock / n:.2f} worker-s per notebook")
+        print(f"queue's default (forking) workers, worker-s per notebook / the driver's ({args.workers} workers): "
+              f"2 workers {t_queue2[0] * 2 / n / per_ours:.2f}x, 1 worker {t_queue1[0] / n / per_ours:.2f}x "
+              f"(target <= 1.2x)")
         print(f"throughput ratio: driver / stock with fresh bwrap {t_stock_bwrap / t_ours:.2f}x, "
               f"driver / stock with zygote {t_stock / t_ours:.2f}x (target >= 2.5x)")
         print(f"cost per notebook / plain floor: driver {per_ours / floor_plain:.2f}x, stock with zygote "

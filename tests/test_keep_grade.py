@@ -92,7 +92,7 @@ def test_a_killed_regrade_is_undone_by_the_next_command(course):
 
 def test_the_formgraders_failed_autograde_leaves_the_last_grade(course):
     """The formgrader's Autograde button calls nbgrader's API in the server's own process; the
-    grade is back when the call returns, while the server goes on."""
+    grade is back by the time the call returns (no waiting), while the server goes on."""
     before = _state(course, "alice")
     code = f"""
 import json, sys
@@ -103,10 +103,7 @@ app.initialize([{BROKEN!r}])  # the course configuration, as the formgrader load
 api = NbGraderAPI(coursedir=app.coursedir, parent=app)
 result = api.autograde({A!r}, "alice")
 graded = app.coursedir.format_path(app.coursedir.autograded_directory, "alice", {A!r}) + "/{A}.ipynb"
-import os, time
-deadline = time.monotonic() + 2  # the watcher looks five times a second
-while not os.path.isfile(graded) and time.monotonic() < deadline:
-    time.sleep(0.05)
+import os
 print(json.dumps({{"success": result["success"], "graded": os.path.isfile(graded)}}))
 """
     out = subprocess.run([sys.executable, "-c", code], cwd=course, capture_output=True, text=True, timeout=600)

@@ -79,6 +79,9 @@ def worker(url: str, burst: bool, name: str | None, heartbeat: int = 10, grace: 
     import nbgrader.converters  # noqa: F401 - paid once, not once per job
 
     config = load_config(Path.cwd())  # imports the course's preprocessors and the sandbox
+    from .unit import preload
+
+    preload()  # the judges (torch), the integrity scan, the gradebook: imported here, not in every job
     from autograder.sandbox.kernel import Zygote
 
     Zygote.prestart(config)  # torch imported once in the sandbox, for every job's kernels

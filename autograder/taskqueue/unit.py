@@ -180,3 +180,18 @@ def _readable(path: Path) -> bool:
         return True
     except Exception:  # noqa: BLE001 - any reason it cannot be read is the submission's
         return False
+
+
+def preload() -> None:
+    """What grading a notebook imports in the grader, imported once: a forking worker (jobs.py) calls
+    it before its first fork, so that each job inherits it instead of importing it again. The judges
+    import torch and the model (about 2 s a job on this course's machine), the integrity scan
+    IPython's input transformer, the gradebook SQLite's dialect."""
+    from IPython.core.inputtransformer2 import TransformerManager  # noqa: F401
+    from nbgrader.api import Gradebook
+
+    from autograder import judge
+
+    judge.checks()
+    with Gradebook("sqlite:///:memory:"):
+        pass
