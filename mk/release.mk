@@ -21,10 +21,11 @@ define STUDENT_README
   the visible checks your notebooks run, and the trained `overfit`, `historical` and `modern`
   models the chapters and exercises load, so you never retrain). No solutions, no hidden tests,
   no grader.
-- `exercises/`: the three exercises, one folder each, with the stored inputs and outputs of
-  their visible checks (`reference/`): `decoder_block` (chapter 11), `target_slicing`
-  (chapter 12) and `kv_cache` (chapter 13).
-- `exercises/zh/`: the same three exercises in Chinese (instructions and feedback); the code,
+- `exercises/`: the warm-up and the three exercises, one folder each, with the stored inputs and
+  outputs of their visible checks (`reference/`): `warmup` (chapters 11–13, stretch parts
+  included), `decoder_block` (chapter 11), `target_slicing` (chapter 12) and `kv_cache`
+  (chapter 13).
+- `exercises/zh/`: the same four exercises in Chinese (instructions and feedback); the code,
   the checks and the grading are the same. Use the language your instructor tells you.
 
 ## Set up (Python 3.11 or newer)

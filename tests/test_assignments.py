@@ -109,6 +109,6 @@ def test_importing_the_grader_does_no_work():
              "A.nbgrader_cells = lambda p: sys.exit(f'read {p} at import')\n"
              "import autograder.judge, autograder.preprocessors\n"
              "assert not {'autograder.judge.decoder_block', 'autograder.judge.target_slicing',\n"
-             "            'autograder.judge.kv_cache'} & set(sys.modules)\n")
+             "            'autograder.judge.kv_cache', 'autograder.judge.warmup'} & set(sys.modules)\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -79,7 +79,7 @@ def test_unpacked_the_visible_checks_find_their_inputs(zips, tmp_path):
     ("ch13_generation", "kv_cache", ""), ("zh/ch11_cross_attention", "decoder_block", "zh/"),
     ("zh/ch12_what_you_trained", "target_slicing", "zh/"), ("zh/ch13_generation", "kv_cache", "zh/"),
     *((page, name, prefix) for page, prefix in (("index", ""), ("zh/index", "zh/"))
-      for name in ("decoder_block", "target_slicing", "kv_cache"))])
+      for name in ("warmup", "decoder_block", "target_slicing", "kv_cache"))])
 def test_chapters_link_the_zip_not_a_lone_notebook(page, assignment, prefix):
     text = (ROOT / "book" / f"{page}.md").read_text(encoding="utf-8")
     assert f"build/exercise_downloads/{prefix}{assignment}.zip>`" in text

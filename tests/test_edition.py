@@ -136,7 +136,7 @@ def probes(editions, tmp_path_factory) -> dict[str, dict]:
 
 
 def test_every_assignment_has_targets():
-    assert ASSIGNMENTS == ["decoder_block", "kv_cache", "target_slicing"]
+    assert ASSIGNMENTS == ["decoder_block", "kv_cache", "target_slicing", "warmup"]
     assert "encdec.model.DecoderBlock.forward" in edition.targets("decoder_block")
 
 
@@ -157,7 +157,9 @@ def test_given_parts_match_the_package(probes, assignment):
         assert got["last_attention"] is None  # the fused twin keeps no weights
     else:
         assert got["decoder"] < 1e-5, got
-        assert got["last_attention"] == [2, 4, 5, 5]
+        # where the masked softmax is an exercise (warmup), the given heads attend through the fused twin
+        fused = "encdec.attention.masked_softmax" in edition.targets(assignment)
+        assert got["last_attention"] == (None if fused else [2, 4, 5, 5])
     assert all(got[m] == "absent" for m in ("encdec.train", "encdec.presets", "encdec.widgets")), got
 
 
@@ -178,9 +180,11 @@ def test_source_holds_no_target_body(editions, assignment):
     generate = ast.parse(text["generate.py"])
     generate.body = [node for node in generate.body if getattr(node, "name", None) != "pick_next"]
     assert "argmax" not in ast.unparse(generate)
-    if assignment == "decoder_block":
+    if assignment in ("decoder_block", "warmup"):
         assert "torch.triu" not in text["attention.py"] and "masked_fill" not in text["attention.py"]
-        assert "torch.softmax" not in text["attention.py"] and "attention_cross(out_2" not in text["model.py"]
+        assert "torch.softmax" not in text["attention.py"]
+    if assignment == "decoder_block":
+        assert "attention_cross(out_2" not in text["model.py"]
     if assignment == "kv_cache":
         assert "torch.cat" not in text["attention.py"]
     if assignment == "target_slicing":

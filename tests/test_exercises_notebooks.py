@@ -49,7 +49,7 @@ def _mangled(assignment: str, edit, tmp_path: Path, lang: str = "") -> Path:
     release folder (reference files, the folder's nbgrader config)."""
     import nbformat
 
-    prefix = {"decoder_block": "db", "target_slicing": "ts", "kv_cache": "kv"}[assignment]
+    prefix = {"decoder_block": "db", "target_slicing": "ts", "kv_cache": "kv", "warmup": "wu"}[assignment]
     nb = nbformat.read(graded_notebook(f"{prefix}_pass_all"), as_version=4)
     if lang:
         nb.metadata.setdefault("encdec", {})["language"] = lang

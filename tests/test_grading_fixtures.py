@@ -27,8 +27,16 @@ MANIFEST = table.grading()
 # judged by the same grader code in either sandbox mode, and their kernels do nothing the mode
 # changes: the pass as root grades them.
 ATTACKS = ("cheat_", "tamper_", "broken_", "hostile_")
-SELECTED = sorted(n for n in MANIFEST if os.environ.get("ENCDEC_FIXTURES") != "attacks"
-                  or n.startswith(ATTACKS) or n.endswith("_pass_all") or n == "db_bug_mlp_skipped")
+# The warm-up's rows: `make test` hands in the solution, the stub and one mistake per part through
+# stock nbgrader (the plumbing of each kind of check), and judges every row in process
+# (tests/test_grading_warmup.py: the same judges on the same cells, a fraction of the time);
+# ENCDEC_FIXTURES_ALL=1 (`make test-all`) hands every row in.
+WARMUP_SAMPLE = ("wu_pass_all", "wu_stub", "wu_bug_kv_length_from_queries", "wu_bug_mask_after_softmax",
+                 "wu_bug_padding_on_queries", "wu_bug_top_p_crossing_token")
+IN_FULL = os.environ.get("ENCDEC_FIXTURES_ALL") == "1"
+SELECTED = sorted(n for n in MANIFEST if (os.environ.get("ENCDEC_FIXTURES") != "attacks"
+                                          or n.startswith(ATTACKS) or n.endswith("_pass_all") or n == "db_bug_mlp_skipped")
+                  and (IN_FULL or not n.startswith("wu_") or n in WARMUP_SAMPLE))
 
 
 def test_one_table_names_every_built_submission_once():

@@ -103,7 +103,7 @@ def test_a_message_past_the_limit_stops_the_kernel_with_the_reason_stated(stock_
 
 @pytest.mark.grading
 def test_honest_notebooks_keep_full_marks_through_the_relay(stock_batch):
-    assert stock_batch.rows["db_pass_all"].actual == 11 and stock_batch.rows["kv_pass_all"].actual == 9
+    assert stock_batch.rows["db_pass_all"].actual == 11 and stock_batch.rows["kv_pass_all"].actual == 11
 
 
 @pytest.mark.grading

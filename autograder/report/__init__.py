@@ -1,6 +1,6 @@
 """The class-wide misconception report, written after ``nbgrader autograde``.
 
-    python -m autograder.report decoder_block target_slicing kv_cache [--out DIR]
+    python -m autograder.report warmup decoder_block target_slicing kv_cache [--out DIR]
 
 For each assignment and graded item: how many students passed, hit each named misconception,
 got an unnamed observation ("Observed: ...") or failed another way, with one anonymised example

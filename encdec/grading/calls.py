@@ -160,8 +160,9 @@ def raised_in(exc: BaseException) -> dict:
     return {"student": student, "innermost": last}
 
 
-def call_decode(impl, meta, a) -> dict:
-    """Cached greedy decoding on the given model, counting what the decoder is fed.
+def call_decode(impl, meta, a, prefix: Tensor | None = None) -> dict:
+    """Cached greedy decoding on the given model, counting what the decoder is fed (``prefix``: the
+    decoder prefix (N, P) the stretch's decoding continues, passed before ``max_new_tokens``).
 
     The model carries the structure traits its inputs name (``structure.py``): a structure check is
     judged by the tokens too. The counts come from hooks on the given model in this process: they
@@ -207,7 +208,8 @@ def call_decode(impl, meta, a) -> dict:
               for i, layer in enumerate(model.decoder.layers)]
     try:
         with torch.no_grad():
-            tokens = impl(model, _t(a["ques"]), int(meta["n"]))
+            given = (_t(a["ques"]),) if prefix is None else (_t(a["ques"]), prefix)
+            tokens = impl(model, *given, int(meta["n"]))
     except NotImplementedError:
         raise
     except Exception as exc:  # noqa: BLE001 (what ran before the failure can still be judged)
@@ -224,6 +226,12 @@ def call_decode(impl, meta, a) -> dict:
     return {"tokens": as_array(tokens, "greedy_decode_cached(...)"), "encoder_calls": np.array(counts["enc"]),
             "decoder_lengths": np.array(counts["dec"], dtype=np.int64), "step_logits": step_logits,
             **_steps_fed(counts, len(model.decoder.layers))}
+
+
+def call_prefill(impl, meta, a) -> dict:
+    """The stretch: cached greedy decoding that continues a decoder prefix (N, P), instrumented as
+    ``call_decode``."""
+    return call_decode(impl, meta, a, prefix=_t(a["prefix"]))
 
 
 _MAX_STEPS = 64  # steps whose decoder input is recorded
@@ -253,9 +261,63 @@ def _cache_shapes(caches: dict, layers: int) -> np.ndarray:
     return out
 
 
+# --- the warm-up (exercise ``warmup``): shapes, the causal mask by hand, padding, sampling ---------
+
+def _shape(x: Any, what: str) -> np.ndarray:
+    """A shape the student's code returned (a tuple, list or torch.Size of ints) as an int64 array."""
+    if isinstance(x, (tuple, list)) and all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) for n in x):
+        return np.array([int(n) for n in x], dtype=np.int64)
+    raise TypeError(f"{what} must be a shape: a tuple of ints such as (2, 5, 16), got {x!r:.80}")
+
+
+def call_shapes(impl, meta, a) -> dict:
+    out = {}
+    for i, sizes in enumerate(meta["cases"]):  # each case: the sizes as keyword arguments
+        got = impl(**sizes)
+        if not isinstance(got, dict):
+            raise TypeError(f"attention_shapes must return a dict of shapes, got {type(got).__name__}")
+        for key in meta["keys"]:
+            if key not in got:
+                raise KeyError(f"attention_shapes returned no shape for {key!r} (its keys: {sorted(map(str, got))})")
+            out[case(key, i)] = _shape(got[key], f"the shape of {key}")
+    return out
+
+
+def call_causal_mask(impl, meta, a) -> dict:
+    return {case("mask", i): as_array(impl(int(T)), "causal_mask(T)") for i, T in enumerate(meta["sizes"])}
+
+
+def call_causal_softmax(impl, meta, a) -> dict:
+    return {case("weights", i): as_array(impl(_t(a[case("scores", i)])), "causal_softmax(scores)").astype(np.float32)
+            for i in range(int(meta["cases"]))}
+
+
+def call_padding_mask(impl, meta, a) -> dict:
+    out = {}
+    for i, (Tq, Tk) in enumerate(meta["sizes"]):
+        out[case("mask", i)] = as_array(impl(_t(a[case("lengths", i)]), int(Tq), int(Tk)), "padding_mask(key_lengths, Tq, Tk)")
+    return out
+
+
+def call_combined_mask(impl, meta, a) -> dict:
+    return {case("mask", i): as_array(impl(_t(a[case("lengths", i)]), int(T)), "causal_padding_mask(key_lengths, T)")
+            for i, T in enumerate(meta["sizes"])}
+
+
+def call_sampling(impl, meta, a) -> dict:
+    out = {}
+    for i, settings in enumerate(meta["settings"]):  # temperature, top_k, top_p (None: not used)
+        y = impl(_t(a[case("logits", i)]), **settings)
+        out[case("probs", i)] = as_array(y, "sampling_probs(logits, ...)").astype(np.float32)
+    return out
+
+
 CALLS: dict[str, Callable[[Any, dict, dict], dict]] = {
     "mask": call_mask, "softmax": call_softmax, "block": call_block, "shift": call_shift,
     "forward": call_forward, "loss": call_loss, "update": call_update, "decode": call_decode,
+    "shapes": call_shapes, "causal_mask": call_causal_mask, "causal_softmax": call_causal_softmax,
+    "padding_mask": call_padding_mask, "combined_mask": call_combined_mask, "sampling": call_sampling,
+    "prefill": call_prefill,
 }
 
 

@@ -192,6 +192,9 @@ MESSAGES = {
         "outcome_mismatch": "wrong output that matches no known mistake and no observation",
         "outcome_unknown_check": "the test cell names a check the grader does not know",
         "outcome_unlabelled": "graded before verdicts were recorded as keys: no label",
+        # the warm-up's checks (autograder/judge/warmup.py): a shape answered, the case a value was judged on
+        "shape_answer_bad": "{check_id}: {title}: with {sizes}, the shape of {what} should be {exp}; got {got}.",
+        "case_of": "\n  (the case {case})",
     },
     "zh": {
         "diagnosis": "诊断",
@@ -350,6 +353,8 @@ MESSAGES = {
         "outcome_mismatch": "输出错误，不符合任何已知错误，也没有观察结果",
         "outcome_unknown_check": "测试单元提到了批改程序不认识的检查",
         "outcome_unlabelled": "在判定以键记录之前批改：没有标签",
+        "shape_answer_bad": "{check_id}：{title}：在 {sizes} 时，{what} 的形状应为 {exp}；实际是 {got}。",
+        "case_of": "\n  （出错的情形：{case}）",
     },
 }
 # The words the checks fill into those messages (a check's title, what it compared, the parts of
@@ -369,6 +374,8 @@ TERMS = {
         "encoder once and one token per step on a fresh model": "编码器只运行一次、每步一个词元（新的模型）",
         "encoder runs once": "编码器只运行一次",
         "one new token per decoder step": "每个解码步只送入一个新词元",
+        "stretch: prefill of a decoder prefix, then cached decoding": "拓展题：预填充解码器前缀，再带缓存地解码",
+        "stretch: prefill of a decoder prefix on a fresh model": "拓展题：预填充解码器前缀（新的模型）",
         "the encoder runs once": "编码器只运行一次",
         "the mask": "掩码",
         "the attention weights": "注意力权重",
@@ -383,6 +390,7 @@ TERMS = {
         "the loss": "损失",
         "the decoder input dec_in_b": "解码器输入 dec_in_b",
         "the labels labels_b": "标签 labels_b",
+        "the distribution": "采样的分布",
         r"the keys after update (\d+)": r"第 \1 次 update 之后的键",
         r"the values after update (\d+)": r"第 \1 次 update 之后的值",
         r"len\(cache\) after update (\d+)": r"第 \1 次 update 之后的 len(cache)",

@@ -140,6 +140,23 @@ MISCONCEPTIONS = {
     "cache_wrong_axis": (
         "keys and values were appended along the wrong axis: (N, H, T, Dh) grows along T, dim=2."
     ),
+    # the stretch: a decoder prefix of P tokens prefilled at once
+    "prefill_no_mask": (
+        "the prefill ran without the causal mask: the P prefix positions were fed at once, so each "
+        "read the prefix tokens after it, and the keys and values cached for it (from the second "
+        "decoder layer on) carry the future. Pass get_subsequent_mask(prefix) with the prefill; "
+        "a single new token needs none."
+    ),
+    "prefill_last_only": (
+        "the prefill cached only the last prefix position: the cache must hold the keys and values "
+        "of all P prefix tokens (feed the whole prefix once, under the causal mask), or the later "
+        "steps cannot read the rest of the prefix."
+    ),
+    "prefill_pos_restarted": (
+        "the positions restarted at 0 after the prefill: the prefix takes positions 0..P-1, so the "
+        "token fed t steps after the prefill (index P + t - 1) sits at position P + t - 1, "
+        "ans_pos[:, P+t-1:P+t]."
+    ),
     "mask_transposed": (
         "the mask is transposed: True must sit above the diagonal (j > i, reader i's future); this one "
         "forbids the positions below it, the past, and lets every reader see what comes after it."
@@ -256,6 +273,61 @@ MISCONCEPTIONS = {
     "ignores_question": (
         "the output did not change when the question changed: the decoder is not reading the "
         "encoder memory through cross-attention."
+    ),
+    # --- the warm-up (exercise ``warmup``): shapes, the mask by hand, padding, sampling ----------
+    "scores_transposed": (
+        "the scores are transposed: Q K^T has one row per query and one column per key, (N, H, Lq, Lk); "
+        "(N, H, Lk, Lq) is K Q^T."
+    ),
+    "heads_not_split": (
+        "the heads were not split: each of the H heads works on a slice of width Dh = M // H, so Q, K and "
+        "V are (N, H, L, M // H), not (N, H, L, M)."
+    ),
+    "kv_length_from_queries": (
+        "K and V were given the queries' length: keys and values come from the sequence being read "
+        "(length Lk, in cross-attention the encoder memory), queries from the reader (length Lq)."
+    ),
+    "heads_not_merged": (
+        "the heads were not merged: attention's output joins the H heads back into width M and projects "
+        "it, (N, H, Lq, Dh) -> (N, Lq, M), one vector per query position."
+    ),
+    "padding_on_queries": (
+        "the padding mask hides query rows instead of key columns: a padding position must not be "
+        "*read*, so it is forbidden in the key axis (the last one, j >= length), for every reader."
+    ),
+    "padding_off_by_one": (
+        "the padding mask is off by one: a sequence of length L holds real tokens at positions 0..L-1, "
+        "so exactly the key positions j >= L are padding."
+    ),
+    "padding_inverted": (
+        "the padding mask is inverted: True means *forbidden*, so it must be True on the padding "
+        "positions (j >= length) and False on the real tokens."
+    ),
+    "padding_no_head_axis": (
+        "the padding mask has no head axis: make it (B, 1, Tq, Tk), so that it broadcasts over the H "
+        "heads of the scores (B, H, Tq, Tk)."
+    ),
+    "masks_combined_with_and": (
+        "the two masks were combined with AND: a position is forbidden when it is in the future OR it is "
+        "padding (causal | padding), not only when it is both."
+    ),
+    "temperature_after_softmax": (
+        "the temperature was applied after the softmax: divide the logits by T, then take the softmax "
+        "(softmax(logits / T)); dividing the probabilities by T changes nothing once they are "
+        "renormalised, or leaves rows that do not sum to 1."
+    ),
+    "top_k_off_by_one": (
+        "top-k kept a wrong number of tokens: exactly the k most probable tokens stay (ties aside), "
+        "compare with the k-th largest probability using >=."
+    ),
+    "top_p_crossing_token": (
+        "top-p kept the wrong tokens at the boundary: keep the smallest set of most probable tokens whose "
+        "mass reaches p, so the token whose probability crosses p stays, and none after it (a token is "
+        "kept while the mass ahead of it is below p)."
+    ),
+    "sampling_not_renormalised": (
+        "the kept probabilities were not renormalised: after top-k or top-p removes tokens, divide what "
+        "is left by its sum, so that each row sums to 1 again."
     ),
 }
 
