@@ -10,7 +10,7 @@ import torch
 from autograder import judge as J
 from encdec import attention as A
 from encdec.data import EOS_ID
-from encdec.generate import greedy_decode, new_caches
+from encdec.generate import greedy_decode, new_caches, pick_next
 
 from grading_support import (DropsOldestCache, ScalesValuesCache, cached_decoder, graded, graded_inputs, own_run,
                              plain_argmax)
@@ -150,3 +150,45 @@ def test_mistakes_no_judge_lists_return_other_tokens_for_every_student(name, dec
             inputs = graded_inputs(check_id, J.check_seed(secret, student, "kv_cache", check_id))
             ref = greedy_decode(inputs["model"], inputs["ques"], inputs["n"], use_cache=False)
             assert not torch.equal(decode(inputs["model"], inputs["ques"], inputs["n"]), ref), (name, check_id, student)
+
+
+# --- the stretch: a decoder prefix of P > 1 tokens, prefilled at once ------------------------------
+
+def test_every_student_gets_a_longer_prefix_and_the_visible_one_starts_with_the_lessons():
+    """Every draw has P > 1 and no BOS or EOS after the first token; the inputs tell each prefill
+    mistake apart by its tokens (build_prefill); the visible check's first row is BOS POSITIVE 0."""
+    from encdec.data import BOS_ID, encode
+
+    secret = b"a course secret for this test only"
+    visible = J.CHECKS["kv_cache.prefill"].build(J.CHECKS["kv_cache.prefill"].seed)["prefix"]
+    assert visible[0].tolist() == encode("BOS POSITIVE 0")
+    for student in STUDENTS[:3]:
+        prefix = graded_inputs("kv_cache.prefill_hidden", J.check_seed(secret, student, "kv_cache", "kv_cache.prefill_hidden"))["prefix"]
+        assert prefix.shape[1] > 1 and (prefix[:, 0] == BOS_ID).all()
+        assert not ((prefix[:, 1:] == BOS_ID) | (prefix[:, 1:] == EOS_ID)).any()
+
+
+@pytest.mark.parametrize("mode", ["prefill_no_mask", "prefill_last_only", "prefill_pos_restarted", "stepwise"])
+def test_each_prefill_mistake_is_named_for_every_student_and_a_stepwise_prefill_passes(mode, workdir):
+    """The decision the exercise states: feeding the prefix one token at a time through the cache is
+    correct (slower, the same keys and values); each prefill mistake is named on every draw."""
+    from autograder.judge import variants as Var
+
+    def decode(model, ques, prefix, n):
+        if mode != "stepwise":
+            return Var.prefill_decode(model, ques, prefix, n, mode)[0]
+        (N, P), caches = prefix.shape, new_caches(model)
+        memory, pos = model.encode(ques), model.positions(P + n)
+        tokens, done = prefix, torch.zeros(N, dtype=torch.bool)
+        for i in range(P + n - 1):  # every token through the cache, one at a time, the prefix's too
+            h = model.decoder(model.emb_layer(tokens[:, i : i + 1]) + pos[:, i : i + 1], memory, None, caches=caches)
+            if i >= P - 1:
+                nxt, done = pick_next(model.proj_to_vocab(h[:, -1]), done)
+                tokens = torch.cat([tokens, nxt[:, None]], dim=1)
+        return tokens
+
+    secret = b"a course secret for this test only"
+    for student in STUDENTS[:3]:  # the visible check's inputs: the fixtures and the catalogue
+        seed = J.check_seed(secret, student, "kv_cache", "kv_cache.prefill_hidden")
+        verdict, _ = graded("kv_cache.prefill_hidden", decode, workdir, seed=seed)
+        assert verdict.label == ("passed" if mode == "stepwise" else mode), (student, verdict.message)

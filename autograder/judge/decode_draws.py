@@ -18,7 +18,7 @@ from torch import Tensor
 from encdec import attention as A
 from encdec import model as Mdl
 from encdec.config import ModelConfig
-from encdec.data import BOS_ID, EOS_ID
+from encdec.data import BOS_ID, EOS_ID, encode
 from encdec.generate import greedy_decode, pick_next
 from encdec.grading import structure
 
@@ -309,3 +309,43 @@ def wrong_structures(inputs) -> dict[str, tuple[Tensor, Tensor]]:
     """The wrong structure of each trait of the check, decoded on the model with its traits."""
     model, ques, n, traits = inputs["model"], inputs["ques"], inputs["n"], inputs["traits"]
     return {WRONG[t]: decoded(structure.with_traits(model, traits), ques, n, WRONG[t]) for t in traits}
+
+
+# --- the stretch: a decoder prefix of P > 1 tokens, prefilled at once ------------------------------
+
+# rows, new tokens and prefix length (P counts BOS): the visible check's, and the hidden one's ranges
+_PREFILL_SIZES = {"visible": (8, 6, 3), "N": (6, 11), "n": (4, 9), "P": (2, 6)}
+
+
+def build_prefill(seed: int, hidden: bool) -> dict:
+    """A prefill check's model, questions and decoder prefixes (N, P): BOS, then P - 1 tokens drawn
+    from the vocabulary's words (never BOS or EOS; the visible check's first row is the lesson's
+    ``BOS POSITIVE 0``). Drawn until every known prefill mistake (``Var.PREFILL``) returns other
+    tokens than the reference and than each other, at a clear choice, and every greedy choice of
+    the reference is clear; EOS never wins (every row decodes all its tokens)."""
+    g = gen(seed)
+    layers = 2 if not hidden else ints(g, 2, 4)  # a prefill without the mask shows from layer 2 on
+    cfg = ModelConfig(emb_dim=16, num_heads=2, feedforward_dim=32, num_enc_layers=layers, num_dec_layers=layers,
+                      dropout=0.2, position_encoding="sinusoid")
+    N, n, P = _PREFILL_SIZES["visible"] if not hidden else (ints(g, *_PREFILL_SIZES[k]) for k in "NnP")
+    with one_thread():
+        for attempt in range(_ATTEMPTS):
+            model = randomize_(Mdl.Transformer(cfg), seed + 100_003 * attempt)
+            with torch.no_grad():
+                model.emb_layer.weight.mul_(_EMB_SCALE)
+            ques = torch.randint(0, 16, (N, 9), generator=g)
+            words = torch.randint(0, min(BOS_ID, EOS_ID), (N, P - 1), generator=g)  # (N, P - 1)
+            prefix = torch.cat([torch.full((N, 1), BOS_ID, dtype=torch.long), words], dim=1)  # (N, P)
+            if not hidden:
+                prefix[0] = torch.tensor(encode("BOS POSITIVE 0")[:P])
+            _sharpen_readout(model, ques, P + n - 1, g)
+            tokens = greedy_decode(model, ques, n, use_cache=False, prefix=prefix)  # (N, P + n)
+            logits = teacher_forced_logits(model, ques, tokens)  # (P + n - 1, N, V)
+            clear = _clear(model, ques, tokens, logits)
+            variants = {k: (t[:, P - 1:], s) for k, (t, s) in
+                        Var.prefill_variants(model, ques, prefix, n).items()}  # from the last prefix token
+            if _min_margins(logits[P - 1:]).min() >= clear and _apart(variants, tokens[:, P - 1:], clear):
+                return {"model": model, "config": cfg, "ques": ques, "prefix": prefix, "n": n,
+                        "dims": {"N": N, "n": n, "P": P}}
+    raise RuntimeError(f"kv_cache seed {seed}: no model on which every prefill mistake changes the tokens "
+                       f"in {_ATTEMPTS} draws")

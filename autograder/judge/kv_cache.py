@@ -13,7 +13,7 @@ from encdec.data import BOS_ID
 from encdec.grading import structure
 from encdec.grading.words import words
 from encdec.grading.compare import cache_blame
-from encdec.generate import pick_next
+from encdec.generate import greedy_decode, pick_next
 
 from . import decode_draws as D
 from . import labels
@@ -259,4 +259,47 @@ for _cid, _hidden, _seed, _what, _title in (
                when_larger={"encoder_calls": "encoder_every_step", "decoder_lengths": "no_cache"})
     _c.judge_failed = _failed_decode(_c)
     _c.judge = _judge_structure(_c, _traits) if _traits else _judge_tokens(_c, _decode_variants)
+    CHECKS.append(_c)
+
+
+# --- the stretch: prefill a decoder prefix of P > 1 tokens at once, then one token per step ---------
+# Judged by the tokens alone, as the decoding items: the inputs are drawn so that every known prefill
+# mistake returns other tokens (decode_draws.build_prefill). A prefill that feeds the prefix one token
+# at a time through the cache is no mistake: it computes the same keys and values and returns the same
+# tokens (only slower), so it passes; nothing is timed or counted.
+
+def _wire_prefill(inputs):
+    meta, arrays = _wire_decode(inputs)
+    return meta, {**arrays, "prefix": inputs["prefix"].numpy()}
+
+
+def _ref_prefill(inputs):
+    """The reference: the uncached greedy decoding that continues the prefix (its tokens)."""
+    return {"tokens": greedy_decode(inputs["model"], inputs["ques"], inputs["n"], use_cache=False,
+                                    prefix=inputs["prefix"]).numpy()}
+
+
+def _prefill_variants(inputs) -> dict:
+    out = Var.prefill_variants(inputs["model"], inputs["ques"], inputs["prefix"], inputs["n"])
+    return {k: {"tokens": v[0].numpy()} for k, v in out.items()}
+
+
+def _judge_prefill(check):
+    """The tokens decide and name a known prefill mistake (each one's differ from the reference's
+    and from each other's on these inputs)."""
+    def judge(got, ref, inputs):
+        return compare(check, "the generated tokens", got.get("tokens"), ref["tokens"], exact=True,
+                       candidates=lambda: {k: v["tokens"] for k, v in _prefill_variants(inputs).items()})
+    return judge
+
+
+for _cid, _hidden, _seed, _title in (
+    ("kv_cache.prefill", False, 1305, "stretch: prefill of a decoder prefix, then cached decoding"),
+    ("kv_cache.prefill_hidden", True, 0, "stretch: prefill of a decoder prefix on a fresh model"),
+):
+    _c = Check(id=_cid, title=_title, task="greedy_decode_prefix(model, ques_b, prefix, max_new_tokens)",
+               kind="prefill", hidden=_hidden, seed=_seed, build=(lambda s, h=_hidden: D.build_prefill(s, h)),
+               wire=_wire_prefill, reference=_ref_prefill, variants=_prefill_variants)
+    _c.judge_failed = _failed_decode(_c)
+    _c.judge = _judge_prefill(_c)
     CHECKS.append(_c)

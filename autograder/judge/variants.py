@@ -191,6 +191,47 @@ def decode_variants(model: nn.Module, ques_b: Tensor, max_new_tokens: int) -> di
     return _run_all({m: (lambda m=m: loop(m)) for m in modes})
 
 
+# The stretch: a decoder prefix (N, P) prefilled at once, then one token per step. Each mistake is a
+# prefill the lesson's loop can be turned into by one wrong line.
+PREFILL = ("prefill_no_mask", "prefill_last_only", "prefill_pos_restarted", "cache_overwrites")
+
+
+@torch.no_grad()
+def prefill_decode(model: nn.Module, ques_b: Tensor, prefix: Tensor, max_new_tokens: int,
+                   mode: str | None = None) -> tuple[Tensor, Tensor]:
+    """Cached greedy decoding that continues ``prefix`` (N, P): the lesson's (``mode`` None) or with
+    one mistake of ``PREFILL``. Returns the tokens (N, P + n) and each step's last-position logits
+    (n, N, V)."""
+    N, P = prefix.shape
+    ans_pos = model.positions(P + max_new_tokens)  # (1, P + n, M), as greedy_decode
+    memory = model.encode(ques_b)  # (N, Kq, M)
+    caches = new_caches(model)
+    done = torch.zeros(N, dtype=torch.bool)
+    tokens, steps = prefix, []
+    for t in range(max_new_tokens):
+        T = tokens.shape[1]
+        if t == 0 and mode == "prefill_last_only":  # the cache gets the last prefix position only
+            h = model.decoder(model.emb_layer(prefix[:, -1:]) + ans_pos[:, P - 1 : P], memory, None, caches=caches)
+        elif t == 0:  # the prefill: P positions at once, (N, P, M)
+            mask = None if mode == "prefill_no_mask" else get_subsequent_mask(prefix)  # (N, P, P)
+            h = model.decoder(model.emb_layer(prefix) + ans_pos[:, :P], memory, mask, caches=caches)
+        else:  # the newest token (index T - 1) at its position, T - 1; restarted: at t - 1, from 0
+            p = t - 1 if mode == "prefill_pos_restarted" else T - 1
+            x = model.emb_layer(tokens[:, -1:]) + ans_pos[:, p : p + 1]  # (N, 1, M)
+            # cache_overwrites: the self-attention of a step sees the newest token only
+            h = model.decoder(x, memory, None, caches=None if mode == "cache_overwrites" else caches)
+        steps.append(model.proj_to_vocab(h[:, -1]))  # (N, V)
+        nxt, done = pick_next(steps[-1], done)
+        tokens = torch.cat([tokens, nxt[:, None]], dim=1)  # (N, T + 1)
+    V = model.proj_to_vocab.out_features
+    return tokens, (torch.stack(steps) if steps else torch.zeros(0, N, V))
+
+
+def prefill_variants(model: nn.Module, ques_b: Tensor, prefix: Tensor, max_new_tokens: int) -> dict[str, tuple[Tensor, Tensor]]:
+    """Buggy prefills (``PREFILL``): tokens (N, P + n) and step logits (n, N, V) of each."""
+    return _run_all({m: (lambda m=m: prefill_decode(model, ques_b, prefix, max_new_tokens, m)) for m in PREFILL})
+
+
 # Cached decodings with one mistake, replayed along a student's own tokens: named by their step logits
 # (the tokens alone cannot tell them from each other on every model).
 REPLAYED = ("layers_not_chained", "memory_without_positions", "one_cache_for_all_layers")

@@ -104,7 +104,7 @@ def _call(check_id: str, task: str, meta: dict, arrays: dict, impl: Any, save_to
             wire.save(save_to, {"status": "error", "error": msg[:4000], "raised_in": origin},
                       partial.observed if partial else {})
         blame = None
-        if partial and meta.get("kind") == "decode":
+        if partial and meta.get("kind") in ("decode", "prefill"):
             H = int(meta["config"]["num_heads"])
             blame = cache_blame(partial.observed.get("cache_shapes"), int(arrays["in/ques"].shape[0]), H,
                                 int(meta["config"]["emb_dim"]) // H, origin)
