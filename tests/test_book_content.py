@@ -158,7 +158,8 @@ WIDGETS = {
                              "CrossAttentionExplorer.from_model(model)",
                              "AttentionMapViewer.from_model(model)"],
     "ch12_what_you_trained": ["ShiftTeacherForcing()", "CrossEntropySlider()"],
-    "ch13_generation": ['PrefillDecodeStepper.from_model(model, prefix="BOS POSITIVE")', "AskTheModel()", "BreakIt()"],
+    "ch13_generation": ['PrefillDecodeStepper.from_run("modern", prefix="BOS POSITIVE")',
+                        'PrefillDecodeStepper.from_run("historical", mode="sample"', "AskTheModel()", "BreakIt()"],
 }
 for _chapter in ("ch11_cross_attention", "ch12_what_you_trained", "ch13_generation"):
     WIDGETS[_chapter].append("QuickCheck([")  # the quick checks of "Before we start"

@@ -142,6 +142,29 @@ def test_the_trained_weights_load_when_the_reader_first_asks(chromium, served, p
         opened.context.close()
 
 
+@pytest.mark.parametrize("path", ["book/ch13_generation", "book/zh/ch13_generation"])
+def test_the_generation_view_loads_the_weights_on_its_readers_first_change(chromium, served, path):
+    """Chapter 13's prefill stepper shows its first run, recorded in Python, with no weights; a change of
+    its prefix loads the site's weights (once) and runs the model in the page: greedy_decode's tokens."""
+    from encdec.widgets.export_weights import SITE_WEIGHTS
+    from encdec.widgets.prefill_decode import decode_trace
+    from encdec.train import load_run
+
+    opened = _open(chromium, f"{served}{path}.html")
+    try:
+        w = opened.page.locator(".encdec-PrefillDecodeStepper").first
+        w.locator("[data-testid='next']").click()  # the recorded run steps without the weights
+        assert [r.url for r in opened.requests if r.url.endswith(SITE_WEIGHTS)] == []
+        w.locator("[data-testid='prefix-pick']").select_option("BOS POSITIVE 0 4")
+        w.locator("[data-testid='self-cache-0'][data-rows='4']").wait_for(timeout=20000)  # the page's run: P = 4
+        want = decode_trace(load_run("modern")[0], prefix="BOS POSITIVE 0 4")["steps"]
+        assert w.locator("[data-testid='produced']").inner_text() == want[0] == "EOS"
+        assert [r.url for r in opened.requests if r.url.endswith(SITE_WEIGHTS)] == [f"{served}{SITE_WEIGHTS}"]
+        assert opened.log.problems() == {}
+    finally:
+        opened.context.close()
+
+
 @pytest.mark.parametrize("path", PAGES)
 def test_page_fits_a_phone(chromium, served, path):
     """At 390x844 the page never scrolls sideways and no widget is wider than the text column

@@ -261,6 +261,35 @@ def test_prefill_decode_stepper_counts_each_steps_work(model):
     assert PrefillDecodeStepper().work == []  # the lesson's example, without a model: no bars
 
 
+def test_the_stepper_of_a_shipped_run_samples_as_sampling_probs_says():
+    """from_run records its first view in Python: greedy, decode_trace; sampled, each step's distribution
+    is sampling_probs of the model's logits, the draw mulberry32's number through the inverse CDF. The
+    settings are checked; the page runs every later one (tests/test_model_generation_js.py)."""
+    from encdec.sampling import sampling_probs
+    from encdec.widgets.prefill_decode import draw_token, mulberry32
+
+    weights = {"modern": {}, "historical": {}}  # the page's weights are not needed here
+    w = PrefillDecodeStepper.from_run("historical", mode="sample", temperature=2.0, top_k=3, seed=4, weights=weights)
+    model, _ = load_run("historical")
+    tokens, uniforms = ["BOS"], mulberry32(4)
+    for s, (token, dist) in enumerate(zip(w.steps, w.dists)):
+        ans = torch.tensor([[VOCAB.index(x) for x in tokens] + [VOCAB.index("EOS")] * (5 - len(tokens))])
+        with torch.no_grad():
+            logits = model(question_ids(LESSON_QUESTION_TEXT), model.positions(9), ans, model.positions(5))[:, s]
+        q = sampling_probs(logits, 2.0, 3)[0]
+        assert torch.allclose(torch.tensor(dist["q"]), q, atol=1e-6) and int((q > 0).sum()) == 3
+        assert dist["u"] == next(uniforms) and VOCAB[draw_token(dist["q"], dist["u"])] == token
+        tokens.append(token)
+    assert w.self_cache_lens == [[1 + s] * 4 for s in range(len(w.steps))] and w.preset == "historical"
+    greedy = PrefillDecodeStepper.from_run("modern", prefix="BOS POSITIVE 0", weights=weights)
+    assert greedy.steps == ["4", "EOS"] and greedy.dists[0]["q"] is None and greedy.mode == "greedy"
+    for trait, bad in (("mode", "beam"), ("temperature", -1.0), ("top_k", 0), ("top_p", 1.5), ("seed", -1)):
+        with pytest.raises(traitlets.TraitError, match=trait):
+            setattr(w, trait, bad)
+    with pytest.raises(ValueError, match="preset must be one of"):
+        PrefillDecodeStepper.from_run("overfit", weights=weights)
+
+
 def test_attention_map_viewer_shapes(model):
     w = AttentionMapViewer.from_model(model)
     L, H = len(model.encoder.layers), model.config.num_heads

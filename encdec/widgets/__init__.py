@@ -7,7 +7,8 @@ holds the class and the Python twin of the numbers its JS computes. What they sh
 class, the string tables, the lesson's example, ``softmax``) is in ``_base`` (twin of
 ``common.js``). Chapter 11 uses ``MaskToggle``, ``SoftmaxMaskCompare``,
 ``CrossAttentionExplorer``, ``AttentionMapViewer``; chapter 12 ``ShiftTeacherForcing``,
-``CrossEntropySlider``; chapter 13 ``PrefillDecodeStepper``, ``AskTheModel`` (the trained checkpoints run in the page,
+``CrossEntropySlider``; chapter 13 ``PrefillDecodeStepper`` (made ``from_run``, it runs a shipped checkpoint in the page,
+greedy or sampled), ``AskTheModel`` (the trained checkpoints run in the page,
 ``model_forward.js`` on weights from ``export_weights``) and ``BreakIt`` (one mistake of the lessons
 switched into them, ``encdec.broken``). Every chapter opens with a
 ``QuickCheck`` (questions made with ``choice`` and ``number``) that the page marks itself.

@@ -140,7 +140,6 @@ def watch_greedy(model, ques, max_new_tokens: int, prefix, use_cache: bool = Tru
     was_training = model.training
     model.eval()
     hooks = [model.decoder.register_forward_hook(after_decoder, with_kwargs=True),
-             model.proj_to_vocab.register_forward_hook(after_projection),
              model.encoder.register_forward_pre_hook(set_phase("encoder")),
              model.encoder.register_forward_hook(set_phase("decoder"))]
     for module in model.modules():
@@ -148,6 +147,8 @@ def watch_greedy(model, ques, max_new_tokens: int, prefix, use_cache: bool = Tru
             hooks.append(module.register_forward_hook(count_linear))
         elif isinstance(module, MultiHeadAttention):
             hooks.append(module.register_forward_hook(count_attention))
+    # after the readout's own count (hooks run in the order registered): a call's work includes its readout
+    hooks.append(model.proj_to_vocab.register_forward_hook(after_projection))
     try:
         ids = greedy_decode(model, ques, max_new_tokens, prefix=prefix, use_cache=use_cache)  # (1, P + n)
     finally:
