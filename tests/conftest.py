@@ -14,6 +14,12 @@ from pathlib import Path
 
 import pytest
 
+# One OMP thread in each test process, as the grader has (autograder/environment.py), unless told
+# otherwise: two xdist workers each spinning two OMP threads on two cores made the decoding judges'
+# tests 35x slower (test_grading_structure: 643 s beside test_grading_decoding, 17 s alone). Set
+# before any test module imports torch; kernels and commands the tests start inherit it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 ROOT = Path(__file__).resolve().parents[1]
 # `make test` writes one "label seconds" line per set-up step here (scripts/timed.sh)
 SETUP_TIMES = ROOT / "build" / "make-test-blocks.txt"
