@@ -32,8 +32,10 @@ endef
 # The "ask the model" figure of a built page loads the site's one weights script (written with the
 # widget assets, scripts/book_assets.py) instead of carrying the weights itself:
 # encdec.widgets.export_weights.SITE_WEIGHTS_ENV names it, relative to the site's root. So does
-# every figure with the site's one widgets.css (encdec.widgets._base.SITE_CSS_ENV).
-SITE_WEIGHTS := ENCDEC_SITE_WEIGHTS=_widget_assets/encdec-weights.js ENCDEC_SITE_CSS=_widget_assets/widgets.css
+# every figure with the site's one widgets.css (encdec.widgets._base.SITE_CSS_ENV), and with its
+# module's parts, served once per site (SITE_ESM_ENV).
+SITE_WEIGHTS := ENCDEC_SITE_WEIGHTS=_widget_assets/encdec-weights.js ENCDEC_SITE_CSS=_widget_assets/widgets.css \
+	ENCDEC_SITE_ESM=_widget_assets/esm
 
 define BUILD_BOOK
 $(PY) scripts/book_assets.py --check-cache $(BOOK_OUT)

@@ -37,7 +37,7 @@ def _write_published(html: Path) -> Path:
 
     import yaml
 
-    from encdec.widgets._base import SITE_CSS, SITE_CSS_ENV
+    from encdec.widgets._base import SITE_CSS, SITE_CSS_ENV, SITE_ESM, SITE_ESM_ENV
     from encdec.widgets.export_weights import SITE_WEIGHTS, SITE_WEIGHTS_ENV
 
     build, out = html.parent, PUBLISHED / "_build"
@@ -54,7 +54,7 @@ def _write_published(html: Path) -> Path:
     extensions = config["sphinx"]["local_extensions"]
     config["sphinx"]["local_extensions"] = {name: str(ROOT / folder) for name, folder in extensions.items()}
     (PUBLISHED / "_config.yml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
-    env = {**os.environ, SITE_WEIGHTS_ENV: SITE_WEIGHTS, SITE_CSS_ENV: SITE_CSS, "MPLCONFIGDIR": str(out / ".matplotlib"),
+    env = {**os.environ, SITE_WEIGHTS_ENV: SITE_WEIGHTS, SITE_CSS_ENV: SITE_CSS, SITE_ESM_ENV: SITE_ESM, "MPLCONFIGDIR": str(out / ".matplotlib"),
            "MATPLOTLIBRC": str(ROOT / "book" / "matplotlibrc"), "PYTHONHASHSEED": "0"}
     done = subprocess.run([str(Path(sys.executable).parent / "jupyter-book"), "build", str(ROOT), "--path-output", str(PUBLISHED),
                            "--config", str(PUBLISHED / "_config.yml"), "--warningiserror", "--keep-going"],

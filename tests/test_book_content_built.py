@@ -500,6 +500,28 @@ def test_the_widgets_stylesheet_travels_once_per_site_not_once_per_figure():
             assert json.dumps(first_rule)[1:-1] not in html, f"{edition}/{name} still carries the stylesheet"
 
 
+def test_the_widget_modules_travel_once_per_site_not_once_per_figure():
+    """Every figure of a built page names its module's parts, which the site serves once each as
+    the package's files (widgets.js joins them as ``esm`` does); no page carries a module's text."""
+    import re
+
+    from encdec.widgets._base import SITE_ESM, SITE_ESM_PARTS, asset_text, site_esm_part
+
+    model_forward = json.dumps(asset_text("model_forward.js").split("\n", 3)[2])[1:-1]
+    for edition, root in EDITIONS.items():
+        for name in ("ch11_cross_attention", "ch13_generation", "widgets_gallery"):
+            html = (root / f"{name}.html").read_text(encoding="utf-8")
+            named = re.findall(r'"_esm": "' + re.escape(SITE_ESM_PARTS) + r'([^"]*)"', html)
+            assert named and len(named) == html.count('"_anywidget_id"'), (edition, name)
+            for parts in named:
+                paths = parts.split(" ")
+                assert paths[0] == f"{SITE_ESM}/common.js", (edition, name, parts)
+                for path in paths:
+                    part = path.rsplit("/", 1)[1]
+                    assert (SITE / path).read_text(encoding="utf-8") == site_esm_part(part), path
+            assert model_forward not in html, f"{edition}/{name} still carries model_forward.js"
+
+
 def test_the_trained_weights_travel_once_per_site_not_once_per_page():
     """The "ask the model" pages carry no weights of their own: each widget names the site's one
     weights script, which holds the shipped checkpoints' exports (the figure loads it, from file://

@@ -45,14 +45,46 @@ def asset_text(name: str) -> str:
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
 
 
-def esm(name: str, *shared: str) -> str:
+class Esm(str):
+    """A widget's module text, which knows the files it is joined from (``parts``)."""
+
+    parts: tuple[str, ...] = ()
+
+
+def esm(name: str, *shared: str) -> Esm:
     """A widget's ES module: the shared helpers, any other shared code it needs (``shared``, e.g.
     ``model_forward.js``), then the widget's own render code.
 
     The browser imports the ESM from one string (a blob URL), so helpers are concatenated
-    rather than imported.
+    rather than imported. In the built book a figure names its parts instead (``site_esm``).
     """
-    return "\n".join(asset_text(part) for part in ("common.js", *shared, name))
+    parts = ("common.js", *shared, name)
+    text = Esm("\n".join(asset_text(part) for part in parts))
+    text.parts = parts
+    return text
+
+
+# The built book's modules: each part once per site, a classic script under SITE_ESM (written by
+# scripts/book_assets.py; a classic script loads from file:// too, where a module would not), and each
+# figure's ``_esm`` the list of its parts, which the page's renderer (static_page.js) loads once per
+# page and joins as ``esm`` does. A chapter with four model-running figures carried
+# model_forward.js four times in its saved state. The book build sets SITE_ESM_ENV.
+SITE_ESM_ENV = "ENCDEC_SITE_ESM"
+SITE_ESM = "_widget_assets/esm"
+SITE_ESM_PARTS = "encdec-esm:"  # then the parts' paths from the site's root, space-separated
+SITE_ESM_GLOBAL = "ENCDEC_ESM"  # the page's global each part script adds its text to, by its path
+
+
+def site_esm(parts: Sequence[str], folder: str = SITE_ESM) -> str:
+    """A built figure's ``_esm``: its module's parts, by their paths from the site's root."""
+    return SITE_ESM_PARTS + " ".join(f"{folder}/{part}" for part in parts)
+
+
+def site_esm_part(part: str, folder: str = SITE_ESM) -> str:
+    """The classic script of one module part: it adds the part's text to the page's SITE_ESM_GLOBAL."""
+    key = json.dumps(f"{folder}/{part}")
+    return (f"(self.{SITE_ESM_GLOBAL} = self.{SITE_ESM_GLOBAL} || {{}})[{key}] = "
+            f"{json.dumps(asset_text(part))};\n")
 
 
 def softmax(row: Sequence[float]) -> list[float]:
@@ -222,9 +254,12 @@ class BookWidget(anywidget.AnyWidget):
     _strings = t.Dict().tag(sync=True)  # {lang: {section: {key: template}}}, the languages lang may show
 
     def __init__(self, **kwargs):
+        parts = getattr(type(self)._esm, "parts", ())  # read before anywidget makes _esm a trait
         super().__init__(**kwargs)
         if os.environ.get(SITE_CSS_ENV):  # the built book: the site's one stylesheet (SITE_CSS)
             self._css = os.environ[SITE_CSS_ENV]
+        if parts and os.environ.get(SITE_ESM_ENV):  # the built book: the site's module parts (SITE_ESM)
+            self._esm = site_esm(parts, os.environ[SITE_ESM_ENV])
 
     @t.default("lang")
     def _default_lang(self):

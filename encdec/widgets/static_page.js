@@ -5,7 +5,8 @@
 // state+json">, written by myst-nb or ipywidgets.embed) and one <script type="application/vnd.
 // jupyter.widget-view+json"> where each view goes. Every widget of the book is an anywidget
 // (encdec/widgets/_base.py): its state holds its ES module (`_esm`) and its CSS (`_css`), and its
-// module needs only get / set / on / off / save_changes from a model. So this file stands in for
+// module needs only get / set / on / off / save_changes from a model. In the built book a state
+// names its module's parts instead, which the site serves once (moduleText). So this file stands in for
 // the Jupyter widgets HTML manager (3.6 MB with RequireJS and its fonts) in a few kB: one model
 // per saved state, local to the page (a change is never sent anywhere: there is no kernel), and
 // one import of each module from a blob URL, which works from file:// too.
@@ -47,6 +48,35 @@
       modules.set(esm, import(url).finally(() => URL.revokeObjectURL(url)));
     }
     return modules.get(esm);
+  }
+
+  // A widget's module in the built book: "encdec-esm:" and its parts' paths from the site's root
+  // (encdec.widgets._base.site_esm). Each part is a classic script (it loads from file:// too) that
+  // adds its text to self.ENCDEC_ESM under its path; loaded once per page, joined as esm() joins them.
+  const PARTS = "encdec-esm:";
+  const PART_PATH = /^[\w./-]+\.js$/;
+  const parts = new Map();
+  function loadPart(path) {
+    if (!parts.has(path)) {
+      parts.set(path, new Promise((resolve, reject) => {
+        if (!PART_PATH.test(path) || path.includes("..")) throw new Error(`not a module part of the site: ${path}`);
+        const root = document.documentElement.dataset.content_root || "";
+        const script = Object.assign(document.createElement("script"), { src: root + path });
+        script.onload = () => {
+          const text = (self.ENCDEC_ESM || {})[path];
+          if (typeof text === "string") resolve(text);
+          else reject(new Error(`${path} did not define its module part`));
+        };
+        script.onerror = () => reject(new Error(`could not load ${path}`));
+        document.head.append(script);
+      }));
+    }
+    return parts.get(path);
+  }
+  async function moduleText(esm) {
+    if (!esm.startsWith(PARTS)) return esm;
+    const paths = esm.slice(PARTS.length).split(" ").filter(Boolean);
+    return (await Promise.all(paths.map(loadPart))).join("\n");
   }
 
   // A widget's CSS: its text, or in the built book the path of the site's one stylesheet, relative
@@ -91,7 +121,7 @@
         throw new Error(`no saved state of an anywidget with id ${id}`);
       }
       const traits = { ...entry.state };
-      const [module] = await Promise.all([importModule(traits._esm), addStyle(traits._css)]);
+      const [module] = await Promise.all([moduleText(traits._esm).then(importModule), addStyle(traits._css)]);
       const widget = module.default || module;
       const model = localModel(traits);
       if (typeof widget.initialize === "function") await widget.initialize({ model });
