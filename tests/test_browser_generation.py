@@ -6,6 +6,8 @@ and work are the package's (``decode_trace``, ``sample_trace``)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from browser_support import fmt, standalone_widget_page, chromium  # noqa: F401
@@ -41,12 +43,20 @@ def reader(chromium, pages):
     def _open(kind, lang="en"):
         r = Reader(chromium, pages[(kind, lang)], "PrefillDecodeStepper", lang)
         made.append(r)
+        shows_no_missing_value(r)  # step 0: nothing computed yet
         return r
 
     yield _open
     for r in made:
         assert r.opened.log.problems() == {}
+        shows_no_missing_value(r)
         r.opened.context.close()
+
+
+def shows_no_missing_value(r):
+    """Nothing the view shows is a value missing from a template or a part left out of the view."""
+    shown = r.w.inner_text()
+    assert not re.search(r"\b(null|undefined|NaN)\b", shown), shown
 
 
 def rows(w, L):

@@ -311,7 +311,7 @@ function render({ model, el }) {
     });
 
     const predict = (token) => (sampled ? t(model, "prefill_decode.drawn", { token }) : t(model, "prefill_decode.predict", { token }));
-    body.replaceChildren(
+    body.replaceChildren(...[  // a part with nothing to show is null: left out (replaceChildren would write "null")
       memory,
       h("div", { class: "encdec-panel" },
         h("div", { class: "encdec-label" }, t(model, "prefill_decode.decoder")),
@@ -333,7 +333,7 @@ function render({ model, el }) {
       distChart(s, produced),
       workChart(s),
       h("p", { class: "encdec-caption" }, t(model, "prefill_decode.caption", { source: source() }),
-        inPage() ? t(model, "prefill_decode.caption_page") : ""));
+        inPage() ? t(model, "prefill_decode.caption_page") : "")].filter((part) => part !== null));
   }
 
   function source() {
