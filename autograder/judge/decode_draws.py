@@ -40,6 +40,21 @@ def reference_tokens(inputs) -> np.ndarray:
     return greedy_decode(inputs["model"], inputs["ques"], inputs["n"], use_cache=False).numpy()
 
 
+def _config(layers: int) -> ModelConfig:
+    """A decoding check's model shape: ``layers`` encoder and decoder layers, width 16."""
+    return ModelConfig(emb_dim=16, num_heads=2, feedforward_dim=32, num_enc_layers=layers, num_dec_layers=layers,
+                       dropout=0.2, position_encoding="sinusoid")
+
+
+def _drawn_model(cfg: ModelConfig, seed: int, attempt: int) -> Mdl.Transformer:
+    """The model of one attempt at a check's inputs: random weights from (seed, attempt), the
+    embeddings scaled by _EMB_SCALE."""
+    model = randomize_(Mdl.Transformer(cfg), seed + 100_003 * attempt)
+    with torch.no_grad():
+        model.emb_layer.weight.mul_(_EMB_SCALE)
+    return model
+
+
 def build_decode(seed: int, hidden: bool) -> dict:
     """A decoding check's model and questions. The score is the tokens alone (nothing recorded in
     the kernel decides it), so the inputs are drawn until the tokens tell every known mistake apart
@@ -47,14 +62,11 @@ def build_decode(seed: int, hidden: bool) -> dict:
     and an EOS that wins at exactly one step of one row, before the last (``_set_eos_readout``)."""
     g = gen(seed)
     layers = 2 if not hidden else ints(g, 2, 4)
-    cfg = ModelConfig(emb_dim=16, num_heads=2, feedforward_dim=32, num_enc_layers=layers, num_dec_layers=layers,
-                      dropout=0.2, position_encoding="sinusoid")
+    cfg = _config(layers)
     N, n = _SIZES["visible"] if not hidden else (ints(g, *_SIZES["N"]), ints(g, *_SIZES["n"]))
     with one_thread():
         for attempt in range(_ATTEMPTS):
-            model = randomize_(Mdl.Transformer(cfg), seed + 100_003 * attempt)
-            with torch.no_grad():
-                model.emb_layer.weight.mul_(_EMB_SCALE)
+            model = _drawn_model(cfg, seed, attempt)
             ques = torch.randint(0, 16, (N, 9), generator=g)
             _sharpen_readout(model, ques, n, g)
             found = _set_eos_readout(model, ques, n, g)  # (the reference tokens, the clear gap) or None
@@ -259,14 +271,11 @@ def build_structure(seed: int, hidden: bool, traits: tuple[str, ...]) -> dict:
     reference is clear. EOS never wins (every row decodes all its tokens)."""
     g = gen(seed)
     layers = 2 if not hidden else ints(g, 2, 4)  # a re-run of one decoder layer is consistent: two at least
-    cfg = ModelConfig(emb_dim=16, num_heads=2, feedforward_dim=32, num_enc_layers=layers, num_dec_layers=layers,
-                      dropout=0.2, position_encoding="sinusoid")
+    cfg = _config(layers)
     N, n = _SIZES["visible"] if not hidden else (ints(g, *_SIZES["N"]), ints(g, *_SIZES["n"]))
     with one_thread():
         for attempt in range(_ATTEMPTS):
-            model = randomize_(Mdl.Transformer(cfg), seed + 100_003 * attempt)
-            with torch.no_grad():
-                model.emb_layer.weight.mul_(_EMB_SCALE)
+            model = _drawn_model(cfg, seed, attempt)
             ques = torch.randint(0, 16, (N, 9), generator=g)
             if len({tuple(q) for q in ques.tolist()}) < N:
                 continue  # a question asked twice would count as encoded again
@@ -325,14 +334,11 @@ def build_prefill(seed: int, hidden: bool) -> dict:
     the reference is clear; EOS never wins (every row decodes all its tokens)."""
     g = gen(seed)
     layers = 2 if not hidden else ints(g, 2, 4)  # a prefill without the mask shows from layer 2 on
-    cfg = ModelConfig(emb_dim=16, num_heads=2, feedforward_dim=32, num_enc_layers=layers, num_dec_layers=layers,
-                      dropout=0.2, position_encoding="sinusoid")
+    cfg = _config(layers)
     N, n, P = _PREFILL_SIZES["visible"] if not hidden else (ints(g, *_PREFILL_SIZES[k]) for k in "NnP")
     with one_thread():
         for attempt in range(_ATTEMPTS):
-            model = randomize_(Mdl.Transformer(cfg), seed + 100_003 * attempt)
-            with torch.no_grad():
-                model.emb_layer.weight.mul_(_EMB_SCALE)
+            model = _drawn_model(cfg, seed, attempt)
             ques = torch.randint(0, 16, (N, 9), generator=g)
             words = torch.randint(0, min(BOS_ID, EOS_ID), (N, P - 1), generator=g)  # (N, P - 1)
             prefix = torch.cat([torch.full((N, 1), BOS_ID, dtype=torch.long), words], dim=1)  # (N, P)
