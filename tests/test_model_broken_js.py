@@ -9,9 +9,7 @@ count the figure shows (PyTorch's, ``mistake_table``) is the page's too; the mis
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 import torch
@@ -19,8 +17,8 @@ import torch
 from encdec.broken import MISTAKES, broken_answers
 from encdec.data import problem_space
 from encdec.train import load_run
-from encdec.widgets import export_weights
-from encdec.widgets._base import esm
+
+from node_support import node_folder
 
 pytestmark = pytest.mark.slow  # four mistakes over the whole space in node, on two cores: about a minute
 PRESET = "modern"  # the figure's first checkpoint
@@ -47,14 +45,9 @@ writeFileSync(outPath, JSON.stringify(out));
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """Node runs the mistakes over the whole space in two processes; meanwhile PyTorch does."""
-    node = shutil.which("node")
-    assert node, "node is needed (the book build needs it too: install Node.js)"
     folder = tmp_path_factory.mktemp("broken_js")
-    (folder / "broken.mjs").write_text(
-        esm("break_it.js", "model_forward.js", "task.js")
-        + "\nexport { loadModel, brokenGenerate, greedyGenerate, EOS_ID };\n", encoding="utf-8")
-    (folder / "run.mjs").write_text(RUNNER, encoding="utf-8")
-    [weights] = export_weights.write(folder / "weights", (PRESET,))
+    node, [weights] = node_folder(folder, "broken.mjs", ("break_it.js", "model_forward.js", "task.js"),
+                                  ("loadModel", "brokenGenerate", "greedyGenerate", "EOS_ID"), RUNNER, (PRESET,))
     questions, _ = problem_space()
     paths = {name: MISTAKES[name].use_cache for name in MISTAKES}
     (folder / "questions.json").write_text(json.dumps({"questions": questions.tolist(), "paths": paths}))

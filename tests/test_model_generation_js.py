@@ -12,9 +12,7 @@ numbers are mulberry32's (the Python twin), and its sampled runs are ``sample_tr
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 import torch
@@ -23,9 +21,10 @@ from encdec.data import ANSWER_LEN, EOS_ID, VOCAB, decode, problem_space
 from encdec.generate import greedy_decode
 from encdec.sampling import sampling_probs
 from encdec.train import load_run
-from encdec.widgets import PrefillDecodeStepper, export_weights
-from encdec.widgets._base import esm
+from encdec.widgets import PrefillDecodeStepper
 from encdec.widgets.prefill_decode import mulberry32, sample_trace, step_work
+
+from node_support import node_folder
 
 PRESETS = ("modern", "historical")
 GREEDY_SAMPLE = slice(0, None, 97)  # 203 questions spread over the space, each after 4 prefixes
@@ -62,14 +61,9 @@ writeFileSync(outPath, JSON.stringify({ greedy: greedyOut, sampled: sampledOut,
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """Both presets' page runs (one node process each) and the inputs they were given."""
-    node = shutil.which("node")
-    assert node, "node is needed (the book build needs it too: install Node.js)"
     folder = tmp_path_factory.mktemp("generation_js")
-    (folder / "generation.mjs").write_text(
-        esm("prefill_decode.js", "model_forward.js", "task.js")
-        + "\nexport { pageRun, loadModel, mulberry32 };\n", encoding="utf-8")
-    (folder / "run.mjs").write_text(RUNNER, encoding="utf-8")
-    weights = export_weights.write(folder / "weights", PRESETS)
+    node, weights = node_folder(folder, "generation.mjs", ("prefill_decode.js", "model_forward.js", "task.js"),
+                                ("pageRun", "loadModel", "mulberry32"), RUNNER, PRESETS)
     questions, answers = problem_space()  # (19602, Kq), (19602, Ka)
     greedy = [(q, a[:P]) for q, a in zip(questions[GREEDY_SAMPLE].tolist(), answers[GREEDY_SAMPLE].tolist())
               for P in range(1, ANSWER_LEN)]
