@@ -6,11 +6,11 @@ field of its GECOS, what ``useradd -c`` or ``chfn -f`` set), split at its last s
 and last name. A name already in the gradebook (a roster the instructor imported with ``nbgrader
 db student import``) is kept, and an id that is no account gets no name.
 
-A name is text the formgrader writes into its pages unescaped (its formgrade template), and a user
-may be allowed to change their own full name (``chfn``, ``CHFN_RESTRICT`` in ``/etc/login.defs``).
-So a full name is taken only when every character is a letter, a combining mark, a space, a hyphen,
-a period or an apostrophe, the first a letter, and it has at most 128 characters (the gradebook's
-column); any other is left out and the student keeps no name.
+A name is text the formgrader writes into its pages unescaped (its formgrade template), and a
+user may be allowed to change their own full name (``chfn``, ``CHFN_RESTRICT`` in
+``/etc/login.defs``). So a full name is taken only when every character is a letter, a combining
+mark, a space, a hyphen, a period or an apostrophe, and it has at most 128 characters (the
+gradebook's column); any other is left out and the student keeps no name.
 """
 
 from __future__ import annotations
@@ -23,9 +23,8 @@ _PUNCTUATION = frozenset(" -.'\u2019")
 
 
 def plain(name: str) -> bool:
-    """Whether ``name`` starts with a letter and holds only letters, marks, spaces, hyphens, periods
-    and apostrophes (a leading ``-`` starts a formula in a spreadsheet that opens an export)."""
-    return 0 < len(name) <= MAX_CHARS and unicodedata.category(name[0])[0] == "L" and all(
+    """Whether ``name`` holds only letters, marks, spaces, hyphens, periods and apostrophes."""
+    return 0 < len(name) <= MAX_CHARS and all(
         unicodedata.category(ch)[0] in "LM" or ch in _PUNCTUATION for ch in name)
 
 
