@@ -10,7 +10,7 @@ grading architecture; ``autograder/preprocessors/`` holds the preprocessors regi
 import os
 from pathlib import Path
 
-from autograder import handed_in, keep, roster
+from autograder import handed_in, keep
 from autograder.environment import prepare
 from autograder.privacy import make_private, private_grading
 from autograder.sandbox.nbgrader_sandbox import sandbox_grading
@@ -72,9 +72,7 @@ keep.restore_unfinished(GRADING.root)  # runs a killed grader left marked
 # Every notebook handed in is graded, with a reason: one under another name than the release's, or
 # one that is no notebook, is read by the course's exporter (autograder/handed_in.py), and a mangled
 # one is matched to the release before nbgrader's own steps (MatchRelease), each repair stated.
-# A student nbgrader creates gets their account's full name where the gradebook has none
-# (autograder/roster.py): the formgrader lists "None, None" for a student without one.
-c.Autograde.pre_convert_hook = roster.names_hook(c.CourseDirectory, then=handed_in.renamed_hook(ROOT / "solutions"))
+c.Autograde.pre_convert_hook = handed_in.renamed_hook(ROOT / "solutions")
 c.Autograde.exporter_class = "autograder.handed_in.HandedInExporter"
 c.Autograde.sanitize_preprocessors = [
     "autograder.keep.KeepLastGrade",
