@@ -43,7 +43,7 @@ def readme(name: str, lang: str, url: str | None, wheel: str) -> str:
     from encdec.grading import language
 
     with language.speaking(lang):
-        where = (language.text("download_wheel_url", url=url) if url
+        where = (language.text("download_wheel_url", url=url, folder=url.rsplit("/", 1)[0] + "/") if url
                  else language.text("download_wheel_by_hand", wheel=wheel))
         return language.text("download_readme", name=name, wheel=url or wheel, where=where) + "\n"
 

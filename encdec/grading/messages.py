@@ -46,7 +46,9 @@ MESSAGES = {
                             "jupyterlab\n    .venv/bin/jupyter lab\n\n(On Windows: `.venv\\Scripts\\pip` and "
                             "`.venv\\Scripts\\jupyter`.) {where}\n\nThen open `{name}.ipynb` in this folder and run it "
                             "from top to bottom: each visible check says what matched, what did not and why."),
-        "download_wheel_url": "The course package is the student wheel published with the book: {url}",
+        "download_wheel_url": ("The course package is the student wheel published with the book: {url}. The whole "
+                               "student release (all four exercises in both languages, with a README) is in the same "
+                               "folder: {folder}"),
         "download_wheel_by_hand": ("The course package is the student wheel `{wheel}` of the course's student release "
                                    "(your instructor shares it; `make student-release` in the course repository "
                                    "builds it): put its file name in the command above."),
@@ -230,7 +232,7 @@ MESSAGES = {
                             "jupyterlab\n    .venv/bin/jupyter lab\n\n（Windows 上：`.venv\\Scripts\\pip` 和 "
                             "`.venv\\Scripts\\jupyter`。）{where}\n\n然后在这个文件夹中打开 `{name}.ipynb`，从上到下运行："
                             "每项可见检查都会说明哪些一致、哪些不一致以及原因。"),
-        "download_wheel_url": "课程包是随本书发布的学生版 wheel：{url}",
+        "download_wheel_url": "课程包是随本书发布的学生版 wheel：{url}。完整的学生发布包（全部四个练习的中英文版，附 README）在同一个文件夹中：{folder}",
         "download_wheel_by_hand": ("课程包是课程学生版中的 wheel 文件 `{wheel}`（由教师提供；在课程仓库中运行 "
                                    "`make student-release` 可以生成它）：请把它的文件名填入上面的命令。"),
         "graded_passed": "通过（由批改程序检查）：{message}",
