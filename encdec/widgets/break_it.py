@@ -46,21 +46,25 @@ def mistake_table(preset: str) -> list[dict]:
     """Per mistake of ``encdec.broken.MISTAKES`` (the intact model first), on the trained ``preset``:
     ``{"name", "use_cache", "right", "total", "error"}``: how many of the 19,602 questions the model
     with that mistake still answers right on the mistake's path, and, where it cannot run, PyTorch's
-    error for one question (the lesson's)."""
-    from ..broken import MISTAKES, still_right
-    from ..data import problem_space
+    error for one question (the lesson's). Counted once per checkpoint and read by every page
+    (``encdec.whole_space``)."""
+    from .. import attention, broken, data, generate, model as model_module
     from ..train import load_run
+    from ..whole_space import cached
 
-    model, _ = load_run(preset)
-    questions, answers = problem_space()
-    lesson = encode_question(question_text(*LESSON))
-    rows = []
-    for name, mistake in MISTAKES.items():
-        counted = still_right(model, questions, answers, name)
-        error = break_answer(model, lesson, name)[1] if counted["error"] else None
-        rows.append({"name": name, "use_cache": mistake.use_cache, "right": counted["right"],
-                     "total": counted["total"], "error": error})
-    return rows
+    def count() -> list[dict]:
+        model, _ = load_run(preset)
+        questions, answers = data.problem_space()
+        lesson = encode_question(question_text(*LESSON))
+        rows = []
+        for name, mistake in broken.MISTAKES.items():
+            counted = broken.still_right(model, questions, answers, name)
+            error = break_answer(model, lesson, name)[1] if counted["error"] else None
+            rows.append({"name": name, "use_cache": mistake.use_cache, "right": counted["right"],
+                         "total": counted["total"], "error": error})
+        return rows
+
+    return cached("break_it", preset, (attention, broken, data, generate, model_module), count)
 
 
 class BreakIt(BookWidget):
