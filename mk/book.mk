@@ -21,8 +21,9 @@ $(NPM_STAMP): package.json package-lock.json
 # installs the student wheel from the published site (book/launch_copies.py; its address comes
 # from _config.yml's repository setting, else the checkout's GitHub origin, as the buttons' do:
 # scripts/book_repository.py; with neither, the cell says how to install the wheel by hand).
-# Committed; every build refreshes them (--update keeps their cell ids);
-# tests/test_book_content_launch.py fails when one lags behind.
+# Committed, and written only by `make book-notebooks` (--update keeps their cell ids), never by a
+# build: a build changes no tracked file. After editing a chapter, or setting the repository, run
+# it and commit the copies; tests/test_book_content_launch.py fails when one lags behind.
 NOTEBOOK_PAGES = $(shell grep -l '^jupytext:' book/*.md book/zh/*.md)
 define LAUNCH_COPIES
 $(BIN)/jupytext --quiet --update --to ipynb $(NOTEBOOK_PAGES)
@@ -41,7 +42,6 @@ define BUILD_BOOK
 $(PY) scripts/book_assets.py --check-cache $(BOOK_OUT)
 $(PY) book/zh_sync.py --check
 $(PY) book/exercise_downloads.py
-$(LAUNCH_COPIES)
 $(SITE_WEIGHTS) $(BIN)/jupyter-book build . --path-output . --warningiserror --keep-going
 $(BOOK_PDFS)
 endef
