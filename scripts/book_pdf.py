@@ -40,7 +40,9 @@ PAGE_FORMAT = dict(format="A4", print_background=True,
 
 # Before printing: wait until every saved widget view has rendered; ask each figure that runs the
 # model its question (ask the model: its saved one; break it: the lesson's) (on screen the weights load on a reader's first question; paper has no reader)
-# and wait for the weights (two frames more, for what a figure draws then); turn links to the
+# and wait for the weights (two frames more, for what a figure draws then); step each generation
+# view to its end (at step 0 it shows nothing computed); open every folded answer; give each line
+# of code its own box whose wrapped rest hangs under the line's own indentation; turn links to the
 # site's own pages into plain text.
 WIDGETS_DRAWN_JS = """() => document.querySelectorAll('.encdec-widget').length >=
   document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length"""
@@ -50,6 +52,30 @@ SETTLE_JS = """async () => {
   if (window.encdecWeightsLoading) await window.encdecWeightsLoading.catch(() => null);
   const frame = () => new Promise((done) => requestAnimationFrame(() => done()));
   await frame(); await frame();
+  for (const next of document.querySelectorAll('.encdec-PrefillDecodeStepper [data-testid="next"]')) {
+    for (let i = 0; i < 16 && !next.disabled; i++) next.click();
+  }
+  for (const d of document.querySelectorAll('details:not(.above-input)')) d.open = true;
+  for (const pre of document.querySelectorAll('div.highlight pre')) {
+    const lines = [[]];
+    for (const node of [...pre.childNodes]) {
+      const parts = node.nodeType === Node.TEXT_NODE ? node.textContent.split('\n') : null;
+      if (!parts) { lines[lines.length - 1].push(node); continue; }
+      parts.forEach((part, i) => { if (i) lines.push([]); if (part) lines[lines.length - 1].push(document.createTextNode(part)); });
+    }
+    if (lines.length > 1 && !lines[lines.length - 1].length) lines.pop();  // the newline that ends the block
+    pre.replaceChildren(...lines.map((nodes) => {
+      const line = document.createElement('span');
+      line.className = 'encdec-line';
+      line.append(...nodes);
+      const indent = line.textContent.match(/^ */)[0].length;
+      line.style.paddingLeft = `${indent + 4}ch`;
+      line.style.textIndent = `-${indent + 4}ch`;
+      if (!line.textContent) line.append('\u200b');
+      return line;
+    }));
+  }
+  await frame();
   const here = location.href.split('#')[0];
   for (const a of document.querySelectorAll('a[href]')) {
     const url = new URL(a.getAttribute('href'), location.href);

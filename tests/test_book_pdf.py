@@ -160,3 +160,39 @@ def test_each_edition_links_its_own_pdf_from_its_first_page_and_every_download_m
     for page in edition_pages()[edition]:
         assert pdf_links(page) == {own}, f"{page}: links another edition's PDF, or none"
         assert pdf_links(page, ".dropdown-download-buttons a[href]") == {own}, f"{page}: no PDF in its download menu"
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_every_folded_answer_prints_open(edition):
+    """Paper cannot unfold a dropdown: each answer the pages fold (quick checks, deep checks, transfer
+    questions) is in the PDF, its opening words at least."""
+    text = squeeze("".join(page_texts(edition)))
+    folded, missing = 0, []
+    for page in edition_pages()[edition]:
+        for box in soup(page).select("main details"):
+            if "above-input" in (box.get("class") or []) or box.find_parent(class_="encdec-widget"):
+                continue  # a cell's hidden code, or a figure's own control
+            body = [c for c in box.children if getattr(c, "name", None) not in (None, "summary")]
+            words = squeeze(" ".join(c.get_text(" ") for c in body))[:24]
+            if words:
+                folded += 1
+                if words not in text:
+                    missing.append(f"{page}: {box.summary.get_text(' ', strip=True)[:40] if box.summary else ''}: {words}")
+    assert folded >= 15, f"only {folded} folded answers in the {edition} edition: the check checks nothing"
+    assert not missing, f"{len(missing)} folded answers missing from the PDF:\n" + "\n".join(missing[:20])
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_no_sheet_is_blank(edition):
+    """Every sheet holds text or a drawing: a cell taller than a sheet kept whole left one with an empty frame."""
+    blank = [i + 1 for i, (page, words) in enumerate(zip(pdf(edition).pages, page_texts(edition)))
+             if not words.strip() and "/XObject" not in (page.get("/Resources") or {})]
+    assert not blank, f"blank sheets in the {edition} PDF: {blank}"
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_the_generation_view_prints_at_its_end(edition):
+    strings = json.loads((ROOT / "encdec" / "widgets" / "strings" / f"{edition}.json").read_text(encoding="utf-8"))
+    text = squeeze("".join(page_texts(edition)))
+    step_0 = squeeze(strings["prefill_decode"]["step_0"].split("{total}")[1])
+    assert step_0 not in text, "a generation view printed at step 0, nothing computed"

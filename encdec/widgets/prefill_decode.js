@@ -210,13 +210,15 @@ function render({ model, el }) {
     const run = pageRun(m, parsed.ids, prefix.map((tok) => TOKENS.indexOf(tok)),
       { mode: now.mode, temperature: now.temperature, topK: now.top_k, topP: now.top_p, seed: now.seed });
     failed = null;
+    // another question or prefix is another generation: it starts again before its prefill
+    const restart = "question" in wanted || "prefix" in wanted;
     wanted = {};
     const c = m.config;
     quiet = true;  // one redraw for the whole run, not one per trait
     push(model, { ...now, question: parsed.ids.map((id) => TOKENS[id]), prefix,
       steps: run.steps, probs: run.probs, dists: run.dists, self_cache_lens: run.self_cache_lens,
       cross_cache_lens: run.cross_cache_lens, work: run.work, num_layers: c.num_dec_layers, num_heads: c.num_heads,
-      emb_dim: c.emb_dim, source: "page", step: Math.min(model.get("step"), run.steps.length) });
+      emb_dim: c.emb_dim, source: "page", step: restart ? 0 : Math.min(model.get("step"), run.steps.length) });
     quiet = false;
     redraw();
   }
