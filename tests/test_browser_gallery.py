@@ -252,7 +252,9 @@ def test_break_it_picks_a_mistake_and_shows_its_answer_and_count(open_page, gall
     # the page carries no weights until its reader acts: the figure says so, and runs nothing yet
     assert w.locator("[data-testid='status']").inner_text() == text("break_it.weights_wait", lang)
     assert w.locator("[data-testid='broken-answer']").count() == 0
-    w.locator("[data-testid='lesson']").click()
+    chosen = w.locator("[data-testid='mistake-no_causal_mask']")
+    assert chosen.is_checked(), "the figure opens on one mistake"
+    chosen.click()  # a click on the mistake already chosen runs it
     w.locator("[data-testid='broken-answer']").wait_for(timeout=20000)  # once the site's weights are in
     lesson = encode_question(question_text(-30, "subtract", -34))
     for preset in ("modern", "historical"):
@@ -273,4 +275,11 @@ def test_break_it_picks_a_mistake_and_shows_its_answer_and_count(open_page, gall
     w.locator("[data-testid='mistake-q_from_encoder']").check()
     assert w.locator("[data-testid='broken-answer']").get_attribute("data-ids") == ""
     assert re.fullmatch(as_pattern("break_it.no_answer_cell", lang, rows=9, t=1), w.locator("[data-testid='broken-answer']").inner_text())
+    note = w.locator("[data-testid='operand-note']")
+    assert note.is_hidden()
+    w.locator("[data-testid='operand-a']").fill("99")  # no operand of the task: said, and nothing run on it
+    w.locator("[data-testid='operand-a']").press("Enter")
+    assert note.is_visible() and note.inner_text() == text("break_it.operand_range", lang, value="99", max=49)
+    w.locator("[data-testid='lesson']").click()
+    assert note.is_hidden()
     assert p.log.problems() == {}

@@ -146,7 +146,8 @@ function render({ model, el }) {
   const number = (key) => h("input", { type: "number", min: -OPERAND_MAX, max: OPERAND_MAX, step: 1, id: `${uid}-${key}`,
     class: "encdec-input encdec-break-number", "data-testid": `operand-${key}`, onchange: (e) => {
       const value = Number(e.target.value);
-      if (Number.isInteger(value) && Math.abs(value) <= OPERAND_MAX) act({ [key]: value });
+      refused = Number.isInteger(value) && Math.abs(value) <= OPERAND_MAX ? null : e.target.value;
+      if (refused === null) act({ [key]: value });
       else draw();
     } });
   const inputA = number("a"), inputB = number("b");
@@ -164,12 +165,15 @@ function render({ model, el }) {
   const answers = h("div", {});
   const explain = h("div", { class: "encdec-panel", "data-testid": "explain" });
   const caption = h("p", { class: "encdec-caption" });
+  const operandNote = h("p", { class: "encdec-note warn", "data-testid": "operand-note", role: "alert" });
   root.append(fieldset, h("div", { class: "encdec-toolbar" }, labelA, inputA, opSelect, inputB, lesson, random),
-    h("div", { class: "encdec-toolbar" }, presetGroup), status, answers, explain, caption);
+    operandNote, h("div", { class: "encdec-toolbar" }, presetGroup), status, answers, explain, caption);
   const live = liveRegion(root);
   let loadFailed = false, wanted = false;  // did the site's weights fail to load; has the reader acted yet
+  let refused = null;  // what the reader typed as an operand that is none of the task's
   // A reader's change; the first one loads the site's weights (the page carries none until then).
   function act(changes) {
+    refused = null;
     push(model, changes);
     if (!wanted && fromSite() && !window.encdecWeights) {
       wanted = true;
@@ -193,11 +197,13 @@ function render({ model, el }) {
       const id = `${uid}-m-${row.name}`;
       return h("div", { class: "encdec-break-choice" + (row.name === mistake ? " active" : "") },
         h("input", { type: "radio", name: `${uid}-mistake`, id, value: row.name, checked: row.name === mistake,
-          "data-testid": `mistake-${row.name}`, onchange: () => act({ mistake: row.name }) }),
+          "data-testid": `mistake-${row.name}`, onclick: () => act({ mistake: row.name }) }),  // a click on the chosen one runs it too
         h("label", { for: id }, breakWords(model, "m", row.name), " ",
           h("span", { class: "encdec-note", "data-testid": `count-${row.name}`, "data-right": row.right }, share(row))));
     }));
     labelA.textContent = t(model, "break_it.question_label");
+    operandNote.hidden = refused === null;
+    operandNote.textContent = refused === null ? "" : t(model, "break_it.operand_range", { value: refused, max: OPERAND_MAX });
     inputA.setAttribute("aria-label", t(model, "break_it.first_label"));
     opSelect.setAttribute("aria-label", t(model, "break_it.operator_label"));
     inputB.setAttribute("aria-label", t(model, "break_it.second_label"));
