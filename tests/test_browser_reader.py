@@ -64,7 +64,10 @@ FITS_JS = """() => {
     }).length;
     return [w.dataset.widget, Math.round(box.width), w.scrollWidth - w.clientWidth, out];
   });
-  return { page: root.scrollWidth - root.clientWidth, viewport: window.innerWidth, widgets };
+  // a drawn figure shrunk to the column (its tick labels 3 px tall) instead of scrolling in its box
+  const shrunk = [...document.querySelectorAll('div.cell_output img')]
+    .filter((i) => i.naturalWidth >= 560 && i.getBoundingClientRect().width < 559).map((i) => i.src.split('/').pop());
+  return { page: root.scrollWidth - root.clientWidth, viewport: window.innerWidth, widgets, shrunk };
 }"""
 
 _reports: dict[str, dict] = {}
@@ -174,6 +177,7 @@ def test_page_fits_a_phone(chromium, served, path):
     assert found["page"] <= 0, f"{path}: the page scrolls sideways by {found['page']} px at 390 px"
     wide = [w for w in found["widgets"] if w[2] > 1 or w[3] > 0]
     assert wide == [], f"{path}: widgets wider than the column (name, width, overflow px, parts outside): {wide}"
+    assert found["shrunk"] == [], f"{path}: figures shrunk to the phone's column: {found['shrunk']}"
 
 
 CLIPPED_IN_PRINT_JS = """() => [...document.querySelectorAll('article pre')]
