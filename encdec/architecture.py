@@ -72,7 +72,7 @@ LABELS = {
         "encoder": "encoder", "decoder": "decoder",
     },
     "zh": {
-        "question": "问题 ids", "answer": "答案 ids，右移\n(BOS POSITIVE 0 4)",
+        "question": "题目 ids", "answer": "答案 ids，右移\n(BOS POSITIVE 0 4)",
         "embed": "emb_layer + 位置编码", "enc": "编码器第 {i} 层\nattention_self（无掩码）、MLP",
         "dec": "解码器第 {i} 层\nattention_self（因果）· attention_cross · MLP",
         "memory": "记忆", "kv": "K、V", "vocab": "proj_to_vocab", "logits": "logits",
@@ -148,8 +148,9 @@ def draw(t: Trace, lang: str = "en"):
         ax.annotate("", xy=(dec_x, y), xytext=(enc_x + enc_w, memory_y),
                     arrowprops=dict(arrowstyle="-|>", color=colours["cross"], lw=1.0, alpha=0.8,
                                     connectionstyle="arc3,rad=-0.08", shrinkA=2, shrinkB=2))
-    ax.text((enc_x + enc_w + dec_x) / 2, memory_y + 0.12, f"{w['kv']}: {w['memory']} {_fmt(t.memory)}",
-            fontsize=8, color=colours["cross"], ha="center", va="bottom")
+    # the label in the gap between the columns, above the arrows' start: it touched both columns' boxes
+    ax.text((enc_x + enc_w + dec_x) / 2, memory_y + box_h / 2 + 0.1, f"{w['kv']}:\n{w['memory']}\n{_fmt(t.memory)}",
+            fontsize=7.5, color=colours["cross"], ha="center", va="bottom", linespacing=1.3)
     ax.text(enc_x + enc_w / 2, rows + 0.2, w["encoder"], ha="center", fontsize=10, color=colours["enc"], weight="bold")
     ax.text(dec_x + dec_w / 2, rows + 0.2, w["decoder"], ha="center", fontsize=10, color=colours["dec"], weight="bold")
     ax.set_title(w["title"], fontsize=11)
