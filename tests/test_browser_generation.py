@@ -77,6 +77,8 @@ def test_a_longer_prefix_is_prefilled_at_once_then_decoded_in_the_page(reader, m
     trace = decode_trace(models["modern"], LESSON_QUESTION_TEXT, None, "BOS POSITIVE 0")
     L = trace["num_layers"]
     assert rows(w, L) == [0] * L and work(w) == trace["work"]
+    legend = w.locator("[data-testid='work-legend']").inner_text()
+    assert r.say("prefill_decode.work_key_enc") in legend and r.say("prefill_decode.work_key_dec") in legend
     w.locator("[data-testid='next']").click()  # the prefill: three positions, three rows in every layer
     assert w.locator("[data-testid='step-label']").inner_text() == r.say(
         "prefill_decode.step_prefill", total=len(trace["steps"]), positions=r.say("prefill_decode.positions_other", n=3))

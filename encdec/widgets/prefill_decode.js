@@ -387,6 +387,8 @@ function render({ model, el }) {
     const mega = (n) => (n / 1e6).toFixed(2);
     return h("div", { class: "encdec-panel", "data-testid": "work" },
       h("div", { class: "encdec-label" }, t(model, "prefill_decode.work_title")),
+      h("div", { class: "encdec-note", "data-testid": "work-legend" }, ...["enc", "dec"].flatMap((part) =>
+        [h("span", { class: `encdec-work-key encdec-work-${part}`, "aria-hidden": "true" }), ` ${t(model, `prefill_decode.work_key_${part}`)} `])),
       work.map(([enc, dec], k) => h("div", { class: "encdec-work-row" + (k === s - 1 ? " current" : ""), "data-step": k + 1,
         "data-enc": enc, "data-dec": dec },
         h("span", { class: "encdec-work-label" }, t(model, k === 0 ? "prefill_decode.work_prefill" : "prefill_decode.work_step", { s: k + 1 })),
