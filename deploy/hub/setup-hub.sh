@@ -15,7 +15,9 @@
 #   setup-hub.sh student USER...   a student: in the students' group, home folder 0700
 #   setup-hub.sh instructor USER   an instructor: in the instructors' group, home 0700, ~/.jupyter/nbgrader_config.py
 #                                  reading the checkout's course configuration (~/encdec/nbgrader_config.py),
-#                                  kernel cgroups delegated, then the grading sandbox checked as that user
+#                                  kernel cgroups delegated (by root's own copy of the cgroups module, and
+#                                  again at every boot by a systemd unit), then the grading sandbox checked as that user
+#   setup-hub.sh undelegate USER   the end of a term, before userdel: the instructor's kernel cgroups removed
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
@@ -87,6 +89,28 @@ proxy() {
   echo "proxy: $ENCDEC_HUB_PREFIX/proxy (configurable-http-proxy $version)"
 }
 
+# Root runs root's code only: a root-owned copy of the stdlib-only cgroups module, under root's own
+# interpreter in isolated mode (-I: no PYTHONPATH, no user site, no current folder on sys.path), in
+# a clean environment; never the instructor's checkout or virtual environment, where a planted .pth,
+# sitecustomize or PATH entry would run as root. The copy also serves the boot unit: cgroup folders
+# do not survive a reboot, and systemd delegates them again before the hub starts.
+ROOT_CODE="$ENCDEC_HUB_PREFIX/root"
+delegate_cgroups() {
+  local python
+  python=$(cd / && env -i PATH=/usr/local/bin:/usr/bin:/bin "$(command -v python3)" -I -c 'import sys; print(sys.executable)')
+  install -d -m 0755 -o root -g root "$ROOT_CODE"
+  install -m 0644 -o root -g root "$REPO/autograder/sandbox/cgroups.py" "$ROOT_CODE/cgroups.py"
+  (cd / && env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$python" -I "$ROOT_CODE/cgroups.py" "${2:-delegate}" "$1")
+  if [ -d /run/systemd/system ] && [ "${2:-delegate}" = undelegate ]; then
+    systemctl disable -q "encdec-cgroups@$1.service" || true
+  elif [ -d /run/systemd/system ]; then
+    printf '%s\n' "[Unit]" "Description=encdec: kernel cgroups of the grader %i, again after a boot" "Before=jupyterhub.service" \
+      "[Service]" "Type=oneshot" "ExecStart=$python -I $ROOT_CODE/cgroups.py delegate %i" \
+      "[Install]" "WantedBy=multi-user.target" > /etc/systemd/system/encdec-cgroups@.service
+    systemctl daemon-reload && systemctl enable -q "encdec-cgroups@$1.service"
+  fi
+}
+
 student() {
   ensure_group "$ENCDEC_STUDENTS_GROUP"
   for user in "$@"; do
@@ -113,16 +137,16 @@ instructor() {
     "load_subconfig(\"$checkout/nbgrader_config.py\")  # noqa: F821" > "$home/.jupyter/nbgrader_config.py"
   chown "$user:$(id -gn "$user")" "$home/.jupyter/nbgrader_config.py"
   # grading without root: kernels get cgroups of their own (autograder/sandbox/README.md)
-  (cd "$checkout" && "$python" -m autograder.sandbox.cgroups delegate "$user")
+  delegate_cgroups "$user"
   runuser -u "$user" -- env -i HOME="$home" PATH="$(dirname "$python"):/usr/bin:/bin" LANG=C.UTF-8 \
     bash -c "cd '$checkout' && '$python' -c 'from autograder.sandbox.sandbox import check_available; check_available(); print(\"grading sandbox: ok\")'"
   echo "instructor: $user ($checkout)"
 }
 
-[ $# -ge 1 ] || { sed -n '2,18p' "$0"; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,21p' "$0"; exit 2; }
 step=$1; shift
 case "$step" in
-  exchange|config|student-env|proxy|student|instructor|all) need_root "$step" ;;
+  exchange|config|student-env|proxy|student|instructor|undelegate|all) need_root "$step" ;;
 esac
 case "$step" in
   exchange) exchange ;;
@@ -132,5 +156,6 @@ case "$step" in
   all) exchange; config; student_env; proxy ;;
   student) [ $# -ge 1 ] || { echo "setup-hub.sh student USER..." >&2; exit 2; }; student "$@" ;;
   instructor) [ $# -eq 1 ] || { echo "setup-hub.sh instructor USER" >&2; exit 2; }; instructor "$1" ;;
-  *) echo "setup-hub.sh: unknown step $step" >&2; sed -n '2,18p' "$0"; exit 2 ;;
+  undelegate) [ $# -eq 1 ] || { echo "setup-hub.sh undelegate USER" >&2; exit 2; }; delegate_cgroups "$1" undelegate ;;
+  *) echo "setup-hub.sh: unknown step $step" >&2; sed -n '2,21p' "$0"; exit 2 ;;
 esac
