@@ -10,7 +10,7 @@ grading architecture; ``autograder/preprocessors/`` holds the preprocessors regi
 import os
 from pathlib import Path
 
-from autograder import handed_in, keep
+from autograder import handed_in, keep, roster
 from autograder.environment import prepare
 from autograder.privacy import make_private, private_grading
 from autograder.sandbox.nbgrader_sandbox import sandbox_grading
@@ -68,6 +68,9 @@ c.OverwriteCells.add_missing_cells = True
 # No grade lost by a failed run: the last good autograde and feedback of each submission are kept
 # and put back when a regrade fails, crashes or is killed (autograder/keep.py).
 c.BaseConverter.post_convert_hook = keep.after
+# The students just graded get their account's full name where the gradebook has none
+# (autograder/roster.py): the formgrader lists "None, None" for a student without one.
+c.Autograde.post_convert_hook = roster.names_hook(c.CourseDirectory, then=keep.after)
 keep.restore_unfinished(GRADING.root)  # runs a killed grader left marked
 # Every notebook handed in is graded, with a reason: one under another name than the release's, or
 # one that is no notebook, is read by the course's exporter (autograder/handed_in.py), and a mangled

@@ -62,6 +62,12 @@ COURSE_ID = "encdec-hubtest"
 INSTRUCTOR = "ehub-teach"
 # student -> does the student write the solution (else the released stub is submitted)
 STUDENTS = {"ehub-ada": True, "ehub-bob": False, "ehub-cy": True}  # (the issue's class: three students)
+# each student's full name on their account, and the (first, last) name the gradebook then holds
+# (autograder/roster.py): ada graded by nbgrader, bob by the formgrader's button; cy's full name is
+# markup, which the formgrader would write into its page unescaped, so cy gets no name
+FULL_NAMES = {"ehub-ada": ("Ada Lovelace", ("Ada", "Lovelace")),
+              "ehub-bob": ("Jean-Luc O'Brien", ("Jean-Luc", "O'Brien")),
+              "ehub-cy": ("<img src=x onerror=document.title='named'>", (None, None))}
 GROUPS = {"ENCDEC_STUDENTS_GROUP": "ehub-students", "ENCDEC_INSTRUCTORS_GROUP": "ehub-instructors"}
 PASSWORD = "hub-test-Pw-7"  # the test's own users, removed afterwards
 WAIT_S = 90  # the longest a server may take to answer
@@ -131,7 +137,8 @@ def setup_hub(hub: Hub, *args: str) -> subprocess.CompletedProcess:
 
 def make_users() -> None:
     for user in [INSTRUCTOR, *STUDENTS]:
-        ok(run(["useradd", "--create-home", "--shell", "/bin/bash", user]), f"useradd {user}")
+        full = ["--comment", FULL_NAMES[user][0]] if user in FULL_NAMES else []
+        ok(run(["useradd", "--create-home", "--shell", "/bin/bash", *full, user]), f"useradd {user}")
     ok(run(["chpasswd"], input="".join(f"{u}:{PASSWORD}\n" for u in [INSTRUCTOR, *STUDENTS])), "chpasswd")
 
 
@@ -226,7 +233,8 @@ def hub():
     ports = {key: str(free_port()) for key in ("ENCDEC_HUB_PORT", "ENCDEC_HUB_API_PORT", "ENCDEC_PROXY_API_PORT")}
     settings = {"ENCDEC_HUB_PREFIX": str(base / "prefix"), "ENCDEC_HUB_STATE": str(base / "state"),
                 "ENCDEC_EXCHANGE_ROOT": str(base / "srv" / "exchange"), "ENCDEC_JUPYTER_ETC": str(base / "etc"),
-                "ENCDEC_COURSE_ID": COURSE_ID, "ENCDEC_HUB_IP": "127.0.0.1", **ports, **GROUPS}
+                "ENCDEC_COURSE_ID": COURSE_ID, "ENCDEC_HUB_IP": "127.0.0.1", "ENCDEC_PROFILE_D": str(base / "profile.d"),
+                **ports, **GROUPS}
     hub = Hub(base, settings)
     restore: list[tuple[Path, int]] = []
     shared: list[tuple[Path, int]] = []
@@ -309,13 +317,15 @@ def gradebook_scores(hub: Hub) -> dict[str, dict]:
         for student in STUDENTS:
             sub = gb.find_submission(ASSIGNMENT, student)
             cells = {g.name: (g.score, g.max_score) for nb in sub.notebooks for g in nb.grades}
-            out[student] = {"score": sub.score, "max_score": sub.max_score, "cells": cells}
+            out[student] = {"score": sub.score, "max_score": sub.max_score, "cells": cells,
+                            "name": (sub.student.first_name, sub.student.last_name)}
         return out
 
 
-def formgrader_autograde(hub: Hub, student: str) -> str:
+def formgrader_autograde(hub: Hub, student: str) -> tuple[str, dict[str, str]]:
     """Log in to the hub as the instructor, open the formgrader's submissions of the assignment,
-    press Autograde on `student`'s row; returns the score the page then shows for that row."""
+    press Autograde on `student`'s row; returns the score the page then shows for that row, and the
+    name it shows for each student after a reload."""
     with browser() as chromium:
         context = chromium.new_context(viewport={"width": 1300, "height": 900})
         page = context.new_page()
@@ -347,8 +357,14 @@ def formgrader_autograde(hub: Hub, student: str) -> str:
         hub.screenshot = SCREENSHOT
         page.screenshot(path=str(hub.screenshot), full_page=True)
         text = score.inner_text().strip()
+        page.reload()
+        page.locator("#main-table td.student-id", has_text=student).wait_for()
+        names = {}
+        for tr in page.locator("#main-table tr").filter(has=page.locator("td.student-id")).all():
+            names[tr.locator("td.student-id").inner_text().strip()] = tr.locator("td.student-name").inner_text().strip()
+        assert page.title() != "named", "a student's full name ran in the formgrader"
         context.close()
-        return text
+        return text, names
 
 
 def test_round_trip(hub):
@@ -359,6 +375,16 @@ def test_round_trip(hub):
     nbgrader(hub, INSTRUCTOR, "generate_assignment", ASSIGNMENT, "--force", cwd=course)
     nbgrader(hub, INSTRUCTOR, "release_assignment", ASSIGNMENT, cwd=course)
     hub.timed("instructor: sandbox check, generate, release", t)
+
+    # a terminal of a student's server is a login shell: /etc/profile resets PATH, the hub's profile
+    # script puts the server's environment first again (here sourced by hand: the test's profile.d
+    # is not the machine's)
+    student = next(iter(STUDENTS))
+    login = ok(run(["runuser", "-u", student, "--", "env", "-i", f"HOME={home(student)}", "LANG=C.UTF-8",
+                    f"ENCDEC_SERVER_BIN={hub.student_env / 'bin'}", "bash", "-l", "-c",
+                    f". {hub.settings['ENCDEC_PROFILE_D']}/encdec-hub.sh && command -v python && python -m nbgrader --version"]),
+               "a login shell's nbgrader")
+    assert login.stdout.splitlines()[0] == str(hub.student_env / "bin" / "python"), login.stdout
 
     t = time.monotonic()
     for student, solves in STUDENTS.items():
@@ -387,7 +413,7 @@ def test_round_trip(hub):
         nbgrader(hub, INSTRUCTOR, "autograde", ASSIGNMENT, "--student", student, cwd=course, timeout=600)
     hub.timed(f"instructor: collect, autograde {', '.join(by_cli)} (nbgrader)", t)
     t = time.monotonic()
-    shown = formgrader_autograde(hub, by_button)
+    shown, names_shown = formgrader_autograde(hub, by_button)
     hub.timed(f"instructor: autograde {by_button} (formgrader's button, through the hub)", t)
 
     t = time.monotonic()
@@ -418,6 +444,10 @@ def test_round_trip(hub):
         assert f"{ASSIGNMENT} (Score: {round(float(got['score']), 2)} / {round(float(max_score), 2)})" \
             in feedback[student], student
     assert shown == f"{scores[by_button]['score']:g} / {max_score:g}", shown
+    # each student's name: their account's full name where it is plain text, none otherwise
+    for student, (_, name) in FULL_NAMES.items():
+        assert scores[student]["name"] == name, (student, scores[student]["name"])
+        assert names_shown.get(student) == (f"{name[1]}, {name[0]}" if name[0] else "None, None"), names_shown
     print("scores:", {s: f"{v['score']:g} / {v['max_score']:g}" for s, v in scores.items()},
           "formgrader screenshot:", hub.screenshot)
 

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder import roster
 from autograder.keep import replace_folder
 
 from .course import TMP_PREFIX, autograded_dir, coursedir_for, results_dir, state_dir
@@ -95,6 +96,7 @@ def apply(config, assignment: str, student: str, fp: str, applied: Applied | Non
     if failed != set(result["notebooks"]):  # a run that graded nothing changes nothing (autograder/keep.py)
         with Gradebook(cd.db_url, cd.course_id) as gb:
             gb.update_or_create_student(student)
+            roster.fill(gb, [student])  # the account's name where the gradebook has none
             stamp = result.get("timestamp")
             if stamp:
                 gb.update_or_create_submission(assignment, student, timestamp=dt.datetime.fromisoformat(stamp))

@@ -84,8 +84,10 @@ def course_server(spawner) -> None:
         venv = PREFIX / "env" / "bin"
     # the course id: the course's nbgrader_config.py sets it from ENCDEC_COURSE_ID (default "encdec"),
     # after the hub-wide file, so the hub's id reaches the instructor's nbgrader through the server
+    # ENCDEC_SERVER_BIN: a terminal is a login shell, whose /etc/profile resets PATH; the profile
+    # script setup-hub.sh writes puts this folder first again (nbgrader, python, jupyter)
     spawner.environment = {**spawner.environment, "PATH": f"{venv}:/usr/local/bin:/usr/bin:/bin",
-                           "ENCDEC_COURSE_ID": S["ENCDEC_COURSE_ID"]}
+                           "ENCDEC_SERVER_BIN": str(venv), "ENCDEC_COURSE_ID": S["ENCDEC_COURSE_ID"]}
 
 
 c.Spawner.pre_spawn_hook = course_server

@@ -52,6 +52,13 @@ config() {
   chmod 0644 "$ENCDEC_JUPYTER_ETC/nbgrader_config.py.new"
   mv "$ENCDEC_JUPYTER_ETC/nbgrader_config.py.new" "$ENCDEC_JUPYTER_ETC/nbgrader_config.py"
   install -d -m 0700 "$ENCDEC_HUB_STATE"
+  # a hub terminal is a login shell: Debian's /etc/profile resets PATH, and this puts the server's
+  # environment first again (its folder comes from the spawner, jupyterhub_config.py)
+  install -d -m 0755 "$ENCDEC_PROFILE_D"
+  printf '%s\n' "# written by setup-hub.sh: the course's commands (nbgrader) in a hub terminal's login shell" \
+    'case "${ENCDEC_SERVER_BIN:-}" in /*) PATH="$ENCDEC_SERVER_BIN:$PATH"; export PATH ;; esac' \
+    > "$ENCDEC_PROFILE_D/encdec-hub.sh"
+  chmod 0644 "$ENCDEC_PROFILE_D/encdec-hub.sh"
   ensure_group "$ENCDEC_STUDENTS_GROUP"
   ensure_group "$ENCDEC_INSTRUCTORS_GROUP"
   echo "hub-wide nbgrader config: $ENCDEC_JUPYTER_ETC/nbgrader_config.py (course $ENCDEC_COURSE_ID)"
