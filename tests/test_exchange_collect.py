@@ -25,7 +25,7 @@ from nbgrader.coursedir import CourseDirectory
 from nbgrader.exchange.default.collect import ExchangeCollect
 from traitlets.config import Config
 
-from autograder import collected
+from autograder import assignments, collected
 from autograder.exchange import Collect
 from autograder.fixtures.inbound import INBOUND, NOTEBOOK, ROWS
 from autograder.handed_in import HandedInExporter
@@ -92,6 +92,17 @@ def files(folder: Path) -> dict[str, bytes]:
 
 def record(folder: Path) -> dict[str, dict]:
     return {r["key"]: r for r in json.loads((folder / collected.RECORD).read_text())}
+
+
+def test_every_release_sits_well_within_the_bounds():
+    """An honest submission is a release with answers: each is a tenth of the bounds at most."""
+    bounds = collected.BOUNDS
+    for name in assignments.names():
+        for release in (ROOT / "exercises" / name, ROOT / "exercises" / "zh" / name):
+            found = [p for p in release.rglob("*") if p.is_file()]
+            depth = max(len(p.relative_to(release).parts) - 1 for p in found)
+            assert len(found) * 10 <= bounds.files and depth < bounds.depth, release
+            assert sum(p.stat().st_size for p in found) * 10 <= bounds.megabytes * 10**6, release
 
 
 def test_an_honest_submission_collects_as_nbgraders_own_collect(tmp_path, gradebook):
