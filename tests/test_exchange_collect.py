@@ -27,8 +27,9 @@ from traitlets.config import Config
 
 from autograder import assignments, collected
 from autograder.exchange import Collect
-from autograder.fixtures.inbound import INBOUND, NOTEBOOK, ROWS
+from autograder.fixtures.inbound import INBOUND, MARKUP, NOTEBOOK, ROWS
 from autograder.handed_in import HandedInExporter
+from autograder.preprocessors.sanitize_outputs import SanitizeOutputs
 from autograder.repairs import notice, repairs
 from encdec.grading import language
 
@@ -147,18 +148,21 @@ def test_nothing_of_the_students_own_record_or_time_is_read(tmp_path, gradebook)
 
 
 def test_the_feedback_states_what_was_left_behind(tmp_path, gradebook):
+    """The records the grader makes of the collected folder's, worded in both languages, and inert
+    where the formgrader and the feedback draw them (SanitizeOutputs, as on every markdown cell)."""
     term = Term(tmp_path, gradebook)
-    for name in ("extra_link", "fifo"):
+    for name in ("extra_link", "markup_name", "fifo"):
         ROWS[name].plant(term.folder, term.secret, term.user.pw_uid, term.user.pw_gid)
     folder, _ = term.collect()
     output, _ = HandedInExporter().from_filename(str(folder / NOTEBOOK))
     records = repairs(nbformat.reads(output, as_version=4))
-    assert [(r["key"], r["files"], r["count"]) for r in records] == \
-        [("left_behind_link", "warmup.ipynb", 1), ("left_behind_not_regular", "pipe.ipynb", 1)]
+    assert [(r["key"], sorted(r["files"].split(", ")), r["count"]) for r in records] == \
+        [("left_behind_link", sorted(["warmup.ipynb", MARKUP]), 2), ("left_behind_not_regular", ["pipe.ipynb"], 1)]
     for lang in language.LANGUAGES:
         words = notice(records, lang)
-        assert "warmup.ipynb" in words and "pipe.ipynb" in words
-        assert words.count("\n- ") == 2
+        assert all(name in words for name in ("warmup.ipynb", MARKUP, "pipe.ipynb")) and words.count("\n- ") == 2
+        shown, _ = SanitizeOutputs().preprocess_cell(nbformat.v4.new_markdown_cell(words), {}, 0)
+        assert "onerror" not in shown.source and "warmup.ipynb" in shown.source  # an <img> left, inert
 
 
 def test_a_folder_with_no_time_in_its_name_stops_no_collect(tmp_path, gradebook):
