@@ -83,7 +83,7 @@ class Collect(ExchangeCollect):
 
     def do_copy(self, src, dest, log=None):
         """``src`` (a submission folder in inbound) into ``dest`` as ``autograder/collected.py`` copies:
-        checked again on what it opens, so a folder swapped since ``_owned`` is refused here."""
+        checked again on what it opens, so a folder swapped since ``_why_not`` is refused here."""
         name = os.path.basename(src)
         student = self._path_to_record(src)["username"]
         parent = os.open(self.inbound_path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
