@@ -10,7 +10,7 @@ grading architecture; ``autograder/preprocessors/`` holds the preprocessors regi
 import os
 from pathlib import Path
 
-from autograder import handed_in, keep, roster
+from autograder import collected, handed_in, keep, roster
 from autograder.environment import prepare
 from autograder.privacy import make_private, private_grading
 from autograder.sandbox.nbgrader_sandbox import sandbox_grading
@@ -34,7 +34,8 @@ c.CourseDirectory.course_id = os.environ.get("ENCDEC_COURSE_ID") or "encdec"
 if os.environ.get("ENCDEC_EXCHANGE"):
     c.Exchange.root = os.environ["ENCDEC_EXCHANGE"]
 # What a student hands in stays theirs: a sticky inbound folder, and each student's own submissions
-# collected only (autograder/exchange.py; the students' side is encdec/exchange.py).
+# collected only, their data and no links, within bounds (autograder/exchange.py, autograder/collected.py;
+# the students' side is encdec/exchange.py).
 c.ExchangeFactory.release_assignment = "autograder.exchange.ReleaseAssignment"
 c.ExchangeFactory.collect = "autograder.exchange.Collect"
 c.CourseDirectory.source_directory = "solutions"
@@ -44,7 +45,8 @@ c.CourseDirectory.autograded_directory = str(GRADING.autograded)
 c.CourseDirectory.feedback_directory = str(GRADING.feedback)
 c.CourseDirectory.db_url = GRADING.db_url
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".grading", ".grading-in",
-                            "zh.yml"]  # a release's translations (autograder/release.py), not a student's file
+                            "zh.yml",  # a release's translations (autograder/release.py), not a student's file
+                            collected.RECORD]  # what collect left behind: read by the grader, not carried on
 c.TrustedGrading.secret_file = str(GRADING.secret)
 # Grades out: `nbgrader export` writes a gradebook CSV that Canvas imports (autograder/lms/canvas.py;
 # `--exporter=nbgrader.plugins.CsvExportPlugin` gives nbgrader's own CSV, to grades.csv).

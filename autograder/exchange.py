@@ -10,14 +10,23 @@ owned by someone else than the student it names. Here:
 - ``ReleaseAssignment`` adds the sticky bit to the inbound folder (3733): only a folder's owner
   (and the instructor) can rename or remove it;
 - ``Collect`` collects for each student only the submissions that student owns, and says which
-  it left out (an impersonation, or a folder put there by hand).
+  it left out (an impersonation, or a folder put there by hand, or one whose name holds no time:
+  nbgrader's own collect stops for the whole class on ``bob+decoder_block+x``);
+- and copies data, not links: nbgrader's copy (``shutil.copytree``) follows a link, so a link the
+  student planted to a file the instructor can read (the solutions, the gradebook) arrived as the
+  student's work. ``Collect.do_copy`` copies through ``autograder/collected.py`` instead: only the
+  student's own regular files, opened without following links, within ``collected.Bounds`` (which
+  stand for nbgrader's ``max_file_size`` and ``max_dir_size``); what it leaves behind is said in the
+  log and recorded for the feedback.
 """
 from __future__ import annotations
 
 import os
 import pwd
 import stat
+from datetime import datetime
 
+from autograder import collected
 from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.exchange.default.release_assignment import ExchangeReleaseAssignment
 
@@ -34,25 +43,60 @@ class ReleaseAssignment(ExchangeReleaseAssignment):
 
 def _owner(path: str) -> str | None:
     try:
-        return pwd.getpwuid(os.stat(path).st_uid).pw_name
+        return pwd.getpwuid(os.stat(path, follow_symlinks=False).st_uid).pw_name
     except (KeyError, OSError):
         return None
 
 
 class Collect(ExchangeCollect):
-    """nbgrader's collect, of the submissions each student owns only."""
+    """nbgrader's collect, of the submissions each student owns only, their data and no links."""
 
-    def _owned(self, record) -> bool:
-        return _owner(os.path.join(self.inbound_path, record["filename"])) == record["username"]
+    def _path_to_record(self, path):
+        try:
+            return super()._path_to_record(path)
+        except (ValueError, OverflowError):  # no time in the name (nbgrader's own stops the whole collect)
+            name = os.path.basename(path)
+            return {"username": name.rsplit("+", 3)[0], "filename": name, "timestamp": datetime.min, "undated": True}
+
+    def _why_not(self, record) -> str | None:
+        """Why ``record`` is not collected (None: it is)."""
+        if record.get("undated"):
+            return "it has no time in its name"
+        path = os.path.join(self.inbound_path, record["filename"])
+        if os.path.islink(path) or not os.path.isdir(path):
+            return "it is no folder"
+        owner = _owner(path)
+        return None if owner == record["username"] else f"it is owned by {owner or 'an unknown user'}"
 
     def _sort_by_timestamp(self, records):
         # nbgrader keeps the first of each student's records: the newest one the student owns
         ranked = super()._sort_by_timestamp(records)
-        return [r for r in ranked if self._owned(r)] + [r for r in ranked if not self._owned(r)]
+        return [r for r in ranked if not self._why_not(r)] + [r for r in ranked if self._why_not(r)]
 
     def copy_files(self):
-        for record in [r for r in self.src_records if not self._owned(r)]:
-            self.log.error("Not collected: %s names %s but is owned by %s", record["filename"], record["username"],
-                           _owner(os.path.join(self.inbound_path, record["filename"])) or "an unknown user")
-        self.src_records = [r for r in self.src_records if self._owned(r)]
+        for record in self.src_records:
+            if self._why_not(record):
+                self.log.error("Not collected: %r names %s, but %s", record["filename"], record["username"],
+                               self._why_not(record))
+        self.src_records = [r for r in self.src_records if not self._why_not(r)]
         super().copy_files()
+
+    def do_copy(self, src, dest, log=None):
+        """``src`` (a submission folder in inbound) into ``dest`` as ``autograder/collected.py`` copies:
+        checked again on what it opens, so a folder swapped since ``_why_not`` is refused here."""
+        name = os.path.basename(src)
+        student = self._path_to_record(src)["username"]
+        parent = os.open(self.inbound_path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            left = collected.copy_submission(parent, name, dest, pwd.getpwnam(student).pw_uid,
+                                             ignore=tuple(self.coursedir.ignore), include=tuple(self.coursedir.include))
+        except (KeyError, OSError) as error:
+            self.log.error("Not collected: %r is no folder of %s's own (%s)", name, student, type(error).__name__)
+            return
+        finally:
+            os.close(parent)
+        records = collected.said(left)
+        collected.write(dest, name.rsplit("+", 3)[2], records)  # the stamp nbgrader parsed from the name
+        for r in records:
+            self.log.error("Left behind in %r: %d item(s), %s: %s", name, r["count"], r["key"],
+                           ", ".join(map(repr, r["files"])))

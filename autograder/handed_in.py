@@ -16,7 +16,9 @@ documented extension points of nbgrader's converters (``nbgrader_config.py``):
   notebook with no answers (every test then scores 0).
 
 Each is recorded in the notebook (``MatchRelease``'s records: ``renamed``, ``unreadable``) and
-stated at the top of the graded notebook and of the feedback. The files handed in stay as they are.
+stated at the top of the graded notebook and of the feedback, with what the exchange's collect left
+behind of the submission (``autograder/collected.py``: ``left_behind_<key>``, a link for instance).
+The files handed in stay as they are.
 
 Bounded at intake (``Intake``, one dataclass): a file larger than ``Intake.notebook_bytes`` is never
 read (its size is the file system's), one with more than ``Intake.cells`` cells is counted, not
@@ -36,6 +38,7 @@ from pathlib import Path
 import nbformat
 from nbconvert.exporters import NotebookExporter
 
+from autograder.collected import left_behind
 from autograder.repairs import record
 
 
@@ -154,6 +157,8 @@ class HandedInExporter(NotebookExporter):
             record(nb, "unreadable", file=handed_in.name, error=type(error).__name__)
         if handed_in != path:
             record(nb, "renamed", file=handed_in.name, name=path.name)
+        for said in left_behind(str(path.parent)):
+            record(nb, **said)
         resources = {} if resources is None else resources
         if not resources.get("metadata"):
             resources["metadata"] = {}

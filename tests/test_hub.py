@@ -7,8 +7,9 @@ environment from the student wheel, configurable-http-proxy, then each user), an
 JupyterHub with deploy/hub/jupyterhub_config.py on free ports of 127.0.0.1. Then the term:
 
     instructor: generate_assignment, release_assignment     (as the instructor's user)
-    students:   fetch_assignment, work (one solves, one leaves the stub), validate, submit
-    instructor: collect; autograde one student with nbgrader, the other with the formgrader's
+    students:   fetch_assignment, work (one solves, one leaves the stub), validate, submit; one
+                plants a link to the instructor's solutions in their submission
+    instructor: collect (the link left behind, and said in that student's feedback); autograde one student with nbgrader, the other with the formgrader's
                 Autograde button in Chromium, logged in through the hub; generate_feedback,
                 release_feedback
     students:   fetch_feedback
@@ -41,12 +42,14 @@ import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass, field
+from html import unescape
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from autograder import assignments
+from autograder import assignments, collected
+from autograder.fixtures.inbound import ROWS
 from autograder.fixtures.make import solution_sources
 
 from browser_support import browser
@@ -68,6 +71,7 @@ STUDENTS = {"ehub-ada": True, "ehub-bob": False, "ehub-cy": True}  # (the issue'
 FULL_NAMES = {"ehub-ada": ("Ada Lovelace", ("Ada", "Lovelace")),
               "ehub-bob": ("Jean-Luc O'Brien", ("Jean-Luc", "O'Brien")),
               "ehub-cy": ("<img src=x onerror=document.title='named'>", (None, None))}
+PLANTER = "ehub-bob"  # plants a link to the solutions in their submission (autograder/fixtures/inbound.py)
 GROUPS = {"ENCDEC_STUDENTS_GROUP": "ehub-students", "ENCDEC_INSTRUCTORS_GROUP": "ehub-instructors"}
 PASSWORD = "hub-test-Pw-7"  # the test's own users, removed afterwards
 WAIT_S = 90  # the longest a server may take to answer
@@ -402,11 +406,22 @@ def test_round_trip(hub):
         assert ("Success!" in validated.stdout) == solves, (student, validated.stdout[-2000:])
         nbgrader(hub, student, "submit", ASSIGNMENT)
     hub.timed("students: fetch, work, validate, submit", t)
+    # a student who plants a link (issue 49): beside their notebook, warmup.ipynb, a link to the
+    # instructor's solutions, which the instructor's collect can read; collect copies data, not links
+    solutions = course / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    planted = ROWS["extra_link"].left
+    ok(as_user(hub, PLANTER, ["python", "-c", "import os, sys; os.symlink(*sys.argv[1:])", str(solutions),
+                              str(submission(hub, PLANTER) / planted)]), f"{PLANTER} plants a link")
 
     t = time.monotonic()
     nbgrader(hub, INSTRUCTOR, "collect", ASSIGNMENT, cwd=course)
     for student in STUDENTS:
         assert (course / "grading" / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file()
+    kept = course / "grading" / "submitted" / PLANTER / ASSIGNMENT
+    assert not (kept / planted).exists(), f"{planted} collected"
+    assert solutions.read_bytes() not in [p.read_bytes() for p in kept.rglob("*") if p.is_file()]
+    assert [(r["key"], r["files"]) for r in json.loads((kept / collected.RECORD).read_text())] == \
+        [("left_behind_link", [planted])]
     by_button = "ehub-bob"  # the formgrader's Autograde button grades one student, nbgrader the others
     by_cli = [s for s in STUDENTS if s != by_button]
     for student in by_cli:
@@ -448,6 +463,8 @@ def test_round_trip(hub):
     for student, (_, name) in FULL_NAMES.items():
         assert scores[student]["name"] == name, (student, scores[student]["name"])
         assert names_shown.get(student) == (f"{name[1]}, {name[0]}" if name[0] else "None, None"), names_shown
+    # the planted link, named at the top of that student's feedback only
+    assert [planted in unescape(feedback[s]) for s in STUDENTS] == [s == PLANTER for s in STUDENTS]
     print("scores:", {s: f"{v['score']:g} / {v['max_score']:g}" for s, v in scores.items()},
           "formgrader screenshot:", hub.screenshot)
 

@@ -2,6 +2,8 @@
 
 Plain text only: no answer here."""
 
+from .messages_collect import LEFT_BEHIND  # what the exchange's collect left behind: its own table
+
 # Every message a student reads that is not a diagnosis: key -> template (str.format fields). The
 # grader's judges (``autograder.judge``) word every sentence from here too, down to the fragments
 # the stage-by-stage evidence is built of; code names, shapes and numbers fill the fields as they are.
@@ -80,6 +82,7 @@ MESSAGES = {
                              "{cell}, the copies ran as ordinary cells."),
         "repair_unknown_cell": ("A cell carries the nbgrader id {cell}, which this exercise does not have (copied "
                                 "from another notebook?); it ran as an ordinary cell."),
+        **LEFT_BEHIND["en"],
         # the kernel's own lines (encdec.grading.checks): a hidden check, a missing reference, a graded run
         "hidden_own_run": "hidden check {check_id}: runs on the grader's inputs when the notebook is graded",
         "no_reference": ("{check_id}: no inputs for this check. Visible checks read reference/{check_id}.npz next to "
@@ -254,6 +257,7 @@ MESSAGES = {
         "repair_flags": "单元 {cell} 的 nbgrader 设置被改动（{flags}）；已恢复为练习的设置。",
         "repair_duplicate": "单元 {cell} 在笔记本中多出现了 {copies} 次；只有一个单元按 {cell} 批改，副本作为普通单元运行。",
         "repair_unknown_cell": "有一个单元带有 nbgrader 编号 {cell}，而本练习没有这个编号（从别的笔记本复制的？）；它作为普通单元运行。",
+        **LEFT_BEHIND["zh"],
         "hidden_own_run": "隐藏检查 {check_id}：批改 notebook 时在批改程序的输入上运行",
         "no_reference": ("{check_id}：这项检查没有输入。可见检查读取 notebook 旁边的 reference/{check_id}.npz"
                          "（它随练习一起发放）；隐藏检查只在批改 notebook 时运行。"),
