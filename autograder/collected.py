@@ -13,9 +13,13 @@ log, and in ``RECORD`` in the collected folder, which the grader turns into repa
 (``left_behind_<key>``, worded in ``encdec/grading/messages_collect.py``) at the top of the graded
 notebook and the feedback.
 
-nbgrader's ``timestamp.txt`` is nbgrader's, not the student's: the copy skips the student's and
-writes the stamp nbgrader's ``submit`` put in the folder's name (the one ``collect`` ranks by), so
-no file the student wrote is read as a time.
+**The server's clock decides when it was handed in.** The time in the folder's name and the
+student's ``timestamp.txt`` are the student's to set (``nbgrader submit
+'--Exchange.timestamp_format=...'`` forged one eleven minutes early and escaped the late penalty).
+A file's status-change time (``st_ctime``) is the kernel's: nobody without root sets it, and every
+write, rename or new entry moves it to the server's now. So the submission's time is the latest
+``st_ctime`` of its folder and of every entry in it (``changed``), and the collected
+``timestamp.txt``, which the late policy reads, holds that; the student's is skipped.
 """
 from __future__ import annotations
 
@@ -48,11 +52,13 @@ BOUNDS = Bounds()
 
 
 def copy_submission(parent_fd: int, name: str, dest: str, uid: int, bounds: Bounds = BOUNDS,
-                    ignore: tuple[str, ...] = (), include: tuple[str, ...] = ("*",)) -> list[tuple[str, str]]:
+                    ignore: tuple[str, ...] = (), include: tuple[str, ...] = ("*",),
+                    changed: list[int] | None = None) -> list[tuple[str, str]]:
     """The folder ``name`` of ``parent_fd`` copied into the new folder ``dest``, as the module says;
     returns what was left behind, (path in the folder, key). ``ignore``/``include``: nbgrader's
-    ``CourseDirectory`` globs (names skipped silently, as nbgrader's own copy does). Raises
-    ``OSError`` when ``name`` is no folder of ``uid``'s (a link: ``ELOOP``); nothing is made then."""
+    ``CourseDirectory`` globs (names skipped silently, as nbgrader's own copy does). ``changed``,
+    when given, receives the latest ``st_ctime_ns`` of the folder and of every entry looked at.
+    Raises ``OSError`` when ``name`` is no folder of ``uid``'s (a link: ``ELOOP``); nothing is made then."""
     top = os.open(name, _OPEN | os.O_DIRECTORY, dir_fd=parent_fd)
     try:
         info = os.fstat(top)
@@ -60,8 +66,10 @@ def copy_submission(parent_fd: int, name: str, dest: str, uid: int, bounds: Boun
             raise PermissionError(f"{name} is not owned by uid {uid}")
         os.mkdir(dest)
         left: list[tuple[str, str]] = []
-        budget = [bounds.files, bounds.megabytes * 10**6, bounds.entries]
+        budget = [bounds.files, bounds.megabytes * 10**6, bounds.entries, info.st_ctime_ns]
         _copy_folder(top, "", dest, 0, info.st_dev, uid, bounds, budget, left, ignore, include)
+        if changed is not None:
+            changed.append(max(budget[3], os.fstat(top).st_ctime_ns))  # an entry made while it was copied
         return left
     finally:
         os.close(top)
@@ -100,6 +108,7 @@ def _copy_folder(fd, rel, dest, depth, dev, uid, bounds, budget, left, ignore, i
 def _copy_entry(fd, name, path, dest, depth, dev, uid, bounds, budget, left, ignore, include) -> str | None:
     """One opened entry judged on its descriptor and copied; the key it is left behind for, or None."""
     info = os.fstat(fd)
+    budget[3] = max(budget[3], info.st_ctime_ns)  # the server's time of its last change
     if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)) or info.st_dev != dev:
         return "not_regular"
     if info.st_uid != uid or (stat.S_ISREG(info.st_mode) and info.st_nlink != 1):

@@ -17,18 +17,22 @@ owned by someone else than the student it names. Here:
   student's work. ``Collect.do_copy`` copies through ``autograder/collected.py`` instead: only the
   student's own regular files, opened without following links, within ``collected.Bounds`` (which
   stand for nbgrader's ``max_file_size`` and ``max_dir_size``); what it leaves behind is said in the
-  log and recorded for the feedback.
+  log and recorded for the feedback;
+- and times each submission by the server's clock (the latest status change of its folder and
+  files, ``collected.py``), never by the time in its name or its ``timestamp.txt``, which the student
+  sets: the late policy and the choice of the newest submission read the server's.
 """
 from __future__ import annotations
 
 import os
 import pwd
 import stat
-from datetime import datetime
+from datetime import datetime, timezone
 
 from autograder import collected
 from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.exchange.default.release_assignment import ExchangeReleaseAssignment
+from nbgrader.utils import parse_utc
 
 
 class ReleaseAssignment(ExchangeReleaseAssignment):
@@ -53,10 +57,17 @@ class Collect(ExchangeCollect):
 
     def _path_to_record(self, path):
         try:
-            return super()._path_to_record(path)
+            record = super()._path_to_record(path)
         except (ValueError, OverflowError):  # no time in the name (nbgrader's own stops the whole collect)
             name = os.path.basename(path)
             return {"username": name.rsplit("+", 3)[0], "filename": name, "timestamp": datetime.min, "undated": True}
+        # ranked (newest, before the due date, newer than the one collected) by the server's clock:
+        # the folder's last status change, naive UTC as nbgrader's; the name's time is the student's
+        try:
+            record["timestamp"] = datetime.fromtimestamp(os.lstat(path).st_ctime, timezone.utc).replace(tzinfo=None)
+        except OSError:
+            pass
+        return record
 
     def _why_not(self, record) -> str | None:
         """Why ``record`` is not collected (None: it is)."""
@@ -87,16 +98,23 @@ class Collect(ExchangeCollect):
         name = os.path.basename(src)
         student = self._path_to_record(src)["username"]
         parent = os.open(self.inbound_path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        changed: list[int] = []
         try:
             left = collected.copy_submission(parent, name, dest, pwd.getpwnam(student).pw_uid,
-                                             ignore=tuple(self.coursedir.ignore), include=tuple(self.coursedir.include))
+                                             ignore=tuple(self.coursedir.ignore), include=tuple(self.coursedir.include),
+                                             changed=changed)
         except (KeyError, OSError) as error:
             self.log.error("Not collected: %r is no folder of %s's own (%s)", name, student, type(error).__name__)
             return
         finally:
             os.close(parent)
         records = collected.said(left)
-        collected.write(dest, name.rsplit("+", 3)[2], records)  # the stamp nbgrader parsed from the name
+        when = datetime.fromtimestamp(changed[0] / 1e9, timezone.utc)  # the server's clock, not the name's
+        collected.write(dest, when.strftime("%Y-%m-%d %H:%M:%S.%f UTC"), records)
+        named = parse_utc(name.rsplit("+", 3)[2]).replace(tzinfo=timezone.utc)
+        if abs((when - named).total_seconds()) > 120:
+            self.log.warning("%r: handed in at %s by the server's clock; its name says %s (not used)",
+                             name, when.isoformat(" ", "seconds"), named.isoformat(" ", "seconds"))
         for r in records:
             self.log.error("Left behind in %r: %d item(s), %s: %s", name, r["count"], r["key"],
                            ", ".join(map(repr, r["files"])))

@@ -16,6 +16,8 @@ import os
 import pwd
 import secrets
 import shutil
+import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import nbformat
@@ -23,6 +25,7 @@ import pytest
 from nbgrader.auth import Authenticator
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.exchange.default.collect import ExchangeCollect
+from nbgrader.utils import parse_utc
 from traitlets.config import Config
 
 from autograder import assignments, collected
@@ -110,7 +113,10 @@ def test_an_honest_submission_collects_as_nbgraders_own_collect(tmp_path, gradeb
     term = Term(tmp_path, gradebook)
     ours, lines = term.collect()
     stock, _ = term.collect(ExchangeCollect, into="stock")
-    assert files(ours) == files(stock) and NOTEBOOK in files(ours)
+    stamp = files(ours).pop("timestamp.txt")  # the server's clock: see test_the_server_s_clock_times_a_submission
+    assert {k: v for k, v in files(ours).items() if k != "timestamp.txt"} == \
+        {k: v for k, v in files(stock).items() if k != "timestamp.txt"} and NOTEBOOK in files(ours)
+    assert stamp.decode().endswith(" UTC")
     assert {p.relative_to(ours): p.stat().st_mode for p in ours.rglob("*") if p.is_file()} == \
         {p.relative_to(stock): p.stat().st_mode for p in stock.rglob("*") if p.is_file()}
     assert not (ours / collected.RECORD).exists() and not any("Left behind" in line for line in lines)
@@ -143,8 +149,27 @@ def test_nothing_of_the_students_own_record_or_time_is_read(tmp_path, gradebook)
     (term.folder / collected.RECORD).write_text(json.dumps([{"key": "left_behind_link", "count": 1, "files": ["x"]}]))
     os.chown(term.folder / collected.RECORD, term.user.pw_uid, term.user.pw_gid)
     folder, lines = term.collect()
-    assert (folder / "timestamp.txt").read_text() == STAMP
+    assert parse_utc((folder / "timestamp.txt").read_text()) > parse_utc(STAMP)  # the server's, not the secret
     assert not (folder / collected.RECORD).exists() and not any("Left behind" in line for line in lines)
+
+
+def test_the_server_s_clock_times_a_submission(tmp_path, gradebook):
+    """A forged time in the name (nbgrader submit '--Exchange.timestamp_format=...') and in
+    timestamp.txt changes nothing: the collected time is the latest status change the kernel
+    recorded for the folder and its files, which only root could set back; a file changed later
+    (its content, in place) moves it later."""
+    term = Term(tmp_path, gradebook)  # named and stamped 2026-12-06 10:00, made now
+    before = datetime.now(timezone.utc).replace(tzinfo=None)
+    folder, lines = term.collect()
+    handed_in = parse_utc((folder / "timestamp.txt").read_text())
+    assert abs((handed_in - before).total_seconds()) < 30, (handed_in, before)
+    assert any("by the server's clock" in line and "not used" in line for line in lines), lines
+    time.sleep(1.1)
+    with open(term.folder / NOTEBOOK, "ab") as f:  # changed in place: the folder's own time stays
+        f.write(b" ")
+    shutil.rmtree(folder)
+    again, _ = term.collect()
+    assert parse_utc((again / "timestamp.txt").read_text()) > handed_in + timedelta(seconds=1)
 
 
 def test_the_feedback_states_what_was_left_behind(tmp_path, gradebook):
@@ -173,7 +198,7 @@ def test_a_folder_with_no_time_in_its_name_stops_no_collect(tmp_path, gradebook)
         undated.mkdir()
         os.chown(undated, term.user.pw_uid, term.user.pw_gid)
     folder, lines = term.collect()
-    assert (folder / "timestamp.txt").read_text() == STAMP and NOTEBOOK in files(folder)
+    assert parse_utc((folder / "timestamp.txt").read_text()) > parse_utc(STAMP) and NOTEBOOK in files(folder)
     (term.inbound / term.folder.name).rename(term.inbound / "elsewhere")  # the undated ones alone
     shutil.rmtree(folder)
     folder, lines = term.collect()
