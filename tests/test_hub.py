@@ -259,6 +259,9 @@ def hub():
                        env={**os.environ, **hub.settings, "PIP_NO_INDEX": "1", "ENCDEC_STUDENT_WHEEL": str(wheel),
                             "PATH": f"{VENV_BIN}:/usr/bin:/bin:/usr/sbin:/sbin"})
         ok(env_done, "setup-hub.sh student-env")
+        page_config = json.loads((hub.student_env / "etc" / "jupyter" / "labconfig" / "page_config.json").read_text())
+        instructor_parts = {f"@jupyter/nbgrader:{p}" for p in ("formgrader", "create-assignment", "course-list")}
+        assert all(page_config.get("lockedExtensions", {}).get(p) for p in instructor_parts), page_config
         setup_hub(hub, "proxy")
         make_users()
         # the instructor's checkout here grades with this repository's grader, which reads its

@@ -82,6 +82,8 @@ student_env() {
   done
   for plugin in formgrader create-assignment course-list; do
     "$env/bin/python" -m jupyterlab.labextensions disable --level=sys_prefix "@jupyter/nbgrader:$plugin" >/dev/null
+    # locked as well: a student's own `jupyter labextension enable --user` cannot turn it back on
+    "$env/bin/python" -m jupyterlab.labextensions lock --level=sys_prefix "@jupyter/nbgrader:$plugin" >/dev/null
   done
   chmod -R a+rX "$env"
   echo "student environment: $env ($(basename "$wheel"))"
