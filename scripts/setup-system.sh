@@ -3,8 +3,9 @@
 # this says what to install). Two sets:
 #   setup-system.sh book   what `make book` needs: fonts-noto-cjk (the CJK glyphs of the Chinese
 #                          edition's figures, pages and PDF; the site loads no web font) with
-#                          fontconfig and DejaVu Sans (the figures' first font), and chromium
-#                          (it prints each edition's PDF: scripts/book_pdf.py)
+#                          fontconfig and DejaVu Sans (the figures' first font), WenQuanYi Micro Hei
+#                          (the Chinese PDF's text, TrueType) and chromium (it prints each
+#                          edition's PDF: scripts/book_pdf.py)
 #   setup-system.sh        what `make test` needs besides: bubblewrap,
 #                          util-linux's prlimit and libseccomp2 (sandboxed grading: the seccomp
 #                          filter is libseccomp's), postgresql and redis-server (the tests start
@@ -16,6 +17,9 @@ need=()
 # SIGPIPE, and under pipefail an installed font reads as missing, about one run in ten)
 { command -v fc-list >/dev/null 2>&1 && fc-list :lang=zh-cn | grep . >/dev/null; } || need+=(fonts-noto-cjk fontconfig)
 { command -v fc-list >/dev/null 2>&1 && fc-list | grep 'DejaVuSans.ttf' >/dev/null; } || need+=(fonts-dejavu-core)
+# the Chinese PDF's CJK text: a TrueType font, which Chromium embeds as a font (Noto CJK's outlines
+# are CFF, which it prints as Type 3 glyphs a reader's search misreads)
+{ command -v fc-list >/dev/null 2>&1 && fc-list | grep -i 'wqy-microhei' >/dev/null; } || need+=(fonts-wqy-microhei)
 # a Chromium to print the PDFs with (and drive the browser tests): Debian's, or one the machine has
 { command -v chromium || command -v chromium-browser || command -v google-chrome; } >/dev/null 2>&1 || need+=(chromium)
 if [ "${1:-test}" != book ]; then

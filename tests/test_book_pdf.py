@@ -99,8 +99,9 @@ def test_the_chinese_pdf_embeds_cjk_glyphs_and_searchable_titles():
             name = str(descriptor.get_object().get("/FontName", "")) if descriptor else str(font.get("/BaseFont", ""))
             embedded = "/CharProcs" in font or (descriptor is not None and any(
                 k in descriptor.get_object() for k in ("/FontFile", "/FontFile2", "/FontFile3")))
-            if "CJK" in name and embedded:
+            if ("CJK" in name or "WenQuanYi" in name) and embedded:
                 cjk.add(name.split("+")[-1])
+            assert font.get("/Subtype") != "/Type3", f"a font printed as Type 3 glyphs: {name or font}"
     assert cjk, "no embedded CJK font in the Chinese PDF"
     text = squeeze("".join(page_texts("zh")))
     for page in edition_pages()["zh"]:
