@@ -238,6 +238,7 @@ def hub():
     settings = {"ENCDEC_HUB_PREFIX": str(base / "prefix"), "ENCDEC_HUB_STATE": str(base / "state"),
                 "ENCDEC_EXCHANGE_ROOT": str(base / "srv" / "exchange"), "ENCDEC_JUPYTER_ETC": str(base / "etc"),
                 "ENCDEC_COURSE_ID": COURSE_ID, "ENCDEC_HUB_IP": "127.0.0.1", "ENCDEC_PROFILE_D": str(base / "profile.d"),
+                "ENCDEC_SERVER_MEMORY_MB": str(SERVER_MEMORY_MB),
                 **ports, **GROUPS}
     hub = Hub(base, settings)
     restore: list[tuple[Path, int]] = []
@@ -329,6 +330,45 @@ def gradebook_scores(hub: Hub) -> dict[str, dict]:
         return out
 
 
+SERVER_MEMORY_MB = 384  # the test hub's limit on a student's server (hub.env: ENCDEC_SERVER_MEMORY_MB)
+
+
+def student_server_is_limited(hub: Hub, student: str) -> None:
+    """A student logs in through the hub's page and gets a server; the server runs in a cgroup of
+    its own with hub.env's limits, and what it starts there (here, a runaway standing for a cell
+    that tries to take the machine) is stopped at the memory limit, while the same outside it runs."""
+    with browser() as chromium:
+        context = chromium.new_context(viewport={"width": 1300, "height": 900})
+        page = context.new_page()
+        page.set_default_timeout(WAIT_S * 1000)
+        page.goto(hub.url + "/hub/login")
+        page.fill("input[name=username]", student)
+        page.fill("input[name=password]", PASSWORD)
+        page.click("input[type=submit], button[type=submit]")
+        page.wait_for_url(f"**/user/{student}/lab**", timeout=WAIT_S * 1000)  # the server spawned
+        context.close()
+    uid = pwd.getpwnam(student).pw_uid
+    servers = [line.split(None, 1) for line in run(["ps", "-o", "pid=,args=", "-u", str(uid)]).stdout.splitlines()
+               if "jupyterhub-singleuser" in line]
+    assert servers, f"{student} has no server process"
+    lines = [line.split(":", 2) for line in Path(f"/proc/{servers[0][0].strip()}/cgroup").read_text().splitlines()]
+    v1 = [path for _, controllers, path in lines if "memory" in controllers.split(",")]
+    memory = v1[0] if v1 else next(path for number, _, path in lines if number == "0")
+    assert memory.endswith(f"encdec-servers/{student}"), memory
+    mount = None
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        left, _, right = line.partition(" - ")
+        fstype, _, options = right.split()[:3]
+        if (fstype == "cgroup" and v1 and "memory" in options.split(",")) or (fstype == "cgroup2" and not v1):
+            mount = Path(left.split()[4])
+    procs = mount / memory.lstrip("/") / "cgroup.procs"
+    runaway = "x = b'x' * (2 * %d * 2**20); print('survived')" % SERVER_MEMORY_MB
+    inside = run([sys.executable, "-c", runaway], preexec_fn=lambda: procs.write_text("0"))
+    outside = run([sys.executable, "-c", runaway])
+    assert inside.returncode == -9 and "survived" not in inside.stdout, (inside.returncode, inside.stderr[-500:])
+    assert outside.returncode == 0 and "survived" in outside.stdout, "the runaway alone is no problem outside the limit"
+
+
 def formgrader_autograde(hub: Hub, student: str) -> tuple[str, dict[str, str]]:
     """Log in to the hub as the instructor, open the formgrader's submissions of the assignment,
     press Autograde on `student`'s row; returns the score the page then shows for that row, and the
@@ -392,6 +432,10 @@ def test_round_trip(hub):
                     f". {hub.settings['ENCDEC_PROFILE_D']}/encdec-hub.sh && command -v python && python -m nbgrader --version"]),
                "a login shell's nbgrader")
     assert login.stdout.splitlines()[0] == str(hub.student_env / "bin" / "python"), login.stdout
+
+    t = time.monotonic()
+    student_server_is_limited(hub, student)
+    hub.timed(f"{student}: a server of their own, limited", t)
 
     t = time.monotonic()
     for student, solves in STUDENTS.items():

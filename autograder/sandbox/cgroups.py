@@ -275,6 +275,21 @@ def create(h: Hierarchy, slot: int, memory_bytes: int, pids: int, cpus: float) -
     return Cgroup(h.version, made)
 
 
+SERVERS = "encdec-servers"  # the hub's parent of its students' servers (deploy/hub/jupyterhub_config.py)
+
+
+def server(h: Hierarchy, user: str, memory_bytes: int, pids: int, cpus: float) -> Cgroup:
+    """As root: the cgroup of ``user``'s hub server, ``SERVERS/<user>``, made if missing, with these
+    limits (set again at every start: hub.env may have changed). Everything the server starts, its
+    kernels and terminals, is born inside and counted against them."""
+    _enable_controllers(h, h.mounts["memory"] / SERVERS)
+    dirs = {c: mount / SERVERS / user for c, mount in h.mounts.items()}
+    for d in dict.fromkeys(dirs.values()):
+        d.mkdir(parents=True, exist_ok=True)
+    _write_limits(h.version, dirs, memory_bytes, pids, cpus)
+    return Cgroup(h.version, list(dict.fromkeys(dirs.values())))
+
+
 def leftovers(h: Hierarchy) -> list[Path]:
     """Kernel cgroups under the course parent (of every grader on this machine)."""
     return sorted(d for p in h.parents() if p.is_dir() for d in p.iterdir() if d.is_dir())

@@ -50,8 +50,43 @@ c.JupyterHub.authenticator_class = "pam"
 c.PAMAuthenticator.allowed_groups = {S["ENCDEC_STUDENTS_GROUP"], S["ENCDEC_INSTRUCTORS_GROUP"]}
 c.PAMAuthenticator.admin_groups = {S["ENCDEC_INSTRUCTORS_GROUP"]}
 
-# One server per Linux user, started as that user in its home folder.
-c.JupyterHub.spawner_class = "localprocess"
+# One server per Linux user, started as that user in its home folder; a student's server, and all
+# it starts, in a cgroup of its own with hub.env's limits (memory, CPU share, processes), so one
+# runaway cell cannot starve the class or the grader.
+from jupyterhub.spawner import LocalProcessSpawner  # noqa: E402 (after the settings it needs)
+
+
+def limit_server(user: str, pid: int, log) -> None:
+    """As root: move the server ``pid`` into ``user``'s cgroup (root's own copy of the cgroups
+    module, installed by ``setup-hub.sh config``; the instructor's checkout is never imported)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("encdec_root_cgroups", PREFIX / "root" / "cgroups.py")
+    cgroups = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cgroups)
+    h, why = cgroups.find_hierarchy()
+    if h is None:
+        log.error("encdec: %s's server runs without limits: %s", user, why)
+        return
+    group = cgroups.server(h, user, int(S["ENCDEC_SERVER_MEMORY_MB"]) * 2**20, int(S["ENCDEC_SERVER_PIDS"]),
+                           float(S["ENCDEC_SERVER_CPUS"]))
+    group.join(pid)
+
+
+class CourseSpawner(LocalProcessSpawner):
+    """LocalProcessSpawner, a student's server limited (``limit_server``) as soon as it starts."""
+
+    async def start(self):
+        started = await super().start()
+        if not in_group(self.user.name, S["ENCDEC_INSTRUCTORS_GROUP"]):
+            try:
+                limit_server(self.user.name, self.pid, self.log)
+            except OSError as err:
+                self.log.error("encdec: %s's server runs without limits: %s", self.user.name, err)
+        return started
+
+
+c.JupyterHub.spawner_class = CourseSpawner
 c.Spawner.default_url = "/lab"
 c.Spawner.cmd = [str(PREFIX / "env" / "bin" / "jupyterhub-singleuser")]
 c.Spawner.start_timeout = 120

@@ -52,6 +52,7 @@ config() {
   chmod 0644 "$ENCDEC_JUPYTER_ETC/nbgrader_config.py.new"
   mv "$ENCDEC_JUPYTER_ETC/nbgrader_config.py.new" "$ENCDEC_JUPYTER_ETC/nbgrader_config.py"
   install -d -m 0700 "$ENCDEC_HUB_STATE"
+  root_code  # the hub, as root, limits students' servers with it (jupyterhub_config.py)
   # a hub terminal is a login shell: Debian's /etc/profile resets PATH, and this puts the server's
   # environment first again (its folder comes from the spawner, jupyterhub_config.py)
   install -d -m 0755 "$ENCDEC_PROFILE_D"
@@ -104,11 +105,14 @@ proxy() {
 # sitecustomize or PATH entry would run as root. The copy also serves the boot unit: cgroup folders
 # do not survive a reboot, and systemd delegates them again before the hub starts.
 ROOT_CODE="$ENCDEC_HUB_PREFIX/root"
+root_code() {
+  install -d -m 0755 -o root -g root "$ROOT_CODE"
+  install -m 0644 -o root -g root "$REPO/autograder/sandbox/cgroups.py" "$ROOT_CODE/cgroups.py"
+}
 delegate_cgroups() {
   local python
   python=$(cd / && env -i PATH=/usr/local/bin:/usr/bin:/bin "$(command -v python3)" -I -c 'import sys; print(sys.executable)')
-  install -d -m 0755 -o root -g root "$ROOT_CODE"
-  install -m 0644 -o root -g root "$REPO/autograder/sandbox/cgroups.py" "$ROOT_CODE/cgroups.py"
+  root_code
   (cd / && env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$python" -I "$ROOT_CODE/cgroups.py" "${2:-delegate}" "$1")
   if [ -d /run/systemd/system ] && [ "${2:-delegate}" = undelegate ]; then
     systemctl disable -q "encdec-cgroups@$1.service" || true
