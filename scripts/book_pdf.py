@@ -42,8 +42,8 @@ PAGE_FORMAT = dict(format="A4", print_background=True,
 # model its question (ask the model: its saved one; break it: the lesson's) (on screen the weights load on a reader's first question; paper has no reader)
 # and wait for the weights (two frames more, for what a figure draws then); step each generation
 # view to its end (at step 0 it shows nothing computed); open every folded answer; give each line
-# of code its own box whose wrapped rest hangs under the line's own indentation; turn links to the
-# site's own pages into plain text.
+# of code its own box whose wrapped rest hangs under the line's own indentation. Links to the site's
+# own pages stay: the merge turns each into a link to that page's first sheet (``cross_links``).
 WIDGETS_DRAWN_JS = """() => document.querySelectorAll('.encdec-widget').length >=
   document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length"""
 SETTLE_JS = """async () => {
@@ -76,12 +76,6 @@ SETTLE_JS = """async () => {
     }));
   }
   await frame();
-  const here = location.href.split('#')[0];
-  for (const a of document.querySelectorAll('a[href]')) {
-    const url = new URL(a.getAttribute('href'), location.href);
-    const local = url.protocol === 'file:' || ['127.0.0.1', 'localhost'].includes(url.hostname);
-    if (local && url.href.split('#')[0] !== here) a.removeAttribute('href');
-  }
 }"""
 
 
@@ -217,18 +211,48 @@ def searchable_text_maps(writer) -> int:
     return fixed
 
 
-def merge(printed: list[tuple[bytes, str]], edition: str, out: Path) -> int:
-    """One PDF of the printed pages, a bookmark at each page's start; return its page count."""
+def cross_links(writer, starts: dict[str, int]) -> int:
+    """Each link to a page of the site (a ``file:`` address, as the pages were printed from disk)
+    becomes a link to that page's first sheet in ``writer``; a link to a page this PDF does not hold
+    is dropped (it would open a file of the machine that printed it). Returns the links made."""
+    from pypdf.generic import ArrayObject, NameObject, NullObject
+
+    made = 0
+    for sheet in writer.pages:
+        kept = ArrayObject()
+        for ref in sheet.get("/Annots") or []:
+            note = ref.get_object()
+            uri = str((note.get("/A") or {}).get("/URI", ""))
+            if not uri.startswith("file:"):
+                kept.append(ref)
+                continue
+            target = starts.get(uri.split("#")[0])
+            if target is not None:
+                del note[NameObject("/A")]
+                note[NameObject("/Dest")] = ArrayObject([writer.pages[target].indirect_reference, NameObject("/XYZ"),
+                                                         NullObject(), NullObject(), NullObject()])
+                kept.append(ref)
+                made += 1
+        if "/Annots" in sheet:
+            sheet[NameObject("/Annots")] = kept
+    return made
+
+
+def merge(printed: list[tuple[bytes, str, str]], edition: str, out: Path) -> int:
+    """One PDF of the printed pages (PDF, title, the page's address), a bookmark at each page's
+    start and the pages' links to each other kept as links; return its page count."""
     import io
 
     from pypdf import PdfReader, PdfWriter
     from pypdf.generic import NameObject, TextStringObject
 
     writer = PdfWriter()
-    for data, title in printed:
-        start = len(writer.pages)
+    starts: dict[str, int] = {}
+    for data, title, url in printed:
+        start = starts[url] = len(writer.pages)
         writer.append(PdfReader(io.BytesIO(data)), import_outline=False)
         writer.add_outline_item(title=title, page_number=start)
+    cross_links(writer, starts)
     writer.add_metadata({"/Title": TITLE[edition], "/Author": "The course team"})
     writer.root_object[NameObject("/Lang")] = TextStringObject(LANG[edition])  # for screen readers
     writer.page_mode = "/UseOutlines"
@@ -260,7 +284,7 @@ def build_pdfs(html: Path, editions: list[str]) -> None:
                     path = html / f"{name}.html"
                     if not path.is_file():
                         raise SystemExit(f"{path} is missing: build the site first (jupyter-book build)")
-                    printed.append(print_page(context, path.resolve().as_uri()))
+                    printed.append((*print_page(context, path.resolve().as_uri()), path.resolve().as_uri()))
                 out = html / PDF.format(edition=edition)
                 printing = time.monotonic() - start
                 count = merge(printed, edition, out)

@@ -197,3 +197,20 @@ def test_the_generation_view_prints_at_its_end(edition):
     text = squeeze("".join(page_texts(edition)))
     step_0 = squeeze(strings["prefill_decode"]["step_0"].split("{total}")[1])
     assert step_0 not in text, "a generation view printed at step 0, nothing computed"
+
+
+@pytest.mark.parametrize("edition", EDITIONS)
+def test_cross_references_are_links_within_the_pdf(edition):
+    """A page's link to another page of the book leads to that page's sheet in the PDF; no link
+    leads to a file of the machine that printed it."""
+    inside, outside = 0, []
+    for sheet in pdf(edition).pages:
+        for ref in sheet.get("/Annots") or []:
+            note = ref.get_object()
+            uri = str((note.get("/A") or {}).get("/URI", ""))
+            if uri.startswith("file:") or "://127.0.0.1" in uri or "://localhost" in uri:
+                outside.append(uri)
+            elif "/Dest" in note or str((note.get("/A") or {}).get("/S", "")) == "/GoTo":
+                inside += 1
+    assert not outside, f"links to the printing machine's files: {outside[:5]}"
+    assert inside >= 10, f"only {inside} links within the {edition} PDF"
