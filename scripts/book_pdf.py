@@ -59,7 +59,7 @@ SETTLE_JS = """async () => {
   for (const pre of document.querySelectorAll('div.highlight pre')) {
     const lines = [[]];
     for (const node of [...pre.childNodes]) {
-      const parts = node.nodeType === Node.TEXT_NODE ? node.textContent.split('\n') : null;
+      const parts = node.nodeType === Node.TEXT_NODE ? node.textContent.split('\\n') : null;
       if (!parts) { lines[lines.length - 1].push(node); continue; }
       parts.forEach((part, i) => { if (i) lines.push([]); if (part) lines[lines.length - 1].push(document.createTextNode(part)); });
     }
@@ -71,7 +71,7 @@ SETTLE_JS = """async () => {
       const indent = line.textContent.match(/^ */)[0].length;
       line.style.paddingLeft = `${indent + 4}ch`;
       line.style.textIndent = `-${indent + 4}ch`;
-      if (!line.textContent) line.append('\u200b');
+      if (!line.textContent) line.append('\\u200b');
       return line;
     }));
   }

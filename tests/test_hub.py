@@ -286,6 +286,16 @@ def hub():
             os.chmod(folder, mode)
         for path, gid in shared:
             os.chown(path, -1, gid)
+        for student in STUDENTS:  # the servers' cgroups (their processes died with the users)
+            for folder in [*Path("/sys/fs/cgroup").glob(f"*/encdec-servers/{student}"),
+                           *Path("/sys/fs/cgroup").glob(f"encdec-servers/{student}")]:
+                try:
+                    folder.rmdir()
+                except OSError:
+                    pass
+        if (base / "jupyterhub.log").is_file():  # kept for a failure's reading
+            SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(base / "jupyterhub.log", SCREENSHOT.parent / "jupyterhub.log")
         shutil.rmtree(base, ignore_errors=True)
         print("\nhub round trip, seconds by step:")
         for label, seconds in hub.times.items():
