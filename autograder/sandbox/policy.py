@@ -116,6 +116,11 @@ class Policy:
             rows += [("ro-bind", str(p), str(p)) for p in kept]
         return rows
 
+    def trees(self, readonly: list[Path]) -> tuple[Path, ...]:
+        """The folders whose whole trees a kernel sees: the system's (not its links) and ``readonly``."""
+        tops = [Path(top) for top in self.system if not Path(top).is_symlink() and Path(top).is_dir()]
+        return tuple(tops + [Path(p) for p in readonly])
+
     def bwrap_namespaces(self) -> list[str]:
         return [BWRAP_NAMESPACES[ns] for ns in self.namespaces] + ["--hostname", self.hostname]
 
@@ -135,8 +140,9 @@ class Policy:
         rows = [
             ("namespaces", ", ".join(self.namespaces) + f" and mount; hostname `{self.hostname}`"),
             ("system, read-only", ", ".join(f"`{p}`" for p in self.system) + " (a link stays a link)"),
-            ("site-packages", "emptied; only the files of ipykernel, numpy, torch and what they require "
-                              "bound back, read-only (`kernel_site.py`)"),
+            ("folders of packages", "every site-packages and dist-packages folder of every Python the kernel "
+                                    "sees (and what `.pth` files add): emptied; only the files of ipykernel, numpy, "
+                                    "torch and what they require bound back, read-only (`kernel_site.py`)"),
             (f"`{self.tmp}`", f"private tmpfs of {lim.tmp_mb} MiB"),
             ("working folder", f"tmpfs of {lim.work_mb} MiB and {lim.work_files} files and folders of its own, "
                                "holding a copy of the submission's files; unmounted after the kernel"),
