@@ -61,12 +61,14 @@ out["found_appended"] = found(A["names"])
 for folder in A["folders"]:  # and as site folders (their .pth files followed)
     site.addsitedir(folder)
 out["found_sitedir"] = found(A["names"])
-out["exists"] = [p for p in A["files"] + A["libs"] + A["archives"] if os.path.lexists(p)]
+out["exists"] = [p for p in A["files"] + A["libs"] + A["archives"] + A["pycs"] if os.path.lexists(p)]
 for f in A["files"]:  # loaders pointed at a file where the library is on the machine
     spec = importlib.util.spec_from_file_location("by_path", f)
     attempt("spec " + f, lambda: spec.loader.exec_module(importlib.util.module_from_spec(spec)))
     attempt("SourceFileLoader " + f, lambda: importlib.machinery.SourceFileLoader("by_loader", f).load_module())
     attempt("runpy " + f, lambda: runpy.run_path(f))
+for f in A["pycs"]:  # the bytecode another module left in a shared __pycache__
+    attempt("SourcelessFileLoader " + f, lambda: importlib.machinery.SourcelessFileLoader("by_pyc", f).load_module())
 for f in A["libs"]:  # a compiled extension loaded as a shared library
     attempt("ctypes " + f, lambda: ctypes.CDLL(f))
     spec = importlib.util.spec_from_file_location(os.path.basename(f).split(".")[0], f)
@@ -122,7 +124,7 @@ def attack_args(folders: list[Path]) -> tuple[dict, set[str]]:
     """What the probe reaches for (see PROBE), and the names the kernel may find (stdlib, allowed)."""
     allowed = {p.name.split(".")[0] for p in kernel_site.entries(folders)} | {"encdec"}
     allowed |= set(sys.stdlib_module_names)
-    names, files, libs, archives, outside_venv = set(), [], [], [], set()
+    names, files, libs, archives, pycs, outside_venv = set(), [], [], [], [], set()
     venv = Path(sysconfig.get_path("purelib")).resolve()
     for folder in folders:
         entries = sorted(folder.iterdir())
@@ -135,10 +137,11 @@ def attack_args(folders: list[Path]) -> tuple[dict, set[str]]:
         files += [str(p) for p in py if p.is_file() and p.suffix == ".py"][:1]
         so = [p for e, _ in mine for p in ([e] if e.is_file() else sorted(e.glob("*.so"))) if p.suffix == ".so"]
         libs += [str(p) for p in so[:1]]
+        pycs += [str(p) for p in sorted(folder.glob("__pycache__/*.pyc")) if p.name.split(".")[0] not in allowed][:2]
     pythons = sorted({p for p in glob.glob("/usr/bin/python3*") + glob.glob("/usr/local/bin/python3*")
                       + [getattr(sys, "_base_executable", sys.executable)] if not p.endswith("-config")})
     args = {"names": sorted(names), "folders": [str(f) for f in folders], "files": files, "libs": libs,
-            "archives": archives, "pythons": pythons}
+            "archives": archives, "pycs": pycs, "pythons": pythons}
     return args, outside_venv
 
 
@@ -162,9 +165,13 @@ def test_every_folder_of_packages_the_sandbox_shows_is_emptied_then_only_its_ent
     visible = [f for f in machine_folders() if any(f == t or t in f.parents for t in trees)]
     assert visible and set(visible) <= set(sites), sorted(set(visible) - set(sites))
     rows = Policy().mounts(readonly, [], sites)
+    # a folder several distributions share (__pycache__) is not bound whole: only the allowed files of it
+    assert all(p.parent.name != "__pycache__" or p.suffix == ".pyc" for kept in sites.values() for p in kept)
+    assert not any(p.name == "__pycache__" for kept in sites.values() for p in kept)
     for folder, kept in sites.items():
         i = rows.index(("empty", str(folder)))
-        assert rows[i + 1 : i + 1 + len(kept)] == [("ro-bind", str(p), str(p)) for p in kept]
+        made = [("dir", str(p)) for p in dict.fromkeys(p.parent for p in kept if p.parent != folder)]
+        assert rows[i + 1 : i + 1 + len(made) + len(kept)] == made + [("ro-bind", str(p), str(p)) for p in kept]
     assert not any(p.name.startswith("transformers") for kept in sites.values() for p in kept)
     # none hides what the sandbox binds: the interpreters' standard libraries, the environment, the package
     for folder in sites:
@@ -220,13 +227,14 @@ def test_a_graded_kernel_cannot_reach_another_library(prefork, tmp_path):
     for key in ("found", "found_appended", "found_sitedir", "exists"):
         assert seen[key] == [], (key, seen[key])
     assert seen["loaders"] and not [k for k, v in seen["loaders"].items() if v == "ok"], seen["loaders"]
-    for loader in ("ctypes ", "runpy ", "SourceFileLoader "):  # each route was tried
+    for loader in ("ctypes ", "runpy ", "SourceFileLoader ", "SourcelessFileLoader "):  # each route was tried
         assert any(k.startswith(loader) for k in seen["loaders"]), loader
     for exe, answer in seen["pythons"].items():  # another Python of the machine, run from the kernel
         assert answer == "absent" or (isinstance(answer, dict) and answer["found"] == []), (exe, answer)
     readonly = readonly_paths()
     sites = kernel_site.sites(Policy().trees(readonly), tuple(readonly))
     for folder, kept in sites.items():  # each folder of packages holds the allowed entries alone
-        assert seen["listing"].get(str(folder), sorted(p.name for p in kept)) == sorted(p.name for p in kept), folder
+        tops = sorted({p.relative_to(folder).parts[0] for p in kept})
+        assert seen["listing"].get(str(folder), tops) == tops, folder
     for name, origin in seen["customize"].items():
         assert origin is None or any(origin.startswith(s + "/") for s in seen["std"]), (name, origin)

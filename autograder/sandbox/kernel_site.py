@@ -132,8 +132,10 @@ def package_folders(trees: tuple[Path, ...], keep: tuple[Path, ...] = ()) -> lis
 
 
 def entries(sites: list[Path], roots: tuple[str, ...] = ROOTS) -> list[Path]:
-    """The top-level files and folders of the folders ``sites`` that belong to the kernel's
-    distributions: their packages and modules (from each one's RECORD) and their metadata folders."""
+    """What of the folders ``sites`` belongs to the kernel's distributions: their top-level packages,
+    modules and metadata folders (from each one's RECORD); in a top-level folder that is no regular
+    package (``__pycache__``, a namespace package: other distributions may have files there too),
+    their own entries of it alone."""
     out: set[Path] = set()
     for dist in distributions(roots):
         files = dist.files
@@ -142,21 +144,30 @@ def entries(sites: list[Path], roots: tuple[str, ...] = ROOTS) -> list[Path]:
         # a RECORD names files relative to its site folder: only its first parts and the few files
         # outside it (`../../../bin/...`) need resolving
         base = Path(dist.locate_file("")).resolve()
-        paths = {base / top for top in {f.parts[0] for f in files if f.parts and f.parts[0] != ".."}}
+        paths = {base.joinpath(*f.parts[:2]) for f in files if f.parts and f.parts[0] != ".."}
         paths |= {Path(dist.locate_file(f)).resolve() for f in files if f.parts[:1] == ("..",)}
         for path in paths:
             for folder in sites:
                 if folder in path.parents:
-                    out.add(folder / path.relative_to(folder).parts[0])
+                    out.add(_entry(folder, path.relative_to(folder).parts))
     return sorted(p for p in out if p.exists())
 
 
+def _entry(folder: Path, parts: tuple[str, ...]) -> Path:
+    """What to bind back for a file ``folder/parts...`` of an allowed distribution."""
+    top = folder / parts[0]
+    shared = len(parts) > 1 and not top.name.endswith((".dist-info", ".egg-info")) and top.is_dir() \
+        and not (top / "__init__.py").exists()
+    return top / parts[1] if shared else top
+
+
+@functools.lru_cache(maxsize=4)
 def sites(trees: tuple[Path, ...], keep: tuple[Path, ...] = ()) -> dict[Path, list[Path]]:
     """Each folder of installed packages the sandbox shows (`package_folders`) -> the entries of it a
-    graded kernel sees."""
+    graded kernel sees (bound back in this order: a folder's before what is in it)."""
     folders = package_folders(tuple(trees), tuple(keep))
     kept = entries(folders)
-    return {folder: [p for p in kept if p.parent == folder] for folder in folders}
+    return {folder: [p for p in kept if folder in p.parents] for folder in folders}
 
 
 def _check() -> None:
@@ -165,7 +176,7 @@ def _check() -> None:
     assert set(map(_key, ROOTS)) <= names and "jupyter-client" in names
     folders = package_folders((Path("/usr"), Path(sys.prefix), Path(sys.base_prefix)))
     assert Path(sysconfig.get_path("purelib")).resolve() in folders
-    assert all(any(p.parent == s for s in folders) for p in entries(folders))
+    assert all(any(s in p.parents for s in folders) for p in entries(folders))
 
 
 if __name__ == "__main__":

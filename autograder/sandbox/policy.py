@@ -98,7 +98,7 @@ class Policy:
         """The system view of a kernel, as rows (kind, path...): the read-only system, its own
         /proc, /dev and /tmp, the parents that `readonly` and `extra` paths need, `readonly`; then
         each folder of installed packages in `sites` emptied (`empty`: a small read-only-owned
-        tmpfs) with only its listed entries bound back (kernel_site.py)."""
+        tmpfs) with only its listed entries bound back (kernel_site.py), in the folders they need."""
         rows: list[tuple[str, ...]] = []
         bound = []
         for top in map(Path, self.system):
@@ -113,6 +113,8 @@ class Policy:
         rows += [("ro-bind", str(p), str(p)) for p in readonly]
         for folder, kept in (sites or {}).items():
             rows.append(("empty", str(folder)))
+            for parent in dict.fromkeys(p.parent for p in kept if p.parent != folder):  # made 0755, not bwrap's 0700
+                rows.append(("dir", str(parent)))
             rows += [("ro-bind", str(p), str(p)) for p in kept]
         return rows
 
