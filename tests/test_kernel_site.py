@@ -173,11 +173,23 @@ def test_every_folder_of_packages_the_sandbox_shows_is_emptied_then_only_its_ent
         made = [("dir", str(p)) for p in dict.fromkeys(p.parent for p in kept if p.parent != folder)]
         assert rows[i + 1 : i + 1 + len(made) + len(kept)] == made + [("ro-bind", str(p), str(p)) for p in kept]
     assert not any(p.name.startswith("transformers") for kept in sites.values() for p in kept)
-    # none hides what the sandbox binds: the interpreters' standard libraries, the environment, the package
-    for folder in sites:
-        assert not any(folder == p or folder in p.parents for p in readonly), folder
-        assert not any(folder == Path(p).resolve() or folder in Path(p).resolve().parents
-                       for p in (sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib")))
+    # none hides the interpreter (its standard library, its prefixes); what else the sandbox binds
+    # in one (the course's package, were it installed there) is bound back
+    interpreter = [Path(p).resolve() for p in (sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib"),
+                                               sys.prefix, sys.base_prefix)]
+    for folder, kept in sites.items():
+        assert not any(folder == p or folder in p.parents for p in interpreter), folder
+        assert all(p in kept for p in readonly if folder in p.parents), folder
+
+
+def test_what_the_sandbox_binds_in_a_folder_of_packages_is_bound_back():
+    """The course's package installed into the environment (not editable) stays visible, as its
+    grading edition is bound over it."""
+    readonly = readonly_paths()
+    venv = Path(sysconfig.get_path("purelib")).resolve()
+    package = venv / "encdec"  # where a plain `pip install .` puts it
+    sites = kernel_site.sites(Policy().trees(readonly), (*readonly, package))
+    assert package in sites[venv] and package not in kernel_site.sites(Policy().trees(readonly), tuple(readonly))[venv]
 
 
 def test_a_pth_file_adds_a_folder_to_cover(tmp_path):

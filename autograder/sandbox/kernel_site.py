@@ -112,10 +112,10 @@ def _inside(path: Path, tree: Path) -> bool:
 
 
 @functools.lru_cache(maxsize=4)
-def package_folders(trees: tuple[Path, ...], keep: tuple[Path, ...] = ()) -> list[Path]:
-    """Every folder of installed packages that the sandbox shows (it binds ``trees``): a
-    folder that is no standard library's, holds none of ``keep`` (the interpreters' prefixes, what
-    the sandbox binds), is in one of ``trees``, and is in no other such folder."""
+def package_folders(trees: tuple[Path, ...]) -> list[Path]:
+    """Every folder of installed packages that the sandbox shows (it binds ``trees``): a folder
+    that is in one of ``trees``, holds no standard library and neither prefix (the interpreter and
+    its environment), and is in no other such folder."""
     asked = [_ask(exe) for exe in interpreters()]
     std = {Path(p).resolve() for a in asked for p in a["std"]}
     found = {Path(p) for a in asked for p in a["path"]}
@@ -124,7 +124,7 @@ def package_folders(trees: tuple[Path, ...], keep: tuple[Path, ...] = ()) -> lis
             found |= set(root.glob(pattern))
     found.add(Path("/usr/share/python-wheels"))  # Debian's wheels of pip, setuptools, ... (python3-pip-whl)
     found |= {p for f in list(found) if f.is_dir() for p in _pth_paths(f)}
-    protected = std | {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, *keep)}
+    protected = std | {Path(p).resolve() for p in (sys.prefix, sys.base_prefix)}
     roots = [t.resolve() for t in trees]
     folders = {f.resolve() for f in found if f.is_dir()}
     folders = {f for f in folders if any(_inside(f, t) for t in roots) and not any(_inside(p, f) for p in protected)}
@@ -164,10 +164,11 @@ def _entry(folder: Path, parts: tuple[str, ...]) -> Path:
 @functools.lru_cache(maxsize=4)
 def sites(trees: tuple[Path, ...], keep: tuple[Path, ...] = ()) -> dict[Path, list[Path]]:
     """Each folder of installed packages the sandbox shows (`package_folders`) -> the entries of it a
-    graded kernel sees (bound back in this order: a folder's before what is in it)."""
-    folders = package_folders(tuple(trees), tuple(keep))
-    kept = entries(folders)
-    return {folder: [p for p in kept if folder in p.parents] for folder in folders}
+    graded kernel sees: the allowed distributions' and, of ``keep`` (what else the sandbox binds: the
+    course's package installed there, say), what lies in it."""
+    folders = package_folders(tuple(trees))
+    kept = set(entries(folders)) | {Path(k) for k in keep if any(f in Path(k).parents for f in folders)}
+    return {folder: sorted(p for p in kept if folder in p.parents) for folder in folders}
 
 
 def _check() -> None:
