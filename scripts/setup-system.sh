@@ -9,7 +9,8 @@
 #   setup-system.sh        what `make test` needs besides: bubblewrap,
 #                          util-linux's prlimit and libseccomp2 (sandboxed grading: the seccomp
 #                          filter is libseccomp's), postgresql and redis-server (the tests start
-#                          their own servers on 127.0.0.1)
+#                          their own servers on 127.0.0.1), python3-yaml (a library of Debian's
+#                          Python the sandbox must hide)
 set -euo pipefail
 need=()
 # CJK glyphs: matplotlib finds them through fontconfig's files, the browser through fontconfig
@@ -29,6 +30,9 @@ if [ "${1:-test}" != book ]; then
   { ldconfig -p || /sbin/ldconfig -p; } 2>/dev/null | grep 'libseccomp\.so\.2 ' >/dev/null || need+=(libseccomp2)
   compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null 2>&1 || need+=(postgresql)
   command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+  # a library of Debian's Python that graded kernels must not see (tests/test_kernel_site.py: a
+  # machine whose Pythons hold nothing beside the course's environment could not show it absent)
+  [ -e /usr/lib/python3/dist-packages/yaml/__init__.py ] || need+=(python3-yaml)
 fi
 [ ${#need[@]} -eq 0 ] && exit 0
 if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then

@@ -98,7 +98,7 @@ class Policy:
         """The system view of a kernel, as rows (kind, path...): the read-only system, its own
         /proc, /dev and /tmp, the parents that `readonly` and `extra` paths need, `readonly`; then
         each folder of installed packages in `sites` emptied (`empty`: a small read-only-owned
-        tmpfs) with only its listed entries bound back (kernel_site.py)."""
+        tmpfs) with only its listed entries bound back (kernel_site.py), in the folders they need."""
         rows: list[tuple[str, ...]] = []
         bound = []
         for top in map(Path, self.system):
@@ -113,8 +113,15 @@ class Policy:
         rows += [("ro-bind", str(p), str(p)) for p in readonly]
         for folder, kept in (sites or {}).items():
             rows.append(("empty", str(folder)))
+            for parent in dict.fromkeys(p.parent for p in kept if p.parent != folder):  # made 0755, not bwrap's 0700
+                rows.append(("dir", str(parent)))
             rows += [("ro-bind", str(p), str(p)) for p in kept]
         return rows
+
+    def trees(self, readonly: list[Path]) -> tuple[Path, ...]:
+        """The folders whose whole trees a kernel sees: the system's (not its links) and ``readonly``."""
+        tops = [Path(top) for top in self.system if not Path(top).is_symlink() and Path(top).is_dir()]
+        return tuple(tops + [Path(p) for p in readonly])
 
     def bwrap_namespaces(self) -> list[str]:
         return [BWRAP_NAMESPACES[ns] for ns in self.namespaces] + ["--hostname", self.hostname]
@@ -135,8 +142,9 @@ class Policy:
         rows = [
             ("namespaces", ", ".join(self.namespaces) + f" and mount; hostname `{self.hostname}`"),
             ("system, read-only", ", ".join(f"`{p}`" for p in self.system) + " (a link stays a link)"),
-            ("site-packages", "emptied; only the files of ipykernel, numpy, torch and what they require "
-                              "bound back, read-only (`kernel_site.py`)"),
+            ("folders of packages", "every site-packages and dist-packages folder of every Python the kernel "
+                                    "sees (and what `.pth` files add): emptied; only the files of ipykernel, numpy, "
+                                    "torch and what they require bound back, read-only (`kernel_site.py`)"),
             (f"`{self.tmp}`", f"private tmpfs of {lim.tmp_mb} MiB"),
             ("working folder", f"tmpfs of {lim.work_mb} MiB and {lim.work_files} files and folders of its own, "
                                "holding a copy of the submission's files; unmounted after the kernel"),

@@ -111,7 +111,7 @@ def readonly_paths() -> list[Path]:
 def _system_mounts(policy: Policy, readonly: list[Path], extra: list[Path]) -> list[str]:
     """bwrap arguments shared by kernels and the zygote: `policy.mounts`, one option per row."""
     cmd: list[str] = []
-    for kind, *paths in policy.mounts(readonly, extra, kernel_site.sites()):
+    for kind, *paths in policy.mounts(readonly, extra, kernel_site.sites(policy.trees(readonly), tuple(readonly))):
         if kind == "tmpfs":
             cmd += ["--perms", "1777", "--size", str(policy.limits.tmp_mb * 1024 * 1024), "--tmpfs", *paths]
         elif kind == "empty":
