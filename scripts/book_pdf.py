@@ -52,6 +52,7 @@ SETTLE_JS = """async () => {
   if (window.encdecWeightsLoading) await window.encdecWeightsLoading.catch(() => null);
   const frame = () => new Promise((done) => requestAnimationFrame(() => done()));
   await frame(); await frame();
+  for (const end of document.querySelectorAll('.encdec-AskTheModel [data-testid="end"]')) end.click();
   for (const next of document.querySelectorAll('.encdec-PrefillDecodeStepper [data-testid="next"]')) {
     for (let i = 0; i < 16 && !next.disabled; i++) next.click();
   }

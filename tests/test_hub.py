@@ -191,6 +191,10 @@ def student_env(hub: Hub) -> None:
     purelib = Path(ok(run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]),
                       "purelib").stdout.strip())
     (purelib / "course_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # the one console script the hub starts a student's server with (the rest run by module)
+    server = env / "bin" / "jupyterhub-singleuser"
+    server.write_text(f"#!/bin/sh\nexec {python} -m jupyterhub.singleuser \"$@\"\n")
+    server.chmod(0o755)
     run([str(python), "-m", "pip", "uninstall", "-q", "-y", "setuptools"])  # torch needs the newer one
 
 
@@ -359,7 +363,7 @@ def student_server_is_limited(hub: Hub, student: str) -> None:
         context.close()
     uid = pwd.getpwnam(student).pw_uid
     servers = [line.split(None, 1) for line in run(["ps", "-o", "pid=,args=", "-u", str(uid)]).stdout.splitlines()
-               if "jupyterhub-singleuser" in line]
+               if "jupyterhub-singleuser" in line or "jupyterhub.singleuser" in line]
     assert servers, f"{student} has no server process"
     lines = [line.split(":", 2) for line in Path(f"/proc/{servers[0][0].strip()}/cgroup").read_text().splitlines()]
     v1 = [path for _, controllers, path in lines if "memory" in controllers.split(",")]

@@ -61,8 +61,10 @@ def limit_server(user: str, pid: int, log) -> None:
     module, installed by ``setup-hub.sh config``; the instructor's checkout is never imported)."""
     import importlib.util
 
+    import sys
+
     spec = importlib.util.spec_from_file_location("encdec_root_cgroups", PREFIX / "root" / "cgroups.py")
-    cgroups = importlib.util.module_from_spec(spec)
+    cgroups = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))  # dataclasses look it up
     spec.loader.exec_module(cgroups)
     h, why = cgroups.find_hierarchy()
     if h is None:
@@ -81,8 +83,8 @@ class CourseSpawner(LocalProcessSpawner):
         if not in_group(self.user.name, S["ENCDEC_INSTRUCTORS_GROUP"]):
             try:
                 limit_server(self.user.name, self.pid, self.log)
-            except OSError as err:
-                self.log.error("encdec: %s's server runs without limits: %s", self.user.name, err)
+            except Exception as err:  # noqa: BLE001 (a server without limits, said loudly, beats no server)
+                self.log.error("encdec: %s's server runs without limits: %r", self.user.name, err)
         return started
 
 
