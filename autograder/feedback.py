@@ -4,7 +4,8 @@ template, and a page for every notebook.
 - **One escape, at render.** ``templates/feedback/encdec.html.j2`` extends nbgrader's feedback template
   and draws every string that is not a cell (a comment, a grade id, the notebook's name) as escaped
   text; a comment keeps its line breaks and nothing in it is Markdown, HTML or TeX, whoever wrote it.
-  No writer of a comment escapes or quotes anything for the page.
+  The cell that states a notebook's repairs (``autograder/repairs.py``) is shown as text too. No
+  writer of a comment or a note escapes or quotes anything for the page.
 - **A page for every notebook.** nbgrader stops a student's feedback on the first exception of a
   step or the template and ends ``generate_feedback`` with exit 1 for the whole batch. Here a
   notebook whose page cannot be made gets a short page instead (its name, its score when the
@@ -20,6 +21,7 @@ import nbgrader
 from nbconvert.exporters import HTMLExporter
 from traitlets import Unicode
 
+from autograder.repairs import NOTICE_ID
 from encdec.grading import language
 
 # the course's templates first, then nbgrader's (the course's template extends nbgrader's feedback)
@@ -34,12 +36,13 @@ class FeedbackExporter(HTMLExporter):
                             "feedback/ folder).").tag(config=True, affects_environment=True)
 
     def from_notebook_node(self, nb, resources=None, **kw):
+        resources = {**(resources or {}), "encdec_notice_id": NOTICE_ID}  # the repairs' cell: text (repairs.py)
         try:
             return super().from_notebook_node(nb, resources, **kw)
         except Exception:  # noqa: BLE001 (any failure on one student's data: that student gets the short page)
             self.log.exception("the feedback page of %s could not be made; a short page stands for it",
                                _who(resources))
-            return short_page(nb, resources or {}), resources
+            return short_page(nb, resources), resources
 
 
 def short_page(nb, resources: dict) -> str:

@@ -26,7 +26,9 @@ def record(nb, key: str, **params) -> None:
 
 
 def notice(records: list[dict], lang: str) -> str:
-    """The repairs in words (markdown: a head and one item each), in ``lang``."""
+    """The repairs in words (plain text: a head and one item a line), in ``lang``. The feedback page
+    shows the notice's cell as escaped text (``autograder/feedback.py``): what it quotes (a file name,
+    a cell id) is never Markdown there."""
     with language.speaking(lang):
         lines = [language.text(f"repair_{r['key']}", **{k: v for k, v in r.items() if k != "key"}) for r in records]
-        return "\n".join([f"**{language.text('repair_head')}**", "", *[f"- {line}" for line in lines]])
+        return "\n".join([language.text("repair_head"), "", *[f"- {line}" for line in lines]])

@@ -69,6 +69,22 @@ def test_a_comment_is_text_with_its_line_breaks_whoever_wrote_it():
     assert page.count('style="white-space: pre-wrap"') == 2
 
 
+def test_the_repairs_notice_is_text():
+    from autograder.repairs import NOTICE_ID, notice
+
+    nb = graded_notebook()
+    for c in nb.cells:
+        c.metadata.nbgrader.pop("comment")
+    records = [{"key": "unknown_cell", "cell": MARKUP}, {"key": "schema", "cell": "a", "version": "<svg/onload=alert()>"}]
+    cell = nbformat.v4.new_markdown_cell(notice(records, "en"))
+    cell.id = NOTICE_ID
+    nb.cells.insert(0, cell)
+    page, _ = exporter().from_notebook_node(nb, resources())
+    parsed = Tags(page)
+    assert not [t for t, _ in parsed.tags if t in ("img", "svg")] and "javascript:" not in str(parsed.tags)
+    assert cell.source in "".join(parsed.text)  # the notice whole, its lines kept
+
+
 def test_the_page_escapes_the_notebooks_name():
     page, _ = exporter().from_notebook_node(graded_notebook(), resources("<b>nb</b>"))
     assert "<b>nb</b> (Score" not in page and "&lt;b&gt;nb&lt;/b&gt; (Score" in page
