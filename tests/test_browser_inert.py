@@ -96,7 +96,7 @@ def inert_course() -> tuple[Path, Beacon]:
     for name in STUDENTS:
         folder = grading_state(course).submitted / name / ASSIGNMENT
         folder.mkdir(parents=True)
-        (folder / f"{ASSIGNMENT}.ipynb").write_text(submission(name, beacon))
+        (folder / graded_notebook(name).name).write_text(submission(name, beacon))  # under its row's file name
     for args in (["generate_assignment", ASSIGNMENT, "--force"], ["autograde", ASSIGNMENT],
                  ["generate_feedback", ASSIGNMENT]):
         run = subprocess.run([PY, "-m", "nbgrader", *args], cwd=course, capture_output=True, text=True, timeout=900)
