@@ -21,7 +21,7 @@ import nbgrader
 from nbconvert.exporters import HTMLExporter
 from traitlets import Unicode
 
-from autograder.repairs import NOTICE_ID
+from autograder.repairs import NOTICE_ID, notice, repairs
 from encdec.grading import language
 
 # the course's templates first, then nbgrader's (the course's template extends nbgrader's feedback)
@@ -36,8 +36,14 @@ class FeedbackExporter(HTMLExporter):
                             "feedback/ folder).").tag(config=True, affects_environment=True)
 
     def from_notebook_node(self, nb, resources=None, **kw):
-        resources = {**(resources or {}), "encdec_notice_id": NOTICE_ID}  # the repairs' cell: text (repairs.py)
+        from autograder.preprocessors.trusted_verdict import submission_language
+
+        resources = {**(resources or {}), "encdec_notice_id": NOTICE_ID}
         try:
+            # the cell that states the repairs is drawn from the records, as text (its source, Markdown
+            # for the formgrader, was sanitized as a student's Markdown is)
+            done = repairs(nb)
+            resources["encdec_notice"] = notice(done, submission_language(nb)) if done else ""
             return super().from_notebook_node(nb, resources, **kw)
         except Exception:  # noqa: BLE001 (any failure on one student's data: that student gets the short page)
             self.log.exception("the feedback page of %s could not be made; a short page stands for it",

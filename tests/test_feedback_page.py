@@ -69,20 +69,25 @@ def test_a_comment_is_text_with_its_line_breaks_whoever_wrote_it():
     assert page.count('style="white-space: pre-wrap"') == 2
 
 
-def test_the_repairs_notice_is_text():
-    from autograder.repairs import NOTICE_ID, notice
+def test_the_repairs_notice_is_text_drawn_from_the_records():
+    """The notice's cell is Markdown for the formgrader (sanitized there as a student's Markdown is);
+    the feedback page draws it from the records, as text: every quote whole and inert."""
+    from autograder.repairs import NOTICE_ID, notice, reset
 
     nb = graded_notebook()
     for c in nb.cells:
         c.metadata.nbgrader.pop("comment")
-    records = [{"key": "unknown_cell", "cell": MARKUP}, {"key": "schema", "cell": "a", "version": "<svg/onload=alert()>"}]
-    cell = nbformat.v4.new_markdown_cell(notice(records, "en"))
+    records = [{"key": "unknown_cell", "cell": MARKUP}, {"key": "schema", "cell": "a", "version": "<svg/onload=alert()>"},
+               {"key": "renamed", "file": "<img src=x onerror=alert(4)>.ipynb", "name": "decoder_block.ipynb"}]
+    reset(nb, records)
+    cell = nbformat.v4.new_markdown_cell("the cell's own source, sanitized")
     cell.id = NOTICE_ID
     nb.cells.insert(0, cell)
     page, _ = exporter().from_notebook_node(nb, resources())
     parsed = Tags(page)
     assert not [t for t, _ in parsed.tags if t in ("img", "svg")] and "javascript:" not in str(parsed.tags)
-    assert cell.source in "".join(parsed.text)  # the notice whole, its lines kept
+    assert notice(records, "en") in "".join(parsed.text)  # the notice whole, its lines kept
+    assert "the cell's own source" not in page
 
 
 def test_the_page_escapes_the_notebooks_name():

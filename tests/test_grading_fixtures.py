@@ -176,6 +176,8 @@ def test_a_mangled_notebook_is_graded_with_its_repair_stated(graded, name):
     row = rows[name]
     nb = json.loads((batch.autograded(name) / row.assignment / f"{row.assignment}.ipynb").read_text())
     assert MANIFEST[name]["repair"] in [r["key"] for r in repairs(_node(nb))]
+    assert all(f"repair_{r['key']}" in language.MESSAGES["en"] and "forged" not in json.dumps(r)
+               for r in repairs(_node(nb)))  # the grader's records only, none the file brought
     assert nb["cells"][0]["id"] == NOTICE_ID
     html = row.feedback_html.read_text()
     assert language.text("repair_head") in html.replace("&#39;", "'").replace("&quot;", '"')
