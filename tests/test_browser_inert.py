@@ -41,7 +41,7 @@ pytestmark = pytest.mark.grading
 ASSIGNMENT = "decoder_block"
 # the rows graded in the one run: active content, and the display flood (tests/test_output_cap.py)
 ACTIVE = ["hostile_xss", "hostile_active_metadata", "hostile_markdown_javascript", "hostile_active_html",
-          "hostile_integrity_comment", "hostile_repair_markup", "hostile_hidden_tests_in_answer"]
+          "hostile_integrity_comment", "hostile_page_markup"]
 STUDENTS = ACTIVE + ["hostile_display_update_flood"]
 ATTACHED_SVG = "<svg xmlns='http://www.w3.org/2000/svg' onload=\"fetch('{beacon}/attachment-svg')\"></svg>"
 

@@ -114,7 +114,7 @@ def test_feedback_names_the_mistake_and_hides_hidden_tests(graded):
         text = row.feedback_html.read_text()
         visible = [c for c, check in judge.CHECKS.items() if c.startswith(f"{row.assignment}.") and not check.hidden]
         assert any(c in text for c in visible), f"{name}: no visible test is shown"
-        if name != "hostile_hidden_tests_in_answer":  # that row writes the marker in its own cells
+        if name != "hostile_page_markup":  # that row writes the marker in its own cells
             assert "BEGIN HIDDEN TESTS" not in text, name
         assert "_hidden&quot;" not in text, f"{name}: a hidden check call is shown"
         # a diagnosis may name a hidden check, but its code (the quoted call) never shows
@@ -128,7 +128,7 @@ def test_hidden_test_markers_in_a_students_cells_are_their_text(graded):
     in a cell of the student's (nested) and in Markdown, they are shown as written, the test cells
     still show the placeholder and no hidden code, and the student has a page."""
     _, rows = graded
-    html = rows["hostile_hidden_tests_in_answer"].feedback_html.read_text()
+    html = rows["hostile_page_markup"].feedback_html.read_text()
     assert "### BEGIN HIDDEN TESTS (my notes)" in html.replace("&#39;", "'")  # the answer, as written
     assert html.count("BEGIN HIDDEN TESTS") >= 4  # the answer's, the Markdown cell's and the code cell's two
     assert "hidden test: its code is not shown" in html
