@@ -10,7 +10,7 @@ grading architecture; ``autograder/preprocessors/`` holds the preprocessors regi
 import os
 from pathlib import Path
 
-from autograder import collected, handed_in, keep, roster
+from autograder import collected, feedback, handed_in, keep, roster
 from autograder.environment import prepare
 from autograder.privacy import make_private, private_grading
 from autograder.sandbox.nbgrader_sandbox import sandbox_grading
@@ -104,11 +104,15 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
-# Feedback never shows hidden test code.
+# The feedback page: nbgrader's, drawn by the course's template, which escapes every string that is no
+# cell (a comment is text, whoever wrote it); a notebook whose page cannot be made gets a short page
+# and the batch goes on (autograder/feedback.py). Feedback never shows hidden test code.
+c.GenerateFeedback.exporter_class = "autograder.feedback.FeedbackExporter"
+c.FeedbackExporter.extra_template_basedirs = feedback.TEMPLATE_BASEDIRS
 c.GenerateFeedback.preprocessors = [
     "autograder.keep.KeepLastGrade",
     "nbgrader.preprocessors.GetGrades",
-    "autograder.preprocessors.HideIntegrityFlags",  # the instructor sees a flag before the student does
+    "autograder.preprocessors.HideIntegrityFlags",  # the instructor's comment or nbgrader's own, no course note
     "autograder.preprocessors.HideHiddenTests",
     "autograder.preprocessors.SanitizeOutputs",  # again, for notebooks graded before it was configured
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",

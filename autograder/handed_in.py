@@ -39,7 +39,7 @@ import nbformat
 from nbconvert.exporters import NotebookExporter
 
 from autograder.collected import left_behind
-from autograder.repairs import record
+from autograder.repairs import INTAKE_KEY, record
 
 
 @dataclass(frozen=True)
@@ -147,19 +147,21 @@ class HandedInExporter(NotebookExporter):
         else:
             source = Path(cd.format_path(cd.source_directory, ".", ".")).resolve()
             handed_in = stands_for(path, release_notebooks(source, path.parent.name)) or path
+        made = []
         try:
             nb = read_handed_in(handed_in)
         except Refused as refused:  # past the intake limits: the release with no answers, the limit stated
             nb = self._release(cd, path)
-            record(nb, refused.key, file=handed_in.name, **refused.params)
+            made.append(record(nb, refused.key, file=handed_in.name, **refused.params))
         except (OSError, ValueError, UnicodeError, KeyError, TypeError, AttributeError, RecursionError) as error:
             nb = self._release(cd, path)
-            record(nb, "unreadable", file=handed_in.name, error=type(error).__name__)
+            made.append(record(nb, "unreadable", file=handed_in.name, error=type(error).__name__))
         if handed_in != path:
-            record(nb, "renamed", file=handed_in.name, name=path.name)
+            made.append(record(nb, "renamed", file=handed_in.name, name=path.name))
         for said in left_behind(str(path.parent)):
-            record(nb, **said)
+            made.append(record(nb, **said))
         resources = {} if resources is None else resources
+        resources[INTAKE_KEY] = made  # MatchRelease keeps these, not what the file says of itself
         if not resources.get("metadata"):
             resources["metadata"] = {}
         resources["metadata"].update(name=path.stem, path=str(path.parent))

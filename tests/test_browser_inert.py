@@ -1,12 +1,14 @@
 """Inert output, in Chromium: the hostile rows whose outputs and Markdown carry active content
 (an image whose metadata width is `1 onerror=fetch(...)`, Markdown with a `javascript:` link and a
 remote image, SVG with script and onload, HTML with script, iframe, img onerror, meta refresh,
-form, link and style, a widget, attachments, raw HTML in a Markdown cell) are graded together by stock
+form, link and style, a widget, attachments, raw HTML in a Markdown cell; markup in the integrity flag's
+and the repair notes' quotes of a file name, a cell id (after a newline too) and a schema version, in
+the notebook's title and kernel name; hidden-test markers in a student's own cells) are graded together by stock
 `nbgrader autograde` on a copy of the course, with every address they name moved to a beacon: an
 HTTP server on 127.0.0.1 that records every hit. Their feedback pages (`nbgrader generate_feedback`)
 and the formgrader's view of each submission are opened in Chromium with a listener on every
-request; on load, and after a click on every element, nothing reaches the beacon and no request
-leaves the page's own resources. The same run proves the output cap (tests/test_output_cap.py).
+request and dialog; on load, and after a click on every element, nothing reaches the beacon, no
+request leaves the page's own resources and no script opens a dialog. The same run proves the output cap (tests/test_output_cap.py).
 """
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ pytestmark = pytest.mark.grading
 ASSIGNMENT = "decoder_block"
 # the rows graded in the one run: active content, and the display flood (tests/test_output_cap.py)
 ACTIVE = ["hostile_xss", "hostile_active_metadata", "hostile_markdown_javascript", "hostile_active_html",
-          "hostile_integrity_comment"]
+          "hostile_integrity_comment", "hostile_page_markup"]
 STUDENTS = ACTIVE + ["hostile_display_update_flood"]
 ATTACHED_SVG = "<svg xmlns='http://www.w3.org/2000/svg' onload=\"fetch('{beacon}/attachment-svg')\"></svg>"
 
@@ -94,7 +96,7 @@ def inert_course() -> tuple[Path, Beacon]:
     for name in STUDENTS:
         folder = grading_state(course).submitted / name / ASSIGNMENT
         folder.mkdir(parents=True)
-        (folder / f"{ASSIGNMENT}.ipynb").write_text(submission(name, beacon))
+        (folder / graded_notebook(name).name).write_text(submission(name, beacon))  # under its row's file name
     for args in (["generate_assignment", ASSIGNMENT, "--force"], ["autograde", ASSIGNMENT],
                  ["generate_feedback", ASSIGNMENT]):
         run = subprocess.run([PY, "-m", "nbgrader", *args], cwd=course, capture_output=True, text=True, timeout=900)
@@ -169,7 +171,7 @@ def test_what_is_rendered_names_no_active_content():
 
 
 # the paths the payloads fetch (autograder/fixtures/payloads.py), e.g. /md-cell-image, /html-onerror
-PAYLOAD_PATH = re.compile(r"/(md|html|svg|metadata|attachment|widget|javascript)-[\w-]+")
+PAYLOAD_PATH = re.compile(r"/(md|html|svg|metadata|attachment|widget|javascript|integrity|repair|nb)-[\w-]+")
 
 
 class Watch:
@@ -199,6 +201,7 @@ def watched(context, page, watch: Watch) -> None:
     context.route(MATHJAX_CDN, lambda route: route.fulfill(body=MATHJAX_STAND_IN, content_type="text/javascript"))
     page.on("request", lambda req: watch.requests.append(req.url))
     page.on("popup", lambda popup: watch.requests.append(f"popup {popup.url}"))
+    page.on("dialog", lambda dialog: (watch.requests.append(f"dialog {dialog.message}"), dialog.dismiss()))
 
 
 # click every element of the student's part of the page (all of it for feedback): a link, a button,

@@ -114,12 +114,24 @@ def test_feedback_names_the_mistake_and_hides_hidden_tests(graded):
         text = row.feedback_html.read_text()
         visible = [c for c, check in judge.CHECKS.items() if c.startswith(f"{row.assignment}.") and not check.hidden]
         assert any(c in text for c in visible), f"{name}: no visible test is shown"
-        assert "BEGIN HIDDEN TESTS" not in text, name
+        if name != "hostile_page_markup":  # that row writes the marker in its own cells
+            assert "BEGIN HIDDEN TESTS" not in text, name
         assert "_hidden&quot;" not in text, f"{name}: a hidden check call is shown"
         # a diagnosis may name a hidden check, but its code (the quoted call) never shows
         for check_id in hidden:
             for quoted in (f'"{check_id}"', f"&quot;{check_id}&quot;", f"&#34;{check_id}&#34;", f"'{check_id}'"):
                 assert quoted not in text, (name, quoted)
+
+
+def test_hidden_test_markers_in_a_students_cells_are_their_text(graded):
+    """The markers mean something in the release's test cells only: written in an answer (unclosed),
+    in a cell of the student's (nested) and in Markdown, they are shown as written, the test cells
+    still show the placeholder and no hidden code, and the student has a page."""
+    _, rows = graded
+    html = rows["hostile_page_markup"].feedback_html.read_text()
+    assert "### BEGIN HIDDEN TESTS (my notes)" in html.replace("&#39;", "'")  # the answer, as written
+    assert html.count("BEGIN HIDDEN TESTS") >= 4  # the answer's, the Markdown cell's and the code cell's two
+    assert "hidden test: its code is not shown" in html
 
 
 def test_hidden_test_code_never_reaches_the_kernel(graded):
@@ -164,6 +176,8 @@ def test_a_mangled_notebook_is_graded_with_its_repair_stated(graded, name):
     row = rows[name]
     nb = json.loads((batch.autograded(name) / row.assignment / f"{row.assignment}.ipynb").read_text())
     assert MANIFEST[name]["repair"] in [r["key"] for r in repairs(_node(nb))]
+    assert all(f"repair_{r['key']}" in language.MESSAGES["en"] and "forged" not in json.dumps(r)
+               for r in repairs(_node(nb)))  # the grader's records only, none the file brought
     assert nb["cells"][0]["id"] == NOTICE_ID
     html = row.feedback_html.read_text()
     assert language.text("repair_head") in html.replace("&#39;", "'").replace("&quot;", '"')

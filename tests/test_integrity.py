@@ -393,9 +393,37 @@ def test_feedback_does_not_show_the_flag(gradebook):
     nb, _ = GetGrades().preprocess(nb, ids(gradebook, "cheat"))
     comments = [c.metadata.nbgrader.get("comment") for c in nb.cells if "nbgrader" in c.metadata]
     assert any(isinstance(c, str) and c.startswith(PREFIX) for c in comments)
-    nb, _ = HideIntegrityFlags().preprocess(nb, {})
+    nb, _ = HideIntegrityFlags().preprocess(nb, ids(gradebook, "cheat"))
     assert not any(isinstance(c.metadata.get("nbgrader", {}).get("comment"), str)
                    and PREFIX in c.metadata.nbgrader["comment"] for c in nb.cells)
+
+
+def test_the_feedback_shows_the_instructors_comment_or_nbgraders_whatever_a_note_quotes(gradebook):
+    """Which comment the student reads comes from the gradebook's fields, not from the comment's
+    lines: a course note whose quote starts a new line (a cell id with a newline) is not shown, an
+    instructor's comment is shown as written, an answer left as released reads nbgrader's own."""
+    from nbgrader.api import Gradebook
+
+    nb = read(FIXTURES / "db_pass_all" / f"{NOTEBOOK}.ipynb")
+    autograde(gradebook, "cheat", nb)
+    note = "Repaired before grading: A cell carries the nbgrader id x\n<img src=x onerror=alert(1)>\nNo response."
+    with Gradebook(gradebook) as gb:
+        for c in gb.find_submission_notebook(NOTEBOOK, ASSIGNMENT, "cheat").comments:
+            c.auto_comment = note
+            c.manual_comment = "Look again at the mask <b>here</b>\n2nd line" if c.name == "block_solution" else None
+        gb.db.commit()
+    released = {c.metadata.nbgrader["grade_id"]: c.source
+                for c in read(ROOT / "exercises" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").cells if "nbgrader" in c.metadata}
+    for c in nb.cells:
+        if c.metadata.get("nbgrader", {}).get("grade_id") == "mask_solution":
+            c.source = released["mask_solution"]  # handed back as released
+    nb, _ = GetGrades().preprocess(nb, ids(gradebook, "cheat"))
+    nb, _ = HideIntegrityFlags().preprocess(nb, ids(gradebook, "cheat"))
+    shown = {c.metadata.nbgrader["grade_id"]: c.metadata.nbgrader["comment"] for c in nb.cells
+             if "comment" in c.metadata.get("nbgrader", {})}
+    assert shown["block_solution"] == "Look again at the mask <b>here</b>\n2nd line"
+    assert shown["mask_solution"] == "No response."  # the release's stub, handed back
+    assert shown["softmax_solution"] is None
 
 
 def test_report_refuses_a_missing_gradebook(tmp_path):
@@ -408,20 +436,3 @@ def test_rule_table_is_data():
     for pattern, reason in integrity.RULES:
         re.compile(pattern)
         assert reason.count("{}") == 1
-
-
-def test_what_a_cell_used_is_quoted_inert():
-    """The reasons reach the feedback page and the formgrader as Markdown (and MathJax typesets the
-    page): a value that is markup, a link, TeX or a backtick fence stays text inside a code span."""
-    import re
-
-    from nbconvert.filters.markdown_mistune import markdown2html_mistune
-
-    source = ('_a = "<img/src=x/onerror=alert(1)>a.npz"\n_b = "$\\\\href{//x}{y}$b.npz"\n'
-              '_c = "```c.npz"\n_d = "[x](javascript:alert(1))d.npz"')
-    reasons = scan_source(source)
-    assert len(reasons) == 1 and "onerror" in reasons[0] and "href" in reasons[0], reasons
-    rendered = markdown2html_mistune(PREFIX + reasons[0])
-    assert "<img" not in rendered and "<a " not in rendered, rendered
-    outside_code = re.sub(r"<code>.*?</code>", "", rendered, flags=re.S)
-    assert not any(s in outside_code for s in ("onerror", "$", "href", "javascript", "npz")), rendered

@@ -28,7 +28,8 @@ the formgrader lists it as "needs manual grade", and says why in one line:
   cell), prefixed ``Integrity flag: ``. ``auto_score`` is left alone. The next autograde run
   rewrites both fields, so a resubmission is judged afresh.
 - ``HideIntegrityFlags`` (optional, in ``GenerateFeedback.preprocessors`` after ``GetGrades``)
-  keeps the automatic flag out of the student's feedback until an instructor has reviewed it.
+  shows the student the instructor's comment, or else nbgrader's own, read from the gradebook's
+  fields: the automatic flag stays out of the feedback, whatever the reasons quote.
 - ``python -m autograder.integrity report [--db-url URL] [--csv PATH]`` lists every flagged
   submission; ``python -m autograder.integrity scan NOTEBOOK...`` scans notebooks offline.
 

@@ -3,7 +3,6 @@ into Python first) and the reasons the rules give for them, cell by cell through
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 
 from nbformat.notebooknode import NotebookNode
@@ -65,19 +64,9 @@ def _reasons(facts: list[str]) -> list[str]:
     for reason, values in found.items():
         # `sys.modules` says all that `sys` and `modules` say
         values = [v for v in values if not any(w.endswith("." + v) or w.startswith(v + ".") for w in values)]
-        lines.append(reason.format(", ".join([code_span(v) for v in values[:4]] + (["..."] if len(values) > 4 else []))))
+        # quoted as written: the page that shows a reason escapes it (autograder/feedback.py)
+        lines.append(reason.format(", ".join([f"`{v}`" for v in values[:4]] + (["..."] if len(values) > 4 else []))))
     return lines
-
-
-def code_span(text: str) -> str:
-    """What a cell used, quoted as a Markdown code span: the reasons end in the gradebook's comment,
-    which the feedback page and the formgrader render as Markdown (and MathJax typesets the page).
-    Inside a code span nothing is markup: no tag, link, image or emphasis, and MathJax skips code.
-    The fence is one backtick longer than the longest run in the text, so the text cannot close it."""
-    text = " ".join(text.split())  # one line: a blank line would end the span's paragraph
-    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _safe_facts(source: str, aliases: dict[str, str]) -> tuple[list[str], dict[str, str]]:

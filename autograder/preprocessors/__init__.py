@@ -8,9 +8,10 @@
 - ``SanitizeOutputs`` (before the grades are saved, and in ``GenerateFeedback``): no active content.
 - ``MatchRelease`` (the sanitizing step, first): a mangled notebook matched to the release, each repair stated.
 - ``SafeOverwriteCells`` (the sanitizing step): deleted test cells put back in their place.
-- ``FlagIntegrity`` (after ``SaveAutoGrades``) and ``HideIntegrityFlags`` (feedback): review flags;
+- ``FlagIntegrity`` (after ``SaveAutoGrades``) and ``HideIntegrityFlags`` (feedback: the instructor's
+  comment or nbgrader's own, never a course note): review flags;
   ``RecordRepairs`` (after ``SaveAutoGrades``): a mangled notebook's repairs in the gradebook.
-- ``HideHiddenTests`` (feedback): nbgrader's ``ClearHiddenTests`` with a placeholder.
+- ``HideHiddenTests`` (feedback): nbgrader's ``ClearHiddenTests`` with a placeholder, on test cells only.
 
 ``TrustedGrading`` holds the grader's settings (the course secret's file).
 """

@@ -31,7 +31,7 @@ from nbgrader.api import Gradebook
 from nbgrader.nbgraderformat import SCHEMA_VERSION, MetadataValidator
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from autograder.repairs import NOTICE_ID, notice, record, repairs
+from autograder.repairs import INTAKE_KEY, NOTICE_ID, notice, record, repairs, reset
 
 
 class MatchRelease(NbGraderPreprocessor):
@@ -40,6 +40,7 @@ class MatchRelease(NbGraderPreprocessor):
     def preprocess(self, nb: NotebookNode, resources: dict):
         from .trusted_verdict import submission_language
 
+        reset(nb, resources.get(INTAKE_KEY, []))  # a record the file handed in brought with it is no repair of ours
         ids = resources["nbgrader"]
         with Gradebook(ids["db_url"]) as gb:
             release = gb.find_notebook(ids["notebook"], ids["assignment"])

@@ -61,6 +61,9 @@ MESSAGES = {
         "deleted": "This test cell was deleted from the submission, so it scores 0.",
         # a mangled notebook matched to the release before grading (autograder/preprocessors/match_release.py,
         # autograder/handed_in.py); the file handed in is kept as it is
+        # the page that stands for a feedback page that could not be made (autograder/feedback.py)
+        "feedback_short_page": ("Score: {score} / {max_score}. The full feedback page of this notebook could not be "
+                                "made; your instructor has the details and will send it."),
         "repair_head": "Repaired before grading (the file you handed in is kept as it is):",
         "repair_unreadable": ("The file `{file}` could not be read as a notebook ({error}: cut short, empty or not a "
                               "notebook), so the exercise's notebook with no answers was graded in its place: every "
@@ -243,6 +246,7 @@ MESSAGES = {
         "part_passed": "  通过：{name}",
         "part_missed": "  未通过：{name}",
         "deleted": "提交中删除了这个测试单元，因此它得 0 分。",
+        "feedback_short_page": "得分：{score} / {max_score}。这份笔记本的完整反馈页无法生成；老师那里有详细情况，会再发给你。",
         "repair_head": "批改前做了修复（你提交的文件原样保留）：",
         "repair_unreadable": ("文件 `{file}` 无法作为笔记本读取（{error}：被截断、为空或不是笔记本），因此改为批改"
                               "没有作答的练习笔记本：每个测试都得 0 分。请提交从 Jupyter 保存的笔记本本身。"),
