@@ -97,5 +97,5 @@ def test_the_instructor_step_runs_no_code_of_the_instructor_as_root(instructor, 
     uid = str(pwd.getpwnam(USER).pw_uid)
     assert {what for what, _ in ran} >= {"pth", "sitecustomize"}, f"the plants never ran, so prove nothing: {ran}"
     assert all(who == uid for _, who in ran), f"a plant of the instructor's ran as another user (root is 0): {ran}"
-    copy = tmp_path / "prefix" / "root" / "cgroups.py"
+    copy = tmp_path / "prefix" / "system" / "cgroups.py"
     assert copy.stat().st_uid == 0 and copy.read_bytes() == (ROOT / "autograder" / "sandbox" / "cgroups.py").read_bytes()

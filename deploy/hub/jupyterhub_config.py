@@ -63,7 +63,7 @@ def limit_server(user: str, pid: int, log) -> None:
 
     import sys
 
-    spec = importlib.util.spec_from_file_location("encdec_root_cgroups", PREFIX / "root" / "cgroups.py")
+    spec = importlib.util.spec_from_file_location("encdec_root_cgroups", PREFIX / "system" / "cgroups.py")
     cgroups = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))  # dataclasses look it up
     spec.loader.exec_module(cgroups)
     h, why = cgroups.find_hierarchy()

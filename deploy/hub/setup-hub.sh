@@ -104,7 +104,7 @@ proxy() {
 # a clean environment; never the instructor's checkout or virtual environment, where a planted .pth,
 # sitecustomize or PATH entry would run as root. The copy also serves the boot unit: cgroup folders
 # do not survive a reboot, and systemd delegates them again before the hub starts.
-ROOT_CODE="$ENCDEC_HUB_PREFIX/root"
+ROOT_CODE="$ENCDEC_HUB_PREFIX/system"
 root_code() {
   install -d -m 0755 -o root -g root "$ROOT_CODE"
   install -m 0644 -o root -g root "$REPO/autograder/sandbox/cgroups.py" "$ROOT_CODE/cgroups.py"
