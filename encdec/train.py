@@ -111,6 +111,13 @@ def learning_rates(tc: TrainConfig, steps_per_epoch: int, steps: int | None = No
     return rates
 
 
+def paper_rates(steps: int, model_dim: int = 512, warmup: int = 4000) -> list[float]:
+    """The original paper's schedule, which no preset uses (chapter 12 draws it beside theirs): the
+    rate rises linearly for ``warmup`` steps, then falls as the inverse square root of the step,
+    ``model_dim ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)``, steps counted from 1."""
+    return [model_dim**-0.5 * min(s**-0.5, s * warmup**-1.5) for s in range(1, steps + 1)]
+
+
 def make_optimizer(model: Transformer, tc: TrainConfig) -> torch.optim.Optimizer:
     """The optimiser ``train`` steps, as ``tc`` configures it (chapter 12 inspects what it updates)."""
     start_lr = tc.warmup_lr if tc.schedule == "step_warmup" else tc.lr
