@@ -1,6 +1,7 @@
 """``MatchRelease`` (the sanitizing step, before nbgrader's own): a mangled notebook is put back in
 the release's shape where the release says unambiguously what it was, and each repair is recorded
-and stated at the top of the notebook, so the feedback says it.
+and stated at the top of the notebook, so the feedback says it. It sees the canonical notebook of
+the intake (``autograder/canonical.py``): every field typed, so nothing here checks a type.
 
 What nbgrader's own steps would stop on, and what this step does first (the release is the
 gradebook's record of it: grade ids, flags, points, checksums):
@@ -61,21 +62,21 @@ class MatchRelease(NbGraderPreprocessor):
         return nb, resources
 
     def _match_cell(self, nb, cell, source, points, solutions, tasks) -> None:
-        meta = cell.get("metadata", {}).get("nbgrader")
+        meta = cell.metadata.get("nbgrader")  # typed at intake (autograder/canonical.py)
         if meta is None:
             return
-        gid = meta.get("grade_id") if isinstance(meta, dict) else None
+        gid = meta.get("grade_id")
         if gid not in source:  # not the release's: an ordinary cell
             del cell.metadata["nbgrader"]
             if gid is not None:
-                record(nb, "unknown_cell", cell=str(gid)[:80])
+                record(nb, "unknown_cell", cell=gid)
             return
         version = meta.get("schema_version", 0)
         if version != SCHEMA_VERSION:
-            if isinstance(version, int) and version < SCHEMA_VERSION:
+            if version < SCHEMA_VERSION:
                 MetadataValidator().upgrade_cell_metadata(cell)  # nbgrader's own upgrade, in place
             cell.metadata.nbgrader["schema_version"] = SCHEMA_VERSION
-            record(nb, "schema", cell=gid, version=str(version)[:20])
+            record(nb, "schema", cell=gid, version=version)
         meta = cell.metadata.nbgrader
         flags = {"grade": gid in points, "solution": gid in solutions, "task": gid in tasks, "locked": source[gid][0]}
         changed = sorted(k for k, v in flags.items() if bool(meta.get(k, False)) != v)
@@ -90,7 +91,7 @@ class MatchRelease(NbGraderPreprocessor):
     def _one_cell_per_id(self, nb, source, solutions) -> None:
         by_id: dict[str, list[int]] = {}
         for i, cell in enumerate(nb.cells):
-            gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+            gid = cell.metadata.get("nbgrader", {}).get("grade_id")
             if gid is not None:
                 by_id.setdefault(gid, []).append(i)
         for gid, at in by_id.items():
