@@ -85,7 +85,7 @@ def _cell(cell, note):
         prefix = ""
         if kind == "code" and "source" not in cell:
             source = cell.get("input")  # nbformat 3
-    if kind not in NEW:
+    if not isinstance(kind, str) or kind not in NEW:
         note("cell_type")
         return None
     text = _text(source)

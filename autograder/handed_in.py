@@ -17,7 +17,7 @@ Through two documented extension points of nbgrader's converters (``nbgrader_con
 
 - ``renamed_hook``, ``Autograde.pre_convert_hook``: where the folder lacks a release notebook, the
   files handed in under other names (a browser's ``warmup (1).ipynb``, Jupyter's
-  ``warmup-Copy1.ipynb``) that carry its grade ids stand for it (``stands_for``): the release's name
+  ``warmup-Copy1.ipynb``) that carry its locked cells (nbgrader's checksums) stand for it (``stands_for``): the release's name
   is added to the notebooks nbgrader grades. Of several, one is chosen: the one with the most
   answers (solution cells whose nbgrader checksum changed), on a tie the first by name;
 - ``HandedInExporter``, ``Autograde.exporter_class``: reads each handed-in notebook (or the file
@@ -104,20 +104,30 @@ def read_handed_in(path: Path, limits: Intake = LIMITS):
     return nb
 
 
+def _checksum(cell) -> str | None:
+    """nbgrader's checksum of a cell of a canonical notebook (None: a graded cell without points)."""
+    meta = cell.metadata.get("nbgrader", {})
+    return compute_checksum(cell) if meta and ("points" in meta or not meta.get("grade")) else None
+
+
+def _locked(nb) -> frozenset[str]:
+    """The checksums of a notebook's locked code cells (a copy of the release carries them unchanged)."""
+    return frozenset(_checksum(c) for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("locked"))
+
+
 def _answers(nb) -> int:
     """Solution cells whose source is not the release's (nbgrader's checksum of the cell changed)."""
-    meta = [c.metadata.get("nbgrader", {}) for c in nb.cells]
-    return sum(1 for c, m in zip(nb.cells, meta) if m.get("solution") and ("points" in m or not m.get("grade"))
-               and compute_checksum(c) != m.get("checksum"))
+    return sum(1 for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")
+               and _checksum(c) != c.metadata.nbgrader.get("checksum"))
 
 
 def stands_for(path: Path, expected: dict[str, frozenset[str]], limits: Intake = LIMITS) -> list[Path]:
     """The files handed in under other names that stand for the missing release notebook ``path``,
-    the one to grade first (``[]``: none). ``expected``: each release notebook's name and grade ids.
-    A file stands for the release notebook whose grade ids it shares most (ties: the first by name)
-    when that one is missing; where no file carries a release grade id (none could be read), the
-    only file of the folder stands for the only missing notebook. Of several, the one with the most
-    answers is chosen, on a tie the first by name."""
+    the one to grade first (``[]``: none). ``expected``: each release notebook's name and the checksums
+    of its locked code cells (``release_checksums``). A file stands for the release notebook whose
+    locked cells it carries most (ties: the first by name) when that one is missing; where no file
+    carries one (none could be read), the only file of the folder stands for the only missing
+    notebook. Of several, the one with the most answers is chosen, on a tie the first by name."""
     folder = path.parent
     if os.path.lexists(path) or not folder.is_dir():
         return []
@@ -129,8 +139,8 @@ def stands_for(path: Path, expected: dict[str, frozenset[str]], limits: Intake =
             nb = read_handed_in(candidate, limits)
         except Refused:
             continue
-        ids = {c.metadata.nbgrader.grade_id for c in nb.cells if "nbgrader" in c.metadata}
-        shared = {name: len(ids & grade_ids) for name, grade_ids in sorted(expected.items())}
+        locked = _locked(nb)
+        shared = {name: len(locked & checksums) for name, checksums in sorted(expected.items())}
         best = max(shared, key=shared.get) if shared else None
         if best == path.stem and shared[best] > 0:
             found.append((-_answers(nb), order, candidate))
@@ -139,12 +149,11 @@ def stands_for(path: Path, expected: dict[str, frozenset[str]], limits: Intake =
     return unknown if missing == {path.stem} and len(unknown) == 1 else []
 
 
-def release_ids(source: Path, assignment: str) -> dict[str, frozenset[str]]:
-    """The assignment's notebooks (names without ``.ipynb``) and their grade ids, from its source folder
-    (the instructor's notebooks)."""
-    return {p.stem: frozenset(c.metadata.nbgrader["grade_id"] for c in nbformat.read(p, as_version=4).cells
-                              if "grade_id" in c.metadata.get("nbgrader", {}))
-            for p in (source / assignment).glob("*.ipynb")}
+def release_checksums(source: Path, assignment: str) -> dict[str, frozenset[str]]:
+    """The assignment's notebooks (names without ``.ipynb``) and the checksums of their locked code
+    cells, from its source folder (the instructor's notebooks: their visible locked cells are the
+    release's)."""
+    return {p.stem: _locked(nbformat.read(p, as_version=4)) for p in (source / assignment).glob("*.ipynb")}
 
 
 def renamed_hook(source: Path):
@@ -152,7 +161,7 @@ def renamed_hook(source: Path):
     release's (``stands_for``). ``source``: the course's source folder (``solutions/``)."""
     def hook(assignment: str, student: str, notebooks: list[str]) -> None:
         for folder in sorted({Path(n).parent for n in notebooks}):
-            expected = release_ids(source, folder.name)
+            expected = release_checksums(source, folder.name)
             for name in sorted(expected):
                 path = folder / f"{name}.ipynb"
                 if str(path) not in notebooks and stands_for(path, expected):
@@ -174,7 +183,7 @@ class HandedInExporter(NotebookExporter):
         chosen = []
         if cd is not None and not os.path.lexists(path):
             source = Path(cd.format_path(cd.source_directory, ".", ".")).resolve()
-            chosen = stands_for(path, release_ids(source, path.parent.name))
+            chosen = stands_for(path, release_checksums(source, path.parent.name))
         handed_in = chosen[0] if chosen else path
         try:
             nb = read_handed_in(handed_in)
