@@ -9,7 +9,7 @@ What a notebook is, here (nbformat 4, or 3's worksheets):
 - a cell's ``id``: nbformat 4.5's (1 to 64 of ``A-Za-z0-9-_``), unique; else a fresh one;
 - a cell's metadata: only its nbgrader part is kept, typed: ``grade_id`` a str of at most
   ``GRADE_ID_CHARS``, the flags bools, ``points`` a finite number, ``schema_version`` an int,
-  ``checksum`` and ``cell_type`` short strs; a part without a usable ``grade_id`` is dropped
+  ``checksum`` and ``cell_type`` short strs; every str Unicode text (no lone surrogate); a part without a usable ``grade_id`` is dropped
   (an ordinary cell);
 - outputs, execution counts, attachments and every other key: dropped (``ClearOutput``, in the
   course's autograde pipeline, clears the outputs before grading anyway);
@@ -101,11 +101,21 @@ def _cell(cell, note):
 
 
 def _text(source) -> str | None:
-    if isinstance(source, str):
-        return source
+    """A source: a str, or a list of str joined; None when it is neither or is no Unicode text (a lone
+    surrogate, which JSON's escapes allow and UTF-8 cannot write)."""
     if isinstance(source, list) and all(isinstance(s, str) for s in source):
-        return "".join(source)
-    return None
+        source = "".join(source)
+    return source if isinstance(source, str) and _utf8(source) else None
+
+
+def _utf8(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _nbgrader(meta, note) -> dict | None:
@@ -114,7 +124,7 @@ def _nbgrader(meta, note) -> dict | None:
         note("nbgrader")
         return None
     gid = meta.get("grade_id")
-    if not (isinstance(gid, str) and 0 < len(gid) <= GRADE_ID_CHARS):
+    if not (isinstance(gid, str) and 0 < len(gid) <= GRADE_ID_CHARS and _utf8(gid)):
         if gid is not None:
             note("nbgrader.grade_id")
         return None
@@ -127,7 +137,7 @@ def _nbgrader(meta, note) -> dict | None:
         elif key == "schema_version":
             ok = isinstance(value, int) and not isinstance(value, bool)
         elif key in ("checksum", "cell_type"):
-            ok = isinstance(value, str) and len(value) <= SHORT
+            ok = isinstance(value, str) and len(value) <= SHORT and _utf8(value)
         else:
             continue  # a key nbgrader's schema does not have
         if ok:

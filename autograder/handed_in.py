@@ -61,6 +61,11 @@ def _mb(size: int) -> str:
     return f"{size / 1e6:.1f}"
 
 
+def _shown(path: Path) -> str:
+    """A file's name as a record holds it: Unicode text (a name's undecodable bytes become '?')."""
+    return path.name.encode("utf-8", "replace").decode()
+
+
 def _bytes(path: Path, limits: Intake) -> bytes:
     """The file's bytes: a regular file (no link followed, nothing waited on) within the byte limit."""
     try:
@@ -189,12 +194,12 @@ class HandedInExporter(NotebookExporter):
             nb = read_handed_in(handed_in)
         except Refused as refused:  # the release with no answers, the reason stated
             nb = self._release(cd, path)
-            record(nb, refused.key, file=handed_in.name, **refused.params)
+            record(nb, refused.key, file=_shown(handed_in), **refused.params)
         if len(chosen) > 1:
-            record(nb, "copies", file=handed_in.name, name=path.name, copies=len(chosen),
-                   others=", ".join(p.name for p in chosen[1:]))
+            record(nb, "copies", file=_shown(handed_in), name=path.name, copies=len(chosen),
+                   others=", ".join(_shown(p) for p in chosen[1:]))
         elif chosen:
-            record(nb, "renamed", file=handed_in.name, name=path.name)
+            record(nb, "renamed", file=_shown(handed_in), name=path.name)
         resources = {} if resources is None else resources
         if not resources.get("metadata"):
             resources["metadata"] = {}

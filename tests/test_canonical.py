@@ -17,7 +17,7 @@ import pytest
 from autograder import handed_in
 from autograder.canonical import GRADE_ID_CHARS, Refused
 from autograder.fixtures.rows import invalid_outputs, nbgrader_json, printed
-from autograder.repairs import repairs
+from autograder.repairs import record, repairs
 
 ROOT = Path(__file__).resolve().parents[1]
 RELEASE = ROOT / "exercises" / "decoder_block" / "decoder_block.ipynb"
@@ -76,6 +76,9 @@ GRADED = {
     "a code cell whose source is a dict": (_set(3, source={"a": 1}), {"source": (1, 4)}),
     "sources with a number in the list": (_set(3, source=["x = 1\n", 2]), {"source": (1, 4)}),
     "no source": (lambda raw: (_cell(raw, 3).pop("source"), raw)[1], {"source": (1, 4)}),
+    "a lone surrogate in a source and in a grade id (JSON escapes allow it, UTF-8 cannot write it)": (
+        lambda raw: nbgrader_json("mask_test", grade_id="mask_\ud800")(_set(3, source=["x = '\ud800'"])(raw)),
+        {"source": (1, 4), "nbgrader.grade_id": (1, 5)}),
     "metadata a list": (_set(5, metadata=["nbgrader"]), {"metadata": (1, 6)}),
     "nbgrader metadata a string": (_meta(5, nbgrader="grade"), {"nbgrader": (1, 6)}),
     "points NaN, flags as ints, schema a bool": (
@@ -157,8 +160,8 @@ def _json_value(rng: random.Random, depth: int = 0):
         return {rng.choice(["grade_id", "nbgrader", "source", "x"]): _json_value(rng, depth + 1)
                 for _ in range(rng.randint(0, 3))}
     return {"none": None, "bool": rng.random() < 0.5, "int": rng.randint(-2**70, 2**70),
-            "float": rng.choice([0.5, float("nan"), float("inf"), -1e308]), "str": rng.choice(["", "code", "a b", "é"]),
-            "long": "y" * rng.randint(65, 300)}[kind]
+            "float": rng.choice([0.5, float("nan"), float("inf"), -1e308]),
+            "str": rng.choice(["", "code", "a b", "é", "\ud800"]), "long": "y" * rng.randint(65, 300)}[kind]
 
 
 def test_random_json_in_every_field_is_typed_or_refused(tmp_path):
@@ -209,6 +212,13 @@ def test_of_several_downloads_the_one_with_the_answers_is_chosen_whatever_the_na
         "decoder_block-Copy1.ipynb", "decoder_block (1).ipynb"]
     _copy(tmp_path, "decoder_block (1).ipynb", answered=True)  # as many answers: the first by name
     assert handed_in.stands_for(missing, expected)[0].name == "decoder_block (1).ipynb"
+    odd = os.fsdecode(b"decoder_block \xff.ipynb")  # a name that is no UTF-8: said, and written, all the same
+    _copy(tmp_path, odd, answered=True)
+    chosen = handed_in.stands_for(missing, expected)
+    assert chosen[0].name == "decoder_block (1).ipynb" and odd in [p.name for p in chosen]
+    nb = nbformat.v4.new_notebook()
+    record(nb, "copies", others=", ".join(handed_in._shown(p) for p in chosen))
+    assert "decoder_block ?.ipynb" in nbformat.writes(nb)
     _copy(tmp_path, "decoder_block.ipynb", answered=False)  # the release's own name is graded as it is
     assert handed_in.stands_for(missing, expected) == []
 
