@@ -13,9 +13,11 @@ NO_ANSWERS = ("unreadable", "too_large", "too_many_values", "too_deep", "too_man
 
 
 def repairs(nb) -> list[dict]:
-    """The repairs recorded in a notebook (``[]``: none); a handed-in notebook's metadata is the
-    intake's own (``autograder/canonical.py`` keeps none of the student's records)."""
-    return nb.metadata.get("encdec", {}).get(REPAIRS_KEY, [])
+    """The repairs recorded in a notebook (``[]``: none). The intake keeps none of a student's
+    metadata (``autograder/canonical.py``); a notebook graded before it may hold anything."""
+    meta = nb.metadata.get("encdec")
+    found = meta.get(REPAIRS_KEY) if isinstance(meta, dict) else None
+    return [r for r in found if isinstance(r, dict) and "key" in r] if isinstance(found, list) else []
 
 
 def record(nb, key: str, **params) -> None:
