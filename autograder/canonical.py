@@ -9,8 +9,8 @@ What a notebook is, here (nbformat 4, or 3's worksheets):
 - a cell's ``id``: nbformat 4.5's (1 to 64 of ``A-Za-z0-9-_``), unique; else a fresh one;
 - a cell's metadata: only its nbgrader part is kept, typed: ``grade_id`` a str of at most
   ``GRADE_ID_CHARS``, the flags bools, ``points`` a finite number, ``schema_version`` an int,
-  ``checksum`` and ``cell_type`` short strs; every str Unicode text (no lone surrogate); a part without a usable ``grade_id`` is dropped
-  (an ordinary cell);
+  ``checksum`` and ``cell_type`` short strs; every str Unicode text (no lone surrogate); a part
+  without a usable ``grade_id`` is dropped (an ordinary cell);
 - outputs, execution counts, attachments and every other key: dropped (``ClearOutput``, in the
   course's autograde pipeline, clears the outputs before grading anyway);
 - the notebook's metadata: the language of its release (``encdec.language``) only.

@@ -17,7 +17,8 @@ Through two documented extension points of nbgrader's converters (``nbgrader_con
 
 - ``renamed_hook``, ``Autograde.pre_convert_hook``: where the folder lacks a release notebook, the
   files handed in under other names (a browser's ``warmup (1).ipynb``, Jupyter's
-  ``warmup-Copy1.ipynb``) that carry its locked cells (nbgrader's checksums) stand for it (``stands_for``): the release's name
+  ``warmup-Copy1.ipynb``) that carry its locked cells (nbgrader's checksums) stand for it
+  (``stands_for``): the release's name
   is added to the notebooks nbgrader grades. Of several, one is chosen: the one with the most
   answers (solution cells whose nbgrader checksum changed), on a tie the first by name;
 - ``HandedInExporter``, ``Autograde.exporter_class``: reads each handed-in notebook (or the file
@@ -117,7 +118,8 @@ def _checksum(cell) -> str | None:
 
 def _locked(nb) -> frozenset[str]:
     """The checksums of a notebook's locked code cells (a copy of the release carries them unchanged)."""
-    return frozenset(_checksum(c) for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("locked"))
+    return frozenset(_checksum(c) for c in nb.cells
+                     if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("locked"))
 
 
 def _answers(nb) -> int:

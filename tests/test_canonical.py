@@ -207,7 +207,7 @@ def test_of_several_downloads_the_one_with_the_answers_is_chosen_whatever_the_na
     missing = tmp_path / "decoder_block.ipynb"
     _copy(tmp_path, "decoder_block (1).ipynb", answered=False)
     _copy(tmp_path, "decoder_block-Copy1.ipynb", answered=True)
-    _copy(tmp_path, "warmup.ipynb", answered=True, assignment="warmup")  # another exercise's (some of the same grade ids): no copy
+    _copy(tmp_path, "warmup.ipynb", answered=True, assignment="warmup")  # another exercise's, some of its grade ids
     assert [p.name for p in handed_in.stands_for(missing, expected)] == [
         "decoder_block-Copy1.ipynb", "decoder_block (1).ipynb"]
     _copy(tmp_path, "decoder_block (1).ipynb", answered=True)  # as many answers: the first by name
