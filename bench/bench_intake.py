@@ -9,9 +9,10 @@ the canonical notebook as nbgrader would (``nbformat.writes``, which validates i
 resident size (``VmHWM``: ``ru_maxrss`` would start from the bench's own size) and time are the
 figures, against the floor of the same process on the honest solution. ``--before`` also reads each
 file as the intake did before (``nbformat.reads``, whose schema validation of 30,000 invalid outputs
-took 1.7 GB and 24 s, of 100,000 4.4 GB and 116 s). ``--autograde`` grades the honest solution and the invalid outputs through stock ``nbgrader
-autograde`` with the course's configuration (its sandboxed kernel included) and prints the peak of
-nbgrader's process and its children, and its time (tens of seconds each).
+took 1.7 GB and 24 s, of 100,000 4.4 GB and 116 s). ``--autograde`` grades the honest solution and
+the invalid outputs through stock ``nbgrader autograde`` with the course's configuration (its
+sandboxed kernel included) and prints the peak of nbgrader's process and its children, and its time
+(tens of seconds each).
 """
 from __future__ import annotations
 

@@ -67,10 +67,10 @@ MESSAGES = {
         "repair_too_many_cells": ("The file `{file}` has {cells} cells, more than the {limit} a notebook handed in may "
                                   "have, so it was not read: the exercise's notebook with no answers was graded in its "
                                   "place and every test scores 0. Remove the extra cells, and hand it in again."),
-        "repair_too_many_values": ("The file `{file}` has {values} JSON strings, brackets and commas, more than the "
-                                   "{limit} a notebook handed in may have, so it was not read: the exercise's notebook with no answers "
-                                   "was graded in its place and every test scores 0. Clear the outputs, and hand it "
-                                   "in again."),
+        "repair_too_many_values": ("The file `{file}` has {values} JSON strings, brackets and commas, more than "
+                                   "the {limit} a notebook handed in may have, so it was not read: the exercise's "
+                                   "notebook with no answers was graded in its place and every test scores 0. Clear "
+                                   "the outputs, and hand it in again."),
         "repair_too_deep": ("The file `{file}` nests its JSON more than {limit} levels deep, more than a notebook "
                             "handed in may, so it was not read: the exercise's notebook with no answers was graded "
                             "in its place and every test scores 0. Hand in the notebook itself, saved from Jupyter."),
