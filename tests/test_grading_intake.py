@@ -81,6 +81,29 @@ def test_the_repairs_are_worded_in_both_languages_with_the_limit_and_the_size():
             assert all(p in language.text("repair_too_many_cells", **params) for p in ("1143", "1000"))
 
 
+# the canonical intake's records (autograder/handed_in.py, autograder/canonical.py): each key's
+# parameters, every one of them said in both languages
+INTAKE_RECORDS = {
+    "too_many_values": {"file": "a.ipynb", "values": 3000017, "limit": 3000000},
+    "too_deep": {"file": "a.ipynb", "limit": 1000},
+    "source_too_large": {"file": "a.ipynb", "size_mb": "2.4", "limit_mb": "2.0"},
+    "untyped": {"field": "nbgrader.grade_id", "cells": 3, "cell": 17},
+    "copies": {"file": "warmup-Copy1.ipynb", "name": "warmup.ipynb", "copies": 2, "others": "warmup (1).ipynb"},
+}
+
+
+@pytest.mark.parametrize("key", INTAKE_RECORDS)
+def test_the_intakes_records_say_every_parameter_in_both_languages(key):
+    from autograder.repairs import NO_ANSWERS
+
+    params = INTAKE_RECORDS[key]
+    for lang in ("en", "zh"):
+        with language.speaking(lang):
+            text = language.text(f"repair_{key}", **params)
+        assert all(str(v) in text for v in params.values()), (lang, text)
+    assert (key in NO_ANSWERS) == key.startswith(("too_", "source_"))  # those grade the release with no answers
+
+
 @pytest.mark.grading
 @pytest.mark.parametrize("name", PAST_LIMITS)
 def test_stock_autograde_grades_it_zero_with_the_limit_stated(stock_batch, name):
