@@ -10,14 +10,15 @@ resident size (``VmHWM``: ``ru_maxrss`` would start from the bench's own size) a
 figures, against the floor of the same process on the honest solution. ``--before`` also reads each
 file as the intake did before (``nbformat.reads``, whose schema validation of 30,000 invalid outputs
 took 1.7 GB and 24 s, of 100,000 4.4 GB and 116 s). ``--autograde`` grades the honest solution and
-the invalid outputs through stock ``nbgrader autograde`` with the course's configuration (its
-sandboxed kernel included) and prints the peak of nbgrader's process and its children, and its time
-(tens of seconds each).
+the invalid outputs through stock ``nbgrader autograde`` with the course's configuration and prints
+the peak of nbgrader's own process (the grader), of its children (the sandboxed kernel), and its
+time (tens of seconds each).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -99,21 +100,31 @@ def autograde(files: dict[str, Path]) -> None:
         args = course_args(work)
         if nbgrader("generate_assignment", "decoder_block", "--force", *args, log=log, work=work) != 0:
             raise SystemExit(f"generate_assignment failed: {log.read_text()[-2000:]}")
-        print(f"{'through stock nbgrader autograde':52s} {'peak MB':>8s} {'s':>7s}  score")
+        print(f"{'through stock nbgrader autograde':52s} {'peak MB':>8s} {'kernel MB':>11s} {'s':>7s}  score")
         for i, (name, path) in enumerate(files.items()):
             student = f"s{i}"
             dest = state.submitted / student / "decoder_block"
             dest.mkdir(parents=True)
             shutil.copy(path, dest / "decoder_block.ipynb")
             shutil.copytree(ROOT / "exercises" / "decoder_block" / "reference", dest / "reference")
-            wrapper = ("import resource, subprocess, sys\n"
-                       "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
-                       "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+            # nbgrader in this process (its kernel is another): its own peak, and its children's
+            wrapper = ("import atexit, os, resource, runpy, sys\n"
+                       "def peaks():\n"
+                       "    own = next(x for x in open('/proc/self/status') if x.startswith('VmHWM')).split()[1]\n"
+                       "    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+                       "    os.write(int(os.environ['BENCH_FD']), f'{own} {kids}'.encode())\n"
+                       "atexit.register(peaks)\n"
+                       "sys.argv = ['nbgrader', *sys.argv[1:]]\n"
+                       "runpy.run_module('nbgrader', run_name='__main__')\n")
+            read, write = os.pipe()
             start = time.perf_counter()
-            out = subprocess.run([sys.executable, "-c", wrapper, sys.executable, "-m", "nbgrader", "autograde",
-                                  "decoder_block", f"--student={student}", *args], cwd=ROOT, capture_output=True,
-                                 text=True, env={**__import__("os").environ, ENV: str(work)})
+            subprocess.run([sys.executable, "-c", wrapper, "autograde", "decoder_block", f"--student={student}",
+                            *args], cwd=ROOT, capture_output=True, pass_fds=(write,),
+                           env={**os.environ, ENV: str(work), "BENCH_FD": str(write)})
             seconds = time.perf_counter() - start
+            os.close(write)
+            own, children = (int(v) / 1024 for v in os.read(read, 100).split())
+            os.close(read)
             from nbgrader.api import Gradebook, MissingEntry
 
             with Gradebook(state.db_url) as gb:
@@ -121,7 +132,7 @@ def autograde(files: dict[str, Path]) -> None:
                     score = f"{gb.find_submission('decoder_block', student).score:g}"
                 except MissingEntry:
                     score = "not graded"
-            print(f"{name:52s} {int(out.stdout.split()[-1]) / 1024:8.0f} {seconds:7.1f}  {score}")
+            print(f"{name:52s} {own:8.0f} {children:11.0f} {seconds:7.1f}  {score}")
 
 
 def main(argv: list[str] | None = None) -> int:

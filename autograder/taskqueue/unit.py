@@ -99,8 +99,9 @@ def _autograde(config, work: Path, sub: Path, assignment: str, student: str, spe
     _seeded_gradebook(coursedir_for(config), spec, work / "gradebook.db")
     course_id = coursedir_for(cfg).course_id
     out: dict = {"assignment": assignment, "student": student, "notebooks": {}, "timestamp": None}
-    expected = {nb["name"]: frozenset(c["checksum"] for c in nb["source_cells"]
-                                      if c["locked"] and c["cell_type"] == "code") for nb in spec["notebooks"]}
+    cd = coursedir_for(cfg)  # the notebooks the gradebook knows, their locked cells as the exporter reads them
+    locked = handed_in.release_checksums(Path(cd.format_path(cd.source_directory, ".", ".")), assignment)
+    expected = {nb: locked.get(nb, frozenset()) for nb in notebooks(spec)}
     for nb in notebooks(spec):
         # a notebook handed in under another name stands for the release's where that is unambiguous
         # (autograder/handed_in.py): nbgrader is pointed at that file, and grades it under the release's name
