@@ -7,8 +7,10 @@ What nbgrader's own steps would stop on, and what this step does first (the rele
 gradebook's record of it: grade ids, flags, points, checksums):
 
 - a cell whose nbgrader metadata has an older schema (copied from an older release):
-  ``CheckCellMetadata`` raises ``SchemaTooOldError`` and nbgrader stops the whole batch. Upgraded
-  with nbgrader's own upgrade code (``MetadataValidator.upgrade_cell_metadata``);
+  ``CheckCellMetadata`` raises ``SchemaTooOldError`` and nbgrader stops the whole batch. Its version
+  is set to the current one: what nbgrader's upgrade would fill in (flags, points) comes from the
+  release (its upgrade from version 0 deletes a cell's nbgrader metadata when no flag is set, which
+  stopped this step), and the intake kept no other key;
 - a cell's flags changed (a solution cell switched to ``grade: true``): ``OverwriteCells`` looks
   for a graded cell the release does not have (``MissingEntry``). The flags come back from the
   release;
@@ -29,7 +31,7 @@ from nbformat.notebooknode import NotebookNode
 from nbformat.v4 import new_markdown_cell
 from nbgrader import utils
 from nbgrader.api import Gradebook
-from nbgrader.nbgraderformat import SCHEMA_VERSION, MetadataValidator
+from nbgrader.nbgraderformat import SCHEMA_VERSION
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from autograder.repairs import NOTICE_ID, notice, record, repairs
@@ -72,12 +74,9 @@ class MatchRelease(NbGraderPreprocessor):
                 record(nb, "unknown_cell", cell=gid)
             return
         version = meta.get("schema_version", 0)
-        if version != SCHEMA_VERSION:
-            if version < SCHEMA_VERSION:
-                MetadataValidator().upgrade_cell_metadata(cell)  # nbgrader's own upgrade, in place
-            cell.metadata.nbgrader["schema_version"] = SCHEMA_VERSION
+        if version != SCHEMA_VERSION:  # what nbgrader's upgrade would fill in comes from the release below
+            meta["schema_version"] = SCHEMA_VERSION
             record(nb, "schema", cell=gid, version=version)
-        meta = cell.metadata.nbgrader
         flags = {"grade": gid in points, "solution": gid in solutions, "task": gid in tasks, "locked": source[gid][0]}
         changed = sorted(k for k, v in flags.items() if bool(meta.get(k, False)) != v)
         meta.update(flags)

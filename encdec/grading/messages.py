@@ -88,7 +88,7 @@ MESSAGES = {
         "repair_renamed": ("The notebook was handed in as `{file}`; it was graded as `{name}`, the exercise's "
                            "notebook. Keep the exercise's file name."),
         "repair_schema": ("The cell {cell} has nbgrader metadata of an older release (schema version {version}); "
-                          "it was brought up to date with nbgrader's own upgrade."),
+                          "the exercise's settings were put in its place."),
         "repair_flags": "The cell {cell} had its nbgrader settings changed ({flags}); the exercise's were put back.",
         "repair_duplicate": ("The cell {cell} is in the notebook {copies} more time(s); one cell was graded as "
                              "{cell}, the copies ran as ordinary cells."),
@@ -274,7 +274,7 @@ MESSAGES = {
         "message_cut": ("内核向批改程序发送了超过 {limit_mb} MB 或 {limit_frames} 个部分的消息（{channel}）：在批改程序"
                         "收到之前已将其停止；后面的单元没有运行。"),
         "repair_renamed": "笔记本以 `{file}` 的名字提交；它被当作练习的笔记本 `{name}` 批改。请保留练习的文件名。",
-        "repair_schema": "单元 {cell} 带有旧版发布的 nbgrader 元数据（模式版本 {version}）；已用 nbgrader 自己的升级更新。",
+        "repair_schema": "单元 {cell} 带有旧版发布的 nbgrader 元数据（模式版本 {version}）；已换成练习的设置。",
         "repair_flags": "单元 {cell} 的 nbgrader 设置被改动（{flags}）；已恢复为练习的设置。",
         "repair_duplicate": "单元 {cell} 在笔记本中多出现了 {copies} 次；只有一个单元按 {cell} 批改，副本作为普通单元运行。",
         "repair_unknown_cell": "有一个单元带有 nbgrader 编号 {cell}，而本练习没有这个编号（从别的笔记本复制的？）；它作为普通单元运行。",
