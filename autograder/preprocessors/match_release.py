@@ -12,8 +12,9 @@ gradebook's record of it: grade ids, flags, points, checksums):
   release (its upgrade from version 0 deletes a cell's nbgrader metadata when no flag is set, which
   stopped this step), and the intake kept no other key;
 - a cell's flags changed (a solution cell switched to ``grade: true``): ``OverwriteCells`` looks
-  for a graded cell the release does not have (``MissingEntry``). The flags come back from the
-  release;
+  for a graded cell the release does not have (``MissingEntry``); or its type (an answer cell made
+  markdown: ``CheckCellMetadata`` refuses a markdown solution cell that is not graded). The flags and
+  the type come back from the release;
 - a grade id used twice (a duplicated test cell): ``DeduplicateIds`` empties the copy's metadata and
   ``OverwriteCells.add_missing_task_cells`` stops on it (``KeyError``). One cell keeps the id: of a
   test cell, the first copy whose checksum is the release's (else the first); of an answer, the
@@ -46,7 +47,7 @@ class MatchRelease(NbGraderPreprocessor):
         ids = resources["nbgrader"]
         with Gradebook(ids["db_url"]) as gb:
             release = gb.find_notebook(ids["notebook"], ids["assignment"])
-            source = {c.name: (c.locked, c.checksum) for c in release.source_cells}
+            source = {c.name: (c.locked, c.checksum, c.cell_type) for c in release.source_cells}
             points = {c.name: float(c.max_score) for c in release.grade_cells}
             solutions = {c.name for c in release.solution_cells}
             tasks = {c.name for c in release.task_cells}
@@ -80,6 +81,11 @@ class MatchRelease(NbGraderPreprocessor):
         flags = {"grade": gid in points, "solution": gid in solutions, "task": gid in tasks, "locked": source[gid][0]}
         changed = sorted(k for k, v in flags.items() if bool(meta.get(k, False)) != v)
         meta.update(flags)
+        if cell.cell_type != source[gid][2]:  # Jupyter's M and Y keys: the release's type put back
+            changed.append("cell_type")
+            cell.cell_type = source[gid][2]
+            for key, value in (("outputs", []), ("execution_count", None)):
+                cell.update({key: value}) if cell.cell_type == "code" else cell.pop(key, None)
         if gid in points:
             meta["points"] = points[gid]
         else:
