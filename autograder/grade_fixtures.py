@@ -83,7 +83,7 @@ def grade(work: Path, timeout: int = TIMEOUT, only: list[str] | None = None) -> 
     from nbgrader.api import Gradebook, MissingEntry
 
     from autograder.fixtures import table  # not in the Gradescope bundle, which has no fixtures
-    from autograder.fixtures.make import graded_notebook
+    from autograder.fixtures.make import handed_in_files
 
     manifest = table.grading()
     names = [n for n in sorted(manifest) if not only or n in only]
@@ -94,7 +94,8 @@ def grade(work: Path, timeout: int = TIMEOUT, only: list[str] | None = None) -> 
         a = manifest[name]["assignment"]
         dest = state.submitted / name / a
         dest.mkdir(parents=True, exist_ok=True)
-        shutil.copy(graded_notebook(name), dest / graded_notebook(name).name)  # the name it was handed in under
+        for path in handed_in_files(name):  # under the names it was handed in under
+            shutil.copy(path, dest / path.name)
         # what `nbgrader collect` brings along: the release's stored visible references
         shutil.copytree(ROOT / "exercises" / a / "reference", dest / "reference", dirs_exist_ok=True)
     args = course_args(work)

@@ -1,7 +1,7 @@
 """The repairs made to a mangled notebook before grading, as records in the notebook (a key and its
 parameters, in nb.metadata["encdec"]["repairs"]), and their words for the top of the graded notebook
 and the feedback (``encdec/grading/messages.py``, ``repair_<key>``). Made by ``autograder/handed_in.py``
-(a renamed or unreadable file) and ``autograder/preprocessors/match_release.py`` (cells)."""
+and ``autograder/canonical.py`` (a renamed, refused or untyped file) and ``autograder/preprocessors/match_release.py`` (cells)."""
 from __future__ import annotations
 
 from encdec.grading import language
@@ -9,11 +9,12 @@ from encdec.grading import language
 REPAIRS_KEY = "repairs"  # in nb.metadata["encdec"]: [{"key": ..., parameters}], in the order made
 NOTICE_ID = "encdec-repairs"  # the id of the markdown cell that states them
 # the repairs that grade the release with no answers in the file's place (autograder/handed_in.py)
-NO_ANSWERS = ("unreadable", "too_large", "too_many_cells")
+NO_ANSWERS = ("unreadable", "too_large", "too_many_values", "too_deep", "too_many_cells", "source_too_large")
 
 
 def repairs(nb) -> list[dict]:
-    """The repairs recorded in a notebook (``[]``: none)."""
+    """The repairs recorded in a notebook (``[]``: none). The intake keeps none of a student's
+    metadata (``autograder/canonical.py``); a notebook graded before it may hold anything."""
     meta = nb.metadata.get("encdec")
     found = meta.get(REPAIRS_KEY) if isinstance(meta, dict) else None
     return [r for r in found if isinstance(r, dict) and "key" in r] if isinstance(found, list) else []

@@ -32,7 +32,8 @@ ATTACKS = ("cheat_", "tamper_", "broken_", "hostile_")
 # (tests/test_grading_warmup.py: the same judges on the same cells, a fraction of the time);
 # ENCDEC_FIXTURES_ALL=1 (`make test-all`) hands every row in.
 WARMUP_SAMPLE = ("wu_pass_all", "wu_stub", "wu_bug_kv_length_from_queries", "wu_bug_mask_after_softmax",
-                 "wu_bug_padding_on_queries", "wu_bug_top_p_crossing_token")
+                 "wu_bug_padding_on_queries", "wu_bug_top_p_crossing_token",
+                 "wu_download_copies")  # two downloads: which one stock nbgrader grades (autograder/handed_in.py)
 IN_FULL = os.environ.get("ENCDEC_FIXTURES_ALL") == "1"
 SELECTED = sorted(n for n in MANIFEST if (os.environ.get("ENCDEC_FIXTURES") != "attacks"
                                           or n.startswith(ATTACKS) or n.endswith("_pass_all") or n == "db_bug_mlp_skipped")

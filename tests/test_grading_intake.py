@@ -48,7 +48,8 @@ def test_a_file_past_the_byte_limit_is_refused_unread(tmp_path):
         handed_in.read_handed_in(big)
     assert time.monotonic() - start < 1
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50_000  # KiB: nothing of it was read
-    assert (refused.value.key, refused.value.params) == ("too_large", {"size_mb": "4000.0", "limit_mb": "10.0"})
+    limit_mb = f"{handed_in.LIMITS.notebook_bytes / 1e6:.1f}"
+    assert (refused.value.key, refused.value.params) == ("too_large", {"size_mb": "4000.0", "limit_mb": limit_mb})
 
 
 def test_too_many_cells_are_counted_not_converted(tmp_path):
@@ -78,6 +79,29 @@ def test_the_repairs_are_worded_in_both_languages_with_the_limit_and_the_size():
         with language.speaking(lang):
             assert all(p in language.text("repair_too_large", **params) for p in ("42.0", "10.0", "decoder_block.ipynb"))
             assert all(p in language.text("repair_too_many_cells", **params) for p in ("1143", "1000"))
+
+
+# the canonical intake's records (autograder/handed_in.py, autograder/canonical.py): each key's
+# parameters, every one of them said in both languages
+INTAKE_RECORDS = {
+    "too_many_values": {"file": "a.ipynb", "values": 3000017, "limit": 3000000},
+    "too_deep": {"file": "a.ipynb", "limit": 1000},
+    "source_too_large": {"file": "a.ipynb", "size_mb": "2.4", "limit_mb": "2.0"},
+    "untyped": {"field": "nbgrader.grade_id", "cells": 3, "cell": 17},
+    "copies": {"file": "warmup-Copy1.ipynb", "name": "warmup.ipynb", "copies": 2, "others": "warmup (1).ipynb"},
+}
+
+
+@pytest.mark.parametrize("key", INTAKE_RECORDS)
+def test_the_intakes_records_say_every_parameter_in_both_languages(key):
+    from autograder.repairs import NO_ANSWERS
+
+    params = INTAKE_RECORDS[key]
+    for lang in ("en", "zh"):
+        with language.speaking(lang):
+            text = language.text(f"repair_{key}", **params)
+        assert all(str(v) in text for v in params.values()), (lang, text)
+    assert (key in NO_ANSWERS) == key.startswith(("too_", "source_"))  # those grade the release with no answers
 
 
 @pytest.mark.grading

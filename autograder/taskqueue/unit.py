@@ -99,12 +99,14 @@ def _autograde(config, work: Path, sub: Path, assignment: str, student: str, spe
     _seeded_gradebook(coursedir_for(config), spec, work / "gradebook.db")
     course_id = coursedir_for(cfg).course_id
     out: dict = {"assignment": assignment, "student": student, "notebooks": {}, "timestamp": None}
-    expected = set(notebooks(spec))
+    cd = coursedir_for(cfg)  # the notebooks the gradebook knows, their locked cells as the exporter reads them
+    locked = handed_in.release_checksums(Path(cd.format_path(cd.source_directory, ".", ".")), assignment)
+    expected = {nb: locked.get(nb, frozenset()) for nb in notebooks(spec)}
     for nb in notebooks(spec):
         # a notebook handed in under another name stands for the release's where that is unambiguous
         # (autograder/handed_in.py): nbgrader is pointed at that file, and grades it under the release's name
-        renamed = None if (sub / f"{nb}.ipynb").is_file() else handed_in.stands_for(sub / f"{nb}.ipynb", expected)
-        if not (sub / f"{nb}.ipynb").is_file() and renamed is None:
+        renamed = (handed_in.stands_for(sub / f"{nb}.ipynb", expected) or [None])[0]
+        if not os.path.lexists(sub / f"{nb}.ipynb") and renamed is None:
             out["notebooks"][nb] = {"status": "missing", "reason": "not submitted"}
             continue
         out["notebooks"][nb] = _autograde_notebook(cfg, assignment, student, nb, sub,

@@ -74,12 +74,28 @@ MESSAGES = {
         "repair_too_many_cells": ("The file `{file}` has {cells} cells, more than the {limit} a notebook handed in may "
                                   "have, so it was not read: the exercise's notebook with no answers was graded in its "
                                   "place and every test scores 0. Remove the extra cells, and hand it in again."),
+        "repair_too_many_values": ("The file `{file}` has {values} JSON strings, brackets and commas, more than "
+                                   "the {limit} a notebook handed in may have, so it was not read: the exercise's "
+                                   "notebook with no answers was graded in its place and every test scores 0. Clear "
+                                   "the outputs, and hand it in again."),
+        "repair_too_deep": ("The file `{file}` nests its JSON more than {limit} levels deep, more than a notebook "
+                            "handed in may, so it was not read: the exercise's notebook with no answers was graded "
+                            "in its place and every test scores 0. Hand in the notebook itself, saved from Jupyter."),
+        "repair_source_too_large": ("The cells of `{file}` hold {size_mb} MB of code and text (outputs not counted), "
+                                    "more than the {limit_mb} MB a notebook handed in may hold, so it was not graded: "
+                                    "the exercise's notebook with no answers was graded in its place and every test "
+                                    "scores 0. Remove the large text, and hand it in again."),
+        "repair_untyped": ("{cells} cell(s) had a `{field}` that is not what a notebook holds (the first: cell "
+                           "{cell}); it was left out or replaced."),
+        "repair_copies": ("{copies} notebooks were handed in for `{name}`; `{file}` was graded, the one with the most "
+                          "answers (on a tie, the first by name), not {others}. Hand in one notebook, under the "
+                          "exercise's file name."),
         "message_cut": ("The kernel sent the grader a message of more than {limit_mb} MB or {limit_frames} parts "
                         "({channel}): it was stopped before the grader received it; later cells were not run."),
         "repair_renamed": ("The notebook was handed in as `{file}`; it was graded as `{name}`, the exercise's "
                            "notebook. Keep the exercise's file name."),
         "repair_schema": ("The cell {cell} has nbgrader metadata of an older release (schema version {version}); "
-                          "it was brought up to date with nbgrader's own upgrade."),
+                          "the exercise's settings were put in its place."),
         "repair_flags": "The cell {cell} had its nbgrader settings changed ({flags}); the exercise's were put back.",
         "repair_duplicate": ("The cell {cell} is in the notebook {copies} more time(s); one cell was graded as "
                              "{cell}, the copies ran as ordinary cells."),
@@ -254,10 +270,20 @@ MESSAGES = {
                              "读取它：改为批改没有作答的练习笔记本，每个测试都得 0 分。请清除过大的输出和文本后重新提交。"),
         "repair_too_many_cells": ("文件 `{file}` 有 {cells} 个单元，超过了提交的笔记本最多 {limit} 个单元的限制，因此"
                                   "没有读取它：改为批改没有作答的练习笔记本，每个测试都得 0 分。请删除多余的单元后重新提交。"),
+        "repair_too_many_values": ("文件 `{file}` 含有 {values} 个 JSON 字符串、括号和逗号，超过了提交的笔记本最多 {limit} 个的限制，因此没有"
+                                   "读取它：改为批改没有作答的练习笔记本，每个测试都得 0 分。请清除输出后重新提交。"),
+        "repair_too_deep": ("文件 `{file}` 的 JSON 嵌套超过 {limit} 层，超过了提交的笔记本允许的深度，因此没有读取它："
+                            "改为批改没有作答的练习笔记本，每个测试都得 0 分。请提交从 Jupyter 保存的笔记本本身。"),
+        "repair_source_too_large": ("`{file}` 的单元中有 {size_mb} MB 的代码和文本（不计输出），超过了提交的笔记本最多 "
+                                    "{limit_mb} MB 的限制，因此没有批改它：改为批改没有作答的练习笔记本，每个测试都得 0 分。"
+                                    "请删除过大的文本后重新提交。"),
+        "repair_untyped": "有 {cells} 个单元的 `{field}` 不是笔记本应有的内容（第一个：第 {cell} 个单元）；它被略去或替换。",
+        "repair_copies": ("为 `{name}` 提交了 {copies} 个笔记本；批改的是 `{file}`，即作答最多的一个（相同时取文件名在前的），"
+                          "而不是 {others}。请只提交一个笔记本，并使用练习的文件名。"),
         "message_cut": ("内核向批改程序发送了超过 {limit_mb} MB 或 {limit_frames} 个部分的消息（{channel}）：在批改程序"
                         "收到之前已将其停止；后面的单元没有运行。"),
         "repair_renamed": "笔记本以 `{file}` 的名字提交；它被当作练习的笔记本 `{name}` 批改。请保留练习的文件名。",
-        "repair_schema": "单元 {cell} 带有旧版发布的 nbgrader 元数据（模式版本 {version}）；已用 nbgrader 自己的升级更新。",
+        "repair_schema": "单元 {cell} 带有旧版发布的 nbgrader 元数据（模式版本 {version}）；已换成练习的设置。",
         "repair_flags": "单元 {cell} 的 nbgrader 设置被改动（{flags}）；已恢复为练习的设置。",
         "repair_duplicate": "单元 {cell} 在笔记本中多出现了 {copies} 次；只有一个单元按 {cell} 批改，副本作为普通单元运行。",
         "repair_unknown_cell": "有一个单元带有 nbgrader 编号 {cell}，而本练习没有这个编号（从别的笔记本复制的？）；它作为普通单元运行。",
