@@ -44,7 +44,9 @@ compares your code with stored references: before you write anything it says "no
 yet"; when something is wrong it says what was expected, what came out, and which known mistake
 it looks like. Your instructor's grading also runs hidden tests on fresh inputs, so make the
 visible checks pass by getting the code right, not by matching their numbers. Submit the
-notebook as your instructor tells you.
+notebook as your instructor tells you. The grader reads a notebook file of up to 32 MB with up to
+1,000 cells and 2 MB of code and text (printed outputs do not count: they are cleared before
+grading); past that it is graded 0, with the reason.
 
 `SHA256SUMS` lists every file of this release (`sha256sum -c SHA256SUMS` checks them).
 
@@ -53,7 +55,7 @@ notebook as your instructor tells you.
 `exercises/zh/<name>/<name>.ipynb` 是同样四个练习（热身练习和三个练习）的中文版：说明和检查的反馈都是中文，代码、检查和评分与英文版完全相同。
 安装方法同上；同样要让每个练习与它的 `reference/` 文件夹放在一起，从上到下运行。
 写代码之前，可见的检查会说“尚未实现”；出错时，它会说明期望的结果、实际的结果，以及这像是哪一种常见错误。
-使用哪个语言版本、如何提交，请听从教师的安排。
+使用哪个语言版本、如何提交，请听从教师的安排。评分程序读取的 notebook 文件最大 32 MB，最多 1,000 个单元、2 MB 的代码和文字（打印的输出不计入：评分前会被清除）；超出时得 0 分，并说明原因。
 endef
 export STUDENT_README
 
