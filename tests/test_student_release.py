@@ -246,3 +246,14 @@ def test_visible_checks_fail_on_the_stub_and_pass_on_the_solution(fresh_python, 
     assert on_solution and all(r["ok"] and (passed in r["message"] or NOT_JUDGED_HERE[lang] in r["message"])
                                for r in on_solution), on_solution
     assert any(passed in r["message"] for r in on_solution), on_solution
+
+
+def test_the_release_readme_states_the_graders_limits():
+    """What the student README says the grader reads is what the intake reads (autograder/handed_in.py)."""
+    from autograder.handed_in import Intake
+
+    text = (Path(__file__).resolve().parents[1] / "mk" / "release.mk").read_text(encoding="utf-8")
+    limits = Intake()
+    for said in (f"{limits.notebook_bytes // 10**6} MB", f"{limits.cells:,} cells", f"{limits.source_bytes // 10**6} MB of code"):
+        assert said in text, said
+    assert f"{limits.cells:,} 个单元" in text and f"{limits.source_bytes // 10**6} MB 的代码" in text
