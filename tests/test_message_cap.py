@@ -117,6 +117,45 @@ def test_a_channel_the_grader_does_not_read_is_bounded_over_the_kernel_s_life(ch
     fed(read, GREETING + READY + message(b"x" * 100) * 1000)
 
 
+def take(s: socket.socket, n: int) -> bytes:
+    got = b""
+    while len(got) < n:
+        got += s.recv(n - len(got))
+    return got
+
+
+def test_the_heartbeat_may_echo_what_the_grader_sent_for_as_long_as_the_kernel_lives(tmp_path):
+    """Through a running relay: 300 pings of 4 KiB, each echoed, pass a budget of 64 KiB (an honest
+    kernel answers every ping of a long notebook); 64 KiB more than the pings is cut."""
+    info = {"ip": str(tmp_path / "g"), **{f"{c}_port": 10 + i for i, c in enumerate(relay.CHANNELS)}}
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(f"{tmp_path / 'k'}-{info['hb_port']}")
+    listener.listen(1)
+    meter = relay.Relay(info, str(tmp_path / "k"), tmp_path, budget(1 << 20, 64, 8 << 20, 64 << 10))
+    done: list[relay.Cut] = []
+    threading.Thread(target=lambda: done.append(meter.run()), daemon=True).start()
+    grader = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    grader.connect(f"{info['ip']}-{info['hb_port']}")
+    kernel = listener.accept()[0]
+    grader.settimeout(10)
+    kernel.settimeout(10)
+    grader.sendall(GREETING)
+    kernel.sendall(GREETING)
+    assert take(kernel, len(GREETING)) == take(grader, len(GREETING)) == GREETING
+    ping = message(b"p" * 4096)
+    for _ in range(300):
+        grader.sendall(ping)
+        kernel.sendall(take(kernel, len(ping)))
+        assert take(grader, len(ping)) == ping
+    assert not done
+    kernel.sendall(message(b"x" * 4096) * 20)
+    for _ in range(100):
+        if done:
+            break
+        threading.Event().wait(0.1)
+    assert done and done[0].why == "quiet" and relay.read_cut(tmp_path)["channel"] == "hb"
+
+
 def test_a_side_that_does_not_read_holds_back_only_its_own_connection(tmp_path):
     """Through a running relay: the grader leaves shell unread while the kernel writes 4 MiB to it;
     iopub still carries its message, and the kernel's stdin, which the grader never reads either, is

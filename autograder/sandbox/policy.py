@@ -50,7 +50,8 @@ class Limits:
                                 "last relay.UNREAD + 1 messages of a connection together (MiB); past it the kernel "
                                 "is stopped.")
     quiet_kb: int = _limit(1024, "What the kernel may send over its life on each channel the grader does not read "
-                                 "(stdin, control, heartbeat), in KiB; past it the kernel is stopped.")
+                                 "(stdin, control; the heartbeat beyond the echo of the grader's pings), in KiB; past "
+                                 "it the kernel is stopped.")
 
 
 SOCK_FILES = 64  # files of the socket folder: connection file, policy, log, ZeroMQ sockets
@@ -162,6 +163,7 @@ class Policy:
             ("messages to the grader over time", f"per channel, the last messages its sockets may hold unread at "
                                                  f"most {lim.unread_mb} MiB together; on stdin, control and heartbeat, "
                                                  f"which it does not read, {lim.quiet_kb} KiB over the kernel's life "
+                                                 "(the heartbeat also the echo of the grader's pings) "
                                                  "(`relay.py`); past either the kernel is stopped"),
         ]
         return "\n".join(["| `sandbox.Policy()` | |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows)])

@@ -20,7 +20,8 @@ MORE, LONG and COMMAND, and a size of one or eight bytes) and meters it (``Budge
   messages of a connection within ``Limits.unread_mb`` (each frame counted ``FRAME_COST`` more,
   libzmq's own record of it);
 - the channels the grader does not read (``QUIET``), over the kernel's life and all their
-  connections together: at most ``Limits.quiet_kb``.
+  connections together: at most ``Limits.quiet_kb``, and on the heartbeat (``ECHO``) as much again
+  as the grader sent on it (its pings, each echoed, for as long as the kernel lives).
 
 A frame header that would pass a limit, or anything that is not ZMTP 3.x, is never forwarded: the
 relay writes what it saw (``CUT_FILE``) and the launcher exits, which stops the kernel. The grader
@@ -47,6 +48,7 @@ CHANNELS = ("shell", "iopub", "stdin", "control", "hb")
 # own doing), the kernel manager sends interrupt and shutdown requests on control and reads no reply,
 # and the heartbeat echoes the grader's few bytes of ping
 QUIET = ("stdin", "control", "hb")
+ECHO = "hb"  # the kernel echoes what the grader sends: its budget grows by what the grader sent
 UNREAD = 16  # messages a grader's socket queues unread (its RCVHWM, kernel.py): the window is one more
 FRAME_COST = 64  # bytes libzmq holds per frame beyond its body (its zmq_msg_t)
 CUT_FILE = "cut.json"  # in the relay folder: {"channel", "why", "bytes", "frames", "limit_bytes", ...}
@@ -86,10 +88,12 @@ class Cut(Exception):
 
 @dataclass
 class Tally:
-    """Bytes a channel has carried to the grader over the kernel's life, all its connections together."""
+    """Bytes a channel has carried to the grader over the kernel's life, all its connections together;
+    on a quiet channel at most the budget and ``credit``, what the grader sent on it (an echo's due)."""
 
     quiet: bool
     total: int = 0
+    credit: int = 0
 
 
 class Meter:
@@ -161,8 +165,11 @@ class Meter:
 
     def _charge(self, cost: int) -> None:
         self.tally.total += cost
-        if self.tally.quiet and self.tally.total > self.budget.quiet:
+        if self.tally.quiet and self.tally.total > self.budget.quiet + self.tally.credit:
             raise Cut("quiet", self.tally.total, self.frames)
+
+
+UNMETERED = Budget(1 << 62, 1 << 62, 1 << 62, 1 << 62)  # the grader's own stream: measured, never cut
 
 
 def kernel_connection(connection_file: str, sockdir: Path) -> Path:
@@ -184,6 +191,7 @@ class _Pair:
     meter: Meter
     waiting: dict = field(default_factory=lambda: {"grader": bytearray(), "kernel": bytearray()})  # not yet taken
     watched: dict = field(default_factory=dict)  # side -> the events the selector waits for on it
+    sent: Meter | None = None  # on ECHO, the grader's half, measured
 
 
 class Relay:
@@ -193,6 +201,7 @@ class Relay:
     def __init__(self, info: dict, kernel_ip: str, folder: Path, budget: Budget) -> None:
         self.folder, self.kernel_ip, self.budget = folder, kernel_ip, budget
         self.tallies = {channel: Tally(quiet=channel in QUIET) for channel in CHANNELS}
+        self.echoed = Tally(quiet=False)  # what the grader sent on ECHO, all connections together
         self.sel = selectors.DefaultSelector()
         for channel in CHANNELS:
             port = int(info[f"{channel}_port"])
@@ -233,6 +242,8 @@ class Relay:
         grader.setblocking(False)
         kernel.setblocking(False)
         pair = _Pair(channel, grader, kernel, Meter(self.budget, self.tallies[channel]))
+        if channel == ECHO:  # the grader's pings, measured as the kernel's echo is
+            pair.sent = Meter(UNMETERED, self.echoed)
         self._watch(pair)
 
     def _step(self, pair: _Pair, side: str, events: int) -> None:
@@ -247,6 +258,9 @@ class Relay:
                 raise OSError("closed")
             if side == "kernel":
                 pair.meter.feed(chunk)  # raises before a byte past a limit is forwarded
+            elif pair.sent is not None:
+                pair.sent.feed(chunk)
+                self.tallies[pair.channel].credit = self.echoed.total
             waiting = pair.waiting[peer]
             waiting += chunk
             del waiting[:_send(other, waiting)]
