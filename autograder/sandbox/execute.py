@@ -72,7 +72,8 @@ CHANGES_NOTEBOOK = frozenset({"stream", "display_data", "execute_result", "updat
 # the relay's reasons (relay.Cut.why) -> the cell's error name, the message key, its limit's field and unit
 RELAY_CUTS = {"too_large": ("MessageTooLarge", "message_cut", "limit_mb", 20),
               "unread": ("TooMuchUnread", "unread_cut", "limit_mb", 20),
-              "quiet": ("TooMuchSent", "quiet_cut", "limit_kb", 10)}
+              "quiet": ("TooMuchSent", "quiet_cut", "limit_kb", 10),
+              "too_many_values": ("MessageTooLarge", "values_cut", "limit_values", 0)}
 MESSAGE_COST = 200  # the least a message that changes the notebook costs (a flood of empty ones ends too)
 OUTPUT_FIELDS = 64  # what an output adds to its content in the notebook (its type, separators)
 ERROR_CHARS, TRACEBACK_LINES = 1000, 20  # an error past the budget is kept (its cell fails), cut to this

@@ -44,6 +44,10 @@ class Limits:
     message_mb: int = _limit(32, "Largest message (all its frames) the kernel may send the grader (MiB); past it "
                                  "the kernel is stopped before the grader receives the message.")
     message_frames: int = _limit(64, "Frames of one message from the kernel (a jupyter message has 7 and its buffers).")
+    # the grader parses each message's JSON: 31 MiB of "[{}, {}, ..." became 800 MB of Python objects
+    message_values: int = _limit(4_000_000, "JSON values of one message from the kernel, counted as the bytes that "
+                                            "open or separate one (relay.VALUE_BYTES; each value the grader parses "
+                                            "is an object of up to ~40 bytes).")
     # what the grader may hold of a kernel's messages over time (relay.py): its sockets queue a few
     # messages unread, so the last of them together are bounded; on the channels it never reads, all
     unread_mb: int = _limit(64, "What the kernel's messages the grader may hold unread come to, per channel: the "
@@ -157,7 +161,8 @@ class Policy:
             ("seccomp: EPERM", ", ".join(f"`{n}`" for n in self.seccomp_eperm)
              + f"; `clone` and `unshare` with {flags}"),
             ("seccomp: ENOSYS", ", ".join(f"`{n}`" for n in self.seccomp_enosys) + " (glibc falls back to `clone`)"),
-            ("each message to the grader", f"at most {lim.message_mb} MiB and {lim.message_frames} frames, metered "
+            ("each message to the grader", f"at most {lim.message_mb} MiB, {lim.message_frames} frames and "
+                                           f"{lim.message_values} JSON values (bytes `,:[{{\"`), metered "
                                            "at the socket by the launcher's relay before the grader receives it "
                                            "(`relay.py`); past it the kernel is stopped"),
             ("messages to the grader over time", f"per channel, the last messages its sockets may hold unread at "

@@ -14,7 +14,9 @@ sandbox mounts, and relays each connection's bytes. From the kernel to the grade
 ZMTP 3.x stream as it passes (the 64-byte greeting, NULL mechanism; then frames: a flags byte,
 MORE, LONG and COMMAND, and a size of one or eight bytes) and meters it (``Budget``):
 
-- one message: at most ``Limits.message_mb`` and ``message_frames``; a command at most ``COMMAND_MAX``;
+- one message: at most ``Limits.message_mb``, ``message_frames`` and ``message_values`` (the bytes that
+  open or separate a JSON value, ``VALUE_BYTES``: jupyter_client parses every message it receives, and
+  31 MiB of ``[{}, {}, ...`` become 800 MB of Python objects); a command at most ``COMMAND_MAX``;
 - what the grader may hold unread, per channel: its sockets queue at most ``UNREAD`` messages
   (RCVHWM, kernel.py) and libzmq decodes one more, so the relay keeps the last ``UNREAD`` + 1
   messages of a connection within ``Limits.unread_mb`` (each frame counted ``FRAME_COST`` more,
@@ -55,6 +57,7 @@ CUT_FILE = "cut.json"  # in the relay folder: {"channel", "why", "bytes", "frame
 COMMAND_MAX = 1 << 16  # a ZMTP command (READY, PING, ...): the kernel's are tens of bytes
 CHUNK = 1 << 16  # bytes relayed at a time, each way: what the relay holds of a connection's direction
 GREETING = 64
+VALUE_BYTES = b',:[{"'  # each JSON value the grader parses has one of these (objects of at most ~40 bytes each)
 MORE, LONG, COMMAND = 1, 2, 4
 
 
@@ -67,19 +70,21 @@ class Budget:
     frames: int
     unread: int
     quiet: int
+    values: int = 1 << 62
 
     @classmethod
     def of(cls, limits) -> "Budget":
         """From the sandbox's `Limits` (policy.py)."""
-        return cls(limits.message_mb << 20, limits.message_frames, limits.unread_mb << 20, limits.quiet_kb << 10)
+        return cls(limits.message_mb << 20, limits.message_frames, limits.unread_mb << 20, limits.quiet_kb << 10,
+                   limits.message_values)
 
     def limit(self, why: str) -> int:
-        return {"unread": self.unread, "quiet": self.quiet}.get(why, self.message)
+        return {"unread": self.unread, "quiet": self.quiet, "too_many_values": self.values}.get(why, self.message)
 
 
 class Cut(Exception):
     """The kernel's stream past a limit, or not ZMTP 3.x: ``why`` is a key (``too_large``,
-    ``too_many_frames``, ``unread``, ``quiet``, ``command``, ``not_zmtp``)."""
+    ``too_many_frames``, ``too_many_values``, ``unread``, ``quiet``, ``command``, ``not_zmtp``)."""
 
     def __init__(self, why: str, size: int = 0, frames: int = 0) -> None:
         super().__init__(why)
@@ -105,6 +110,8 @@ class Meter:
         self.greeting = b""
         self.head = b""  # the frame header read so far (flags, size)
         self.left = 0  # body bytes of the current frame still to pass
+        self.command = self.ending = False  # the current frame is a command; the last of its message
+        self.values = 0  # VALUE_BYTES in the message under way
         self.size = self.frames = 0  # of the message under way
         self.cost = 0  # of the message under way, as libzmq holds it (FRAME_COST per frame)
         self.recent: deque[int] = deque(maxlen=UNREAD)  # costs of the last complete messages
@@ -120,8 +127,15 @@ class Meter:
                 self._check_greeting()
             elif self.left:
                 step = min(self.left, len(data) - i)
+                if not self.command:
+                    body = data[i:i + step]
+                    self.values += step - len(body.translate(None, VALUE_BYTES))
+                    if self.values > self.budget.values:
+                        raise Cut("too_many_values", self.values, self.frames)  # size: the values counted
                 self.left -= step
                 i += step
+                if self.ending and not self.left:
+                    self.values = 0
             else:
                 self.head += data[i:i + 1]
                 i += 1
@@ -144,6 +158,7 @@ class Meter:
         size = struct.unpack(">Q", self.head[1:9])[0] if flags & LONG else self.head[1]
         self.head = b""
         self._charge(size + FRAME_COST)
+        self.command = bool(flags & COMMAND)
         if flags & COMMAND:
             if size > COMMAND_MAX:
                 raise Cut("command", size)
@@ -162,6 +177,9 @@ class Meter:
                 self.recent.append(self.cost)
                 self.size = self.frames = self.cost = 0
         self.left = size
+        self.ending = not flags & (MORE | COMMAND)  # the message's last frame: its values are counted, then reset
+        if self.ending and not size:
+            self.values = 0
 
     def _charge(self, cost: int) -> None:
         self.tally.total += cost

@@ -69,6 +69,8 @@ MESSAGES = {
                                   "place and every test scores 0. Remove the extra cells, and hand it in again."),
         "message_cut": ("The kernel sent the grader a message of more than {limit_mb} MB or {limit_frames} parts "
                         "({channel}): it was stopped before the grader received it; later cells were not run."),
+        "values_cut": ("The kernel sent the grader a message of more than {limit_values} JSON values ({channel}): "
+                       "it was stopped before the grader parsed it; later cells were not run."),
         "unread_cut": ("The kernel sent the grader more than {limit_mb} MB in its last few messages on {channel} "
                        "together: it was stopped; later cells were not run."),
         "quiet_cut": ("The kernel sent the grader more than {limit_kb} KB on {channel}, which grading does not read "
@@ -251,6 +253,8 @@ MESSAGES = {
                                   "没有读取它：改为批改没有作答的练习笔记本，每个测试都得 0 分。请删除多余的单元后重新提交。"),
         "message_cut": ("内核向批改程序发送了超过 {limit_mb} MB 或 {limit_frames} 个部分的消息（{channel}）：在批改程序"
                         "收到之前已将其停止；后面的单元没有运行。"),
+        "values_cut": ("内核向批改程序发送了一条超过 {limit_values} 个 JSON 值的消息（{channel}）：在批改程序解析之前"
+                       "已将其停止；后面的单元没有运行。"),
         "unread_cut": ("内核在 {channel} 上向批改程序发送的最近几条消息合计超过了 {limit_mb} MB："
                        "已将其停止；后面的单元没有运行。"),
         "quiet_cut": ("内核在批改时不读取的 {channel} 上向批改程序发送了超过 {limit_kb} KB 的数据（input() 不会得到回答）："
