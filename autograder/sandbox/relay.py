@@ -210,6 +210,7 @@ class _Pair:
     waiting: dict = field(default_factory=lambda: {"grader": bytearray(), "kernel": bytearray()})  # not yet taken
     watched: dict = field(default_factory=dict)  # side -> the events the selector waits for on it
     sent: Meter | None = None  # on ECHO, the grader's half, measured
+    closed: bool = False
 
 
 class Relay:
@@ -239,6 +240,8 @@ class Relay:
                 pair, side = key.data
                 if pair is None:  # a listener: side is its (channel, port)
                     self._accept(key.fileobj, *side)
+                    continue
+                if pair.closed:  # by an event before this one
                     continue
                 try:
                     self._step(pair, side, events)
@@ -311,6 +314,7 @@ class Relay:
             pair.watched[side] = events
 
     def _close(self, pair: _Pair) -> None:
+        pair.closed = True
         for side in ("grader", "kernel"):
             s = getattr(pair, side)
             if pair.watched.pop(side, 0):
