@@ -12,6 +12,7 @@ dropping every notebook of the student.
 """
 from __future__ import annotations
 
+import ctypes
 import json
 from time import monotonic
 
@@ -68,6 +69,11 @@ def _cost(content, depth: int = 0) -> int:
 # messages that change the notebook: outputs, display updates, clearing, widget state
 CHANGES_NOTEBOOK = frozenset({"stream", "display_data", "execute_result", "update_display_data", "clear_output",
                               "error", "comm_open", "comm_msg", "comm_close"})
+# the relay's reasons (relay.Cut.why) -> the cell's error name, the message key, its limit's field and unit
+RELAY_CUTS = {"too_large": ("MessageTooLarge", "message_cut", "limit_mb", 20),
+              "unread": ("TooMuchUnread", "unread_cut", "limit_mb", 20),
+              "quiet": ("TooMuchSent", "quiet_cut", "limit_kb", 10),
+              "too_many_values": ("MessageTooLarge", "values_cut", "limit_values", 0)}
 MESSAGE_COST = 200  # the least a message that changes the notebook costs (a flood of empty ones ends too)
 OUTPUT_FIELDS = 64  # what an output adds to its content in the notebook (its type, separators)
 ERROR_CHARS, TRACEBACK_LINES = 1000, 20  # an error past the budget is kept (its cell fails), cut to this
@@ -111,6 +117,16 @@ def _error_output(ename: str, message: str) -> NotebookNode:
                         traceback=[f"{ename}: {message}"])
 
 
+def release_memory() -> None:
+    """Give the freed heap back to the system after a kernel (glibc's ``malloc_trim``): messages near the
+    limit raise glibc's mmap threshold, so later ones are allocated on the heap and, once freed, kept by
+    the grader for the rest of the batch. A C library without it keeps what it keeps."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 class SandboxedExecute(Execute):
     """nbgrader's Execute, run in the sandbox, with a notebook time limit and crash containment."""
 
@@ -148,7 +164,10 @@ class SandboxedExecute(Execute):
         self._deadline = monotonic() + self.notebook_timeout
         self._stopped: str | None = None
         self.reset_output_budget()
-        return super().preprocess(nb, resources, km)
+        try:
+            return super().preprocess(nb, resources, km)
+        finally:
+            release_memory()
 
     def reset_output_budget(self) -> None:
         """A fresh notebook: nothing charged yet."""
@@ -229,8 +248,8 @@ class SandboxedExecute(Execute):
         except DeadKernelError:
             cut = self.km.message_cut() if isinstance(self.km, SandboxKernelManager) else None
             if cut is not None:  # the relay stopped it: a message past the limit (relay.py)
-                self._stopped = self._message_cut(cut)
-                cell.outputs.append(_error_output("MessageTooLarge", self._stopped))
+                ename, self._stopped = self._message_cut(cut)
+                cell.outputs.append(_error_output(ename, self._stopped))
             else:
                 self._stopped = ("the kernel died in an earlier cell (os._exit, a crash, or the memory, "
                                  "CPU or process limit of the grading sandbox)")
@@ -245,15 +264,17 @@ class SandboxedExecute(Execute):
             self._stopped = f"the notebook ran out of time ({self.notebook_timeout} s for all cells)"
         return cell, self.resources
 
-    def _message_cut(self, cut: dict) -> str:
-        """The relay's record of a message cut, in the submission's words; also kept in the notebook's
-        metadata (``encdec.stopped``: the key and its parameters) for the tests and the report."""
-        params = {"limit_mb": int(cut.get("limit_bytes", 0)) >> 20, "limit_frames": int(cut.get("limit_frames", 0)),
+    def _message_cut(self, cut: dict) -> tuple[str, str]:
+        """The relay's record of a cut, as (error name, words in the submission's language); also kept in
+        the notebook's metadata (``encdec.stopped``: the key and its parameters) for the tests and the report."""
+        why = str(cut.get("why", ""))[:32]
+        ename, key, unit, shift = RELAY_CUTS.get(why, RELAY_CUTS["too_large"])
+        params = {unit: int(cut.get("limit_bytes", 0)) >> shift, "limit_frames": int(cut.get("limit_frames", 0)),
                   "channel": str(cut.get("channel", ""))[:16]}
         meta = self.nb.metadata.setdefault("encdec", {})
-        meta["stopped"] = {"key": "message_cut", **params, "why": str(cut.get("why", ""))[:32]}
+        meta["stopped"] = {"key": key, **params, "why": why}
         with language.speaking(meta.get("language") or language.DEFAULT):
-            return language.text("message_cut", **params)
+            return ename, language.text(key, **params)
 
     def _kill_kernel(self) -> None:
         if self.km is not None and self.km.has_kernel:

@@ -243,10 +243,12 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
         return relay.read_cut(self._relaydir)
 
     def client(self, **kwargs):
-        """A client whose sockets refuse a frame past the message limit (libzmq's MAXMSGSIZE): a second
-        line behind the relay, which meters the whole message."""
+        """A client whose sockets queue at most `relay.UNREAD` messages unread (RCVHWM: the relay bounds
+        the last of them together) and refuse a frame past the message limit (libzmq's MAXMSGSIZE: a
+        second line behind the relay, which meters the whole message)."""
         kc = super().client(**kwargs)
-        kc.context.setsockopt(zmq.MAXMSGSIZE, self.limits().message_mb << 20)  # its channels' sockets, made later
+        kc.context.setsockopt(zmq.RCVHWM, relay.UNREAD)  # its channels' sockets, made later
+        kc.context.setsockopt(zmq.MAXMSGSIZE, self.limits().message_mb << 20)
         return kc
 
     async def _async_start_kernel(self, **kw):

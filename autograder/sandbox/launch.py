@@ -145,12 +145,11 @@ def prepare_relay(policy: dict, connection_file: str):
     info = json.loads(Path(connection_file).read_text())  # read before the kernel runs
     kernel_file = relay.kernel_connection(connection_file, sockdir)
     os.chown(kernel_file, policy["uid"], policy.get("gid", policy["uid"]), follow_symlinks=False)
-    meter = relay.Relay(info, str(sockdir / "k"), Path(policy["relay"]), limits.message_mb << 20,
-                        limits.message_frames)
+    meter = relay.Relay(info, str(sockdir / "k"), Path(policy["relay"]), relay.Budget.of(limits))
 
     def serve() -> None:
         cut = meter.run()
-        print(f"encdec sandbox: the kernel sent a message past the limit ({cut.why}: {cut.size} bytes, "
+        print(f"encdec sandbox: the kernel sent the grader more than its limit ({cut.why}: {cut.size} bytes, "
               f"{cut.frames} frames); it was stopped", file=sys.stderr, flush=True)
         os._exit(RELAY_CUT)
 

@@ -44,6 +44,18 @@ class Limits:
     message_mb: int = _limit(32, "Largest message (all its frames) the kernel may send the grader (MiB); past it "
                                  "the kernel is stopped before the grader receives the message.")
     message_frames: int = _limit(64, "Frames of one message from the kernel (a jupyter message has 7 and its buffers).")
+    # the grader parses each message's JSON: 31 MiB of "[{}, {}, ..." became 800 MB of Python objects
+    message_values: int = _limit(4_000_000, "JSON values of one message from the kernel, counted as the bytes that "
+                                            "open or separate one (relay.VALUE_BYTES; each value the grader parses "
+                                            "is an object of up to ~40 bytes).")
+    # what the grader may hold of a kernel's messages over time (relay.py): its sockets queue a few
+    # messages unread, so the last of them together are bounded; on the channels it never reads, all
+    unread_mb: int = _limit(64, "What the kernel's messages the grader may hold unread come to, per channel: the "
+                                "last relay.UNREAD + 1 messages of a connection together (MiB); past it the kernel "
+                                "is stopped.")
+    quiet_kb: int = _limit(1024, "What the kernel may send over its life on each channel the grader does not read "
+                                 "(stdin, control; the heartbeat beyond the echo of the grader's pings), in KiB; past "
+                                 "it the kernel is stopped.")
 
 
 SOCK_FILES = 64  # files of the socket folder: connection file, policy, log, ZeroMQ sockets
@@ -157,9 +169,15 @@ class Policy:
             ("seccomp: EPERM", ", ".join(f"`{n}`" for n in self.seccomp_eperm)
              + f"; `clone` and `unshare` with {flags}"),
             ("seccomp: ENOSYS", ", ".join(f"`{n}`" for n in self.seccomp_enosys) + " (glibc falls back to `clone`)"),
-            ("each message to the grader", f"at most {lim.message_mb} MiB and {lim.message_frames} frames, metered "
+            ("each message to the grader", f"at most {lim.message_mb} MiB, {lim.message_frames} frames and "
+                                           f"{lim.message_values} JSON values (bytes `,:[{{\"`), metered "
                                            "at the socket by the launcher's relay before the grader receives it "
                                            "(`relay.py`); past it the kernel is stopped"),
+            ("messages to the grader over time", f"per channel, the last messages its sockets may hold unread at "
+                                                 f"most {lim.unread_mb} MiB together; on stdin, control and heartbeat, "
+                                                 f"which it does not read, {lim.quiet_kb} KiB over the kernel's life "
+                                                 "(the heartbeat also the echo of the grader's pings) "
+                                                 "(`relay.py`); past either the kernel is stopped"),
         ]
         return "\n".join(["| `sandbox.Policy()` | |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows)])
 

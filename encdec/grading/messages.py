@@ -92,6 +92,12 @@ MESSAGES = {
                           "exercise's file name."),
         "message_cut": ("The kernel sent the grader a message of more than {limit_mb} MB or {limit_frames} parts "
                         "({channel}): it was stopped before the grader received it; later cells were not run."),
+        "values_cut": ("The kernel sent the grader a message of more than {limit_values} JSON values ({channel}): "
+                       "it was stopped before the grader parsed it; later cells were not run."),
+        "unread_cut": ("The kernel sent the grader more than {limit_mb} MB in its last few messages on {channel} "
+                       "together: it was stopped; later cells were not run."),
+        "quiet_cut": ("The kernel sent the grader more than {limit_kb} KB on {channel}, which grading does not read "
+                      "(input() is not answered): it was stopped; later cells were not run."),
         "repair_renamed": ("The notebook was handed in as `{file}`; it was graded as `{name}`, the exercise's "
                            "notebook. Keep the exercise's file name."),
         "repair_schema": ("The cell {cell} has nbgrader metadata of an older release (schema version {version}); "
@@ -282,6 +288,12 @@ MESSAGES = {
                           "而不是 {others}。请只提交一个笔记本，并使用练习的文件名。"),
         "message_cut": ("内核向批改程序发送了超过 {limit_mb} MB 或 {limit_frames} 个部分的消息（{channel}）：在批改程序"
                         "收到之前已将其停止；后面的单元没有运行。"),
+        "values_cut": ("内核向批改程序发送了一条超过 {limit_values} 个 JSON 值的消息（{channel}）：在批改程序解析之前"
+                       "已将其停止；后面的单元没有运行。"),
+        "unread_cut": ("内核在 {channel} 上向批改程序发送的最近几条消息合计超过了 {limit_mb} MB："
+                       "已将其停止；后面的单元没有运行。"),
+        "quiet_cut": ("内核在批改时不读取的 {channel} 上向批改程序发送了超过 {limit_kb} KB 的数据（input() 不会得到回答）："
+                      "已将其停止；后面的单元没有运行。"),
         "repair_renamed": "笔记本以 `{file}` 的名字提交；它被当作练习的笔记本 `{name}` 批改。请保留练习的文件名。",
         "repair_schema": "单元 {cell} 带有旧版发布的 nbgrader 元数据（模式版本 {version}）；已换成练习的设置。",
         "repair_flags": "单元 {cell} 的 nbgrader 设置被改动（{flags}）；已恢复为练习的设置。",
