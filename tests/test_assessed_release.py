@@ -1,0 +1,123 @@
+"""Issue 50, invariant 2: in an assessed term, what students are given holds no graded answer.
+
+`make student-release ASSESSED=1` builds the wheel from the assessed edition of the package
+(autograder/assessed.py); the no-answer test (tests/answers_given.py) searches every file of the
+release, every member of its wheel, for every graded answer. The detector itself is held to the
+package, where it must find each answer, and to a copy of it re-indented with its comments gone.
+The site is searched by tests/test_assessed_site.py (`make test-assessed` builds it assessed).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import answers_given
+from autograder import assessed, edition
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("assessed")
+    made = subprocess.run(["make", "-s", "student-release", "ASSESSED=1", f"STUDENT={tmp / 'student'}",
+                           f"STUDENT_STAGE={tmp / 'stage'}"], cwd=ROOT, capture_output=True, text=True)
+    assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-3000:]
+    return tmp / "student"
+
+
+@pytest.fixture(scope="module")
+def package(release, tmp_path_factory) -> Path:
+    """The assessed wheel unpacked: a folder to put on PYTHONPATH."""
+    out = tmp_path_factory.mktemp("wheel")
+    zipfile.ZipFile(next(release.glob("encdec-*.whl"))).extractall(out)
+    return out
+
+
+def test_every_target_of_every_assignment_is_an_answer():
+    found = assessed.answers()
+    for a in edition.assignments():
+        assert all(a in found[t] for t in edition.targets(a)), a
+    assert all(answers_given.distinctive()[name] for name in found), "an answer the search cannot see"
+
+
+def test_the_search_finds_every_answer_in_the_package_however_it_is_laid_out(tmp_path):
+    assert set().union(*answers_given.scan(ROOT / "encdec").values()) == set(assessed.answers())
+    # the same code with its comments gone, unparsed (other quotes, other line breaks) and as a page shows it
+    for path in (ROOT / "encdec").glob("*.py"):
+        plain = ast.unparse(ast.parse(path.read_text()))
+        (tmp_path / f"{path.stem}.html").write_text(
+            "<pre>" + "".join(f"<span>{c}</span>" for c in plain.replace("&", "&amp;").replace("<", "&lt;")) + "</pre>")
+    assert set().union(*answers_given.scan(tmp_path).values()) == set(assessed.answers())
+
+
+def test_the_assessed_release_holds_no_answer(release):
+    assert answers_given.scan(release) == {}
+    wheel = zipfile.ZipFile(next(release.glob("encdec-*.whl")))
+    assert {"encdec/model.py", "encdec/sampling.py", "encdec/widgets/quick_check.js"} <= set(wheel.namelist())
+
+
+def test_the_assessed_release_says_so(release):
+    readme = (release / "README.md").read_text()
+    assert "Release for an assessed term" in readme and "NotImplementedError" in readme
+    assert "Self-study" not in readme
+
+
+def test_each_answer_raises_its_stub_and_the_rest_runs(package):
+    """Every answer raises NotImplementedError naming its exercises; every module imports, and the
+    given heads still attend (through the grading edition's twin)."""
+    probe = r"""
+import importlib, inspect, json, pkgutil, sys, torch, encdec
+for m in pkgutil.walk_packages(encdec.__path__, "encdec."):
+    importlib.import_module(m.name)
+said = {}
+for name in json.loads(sys.argv[1]):
+    module, *qual = name.split(".")[1:]
+    obj = importlib.import_module(f"encdec.{module}")
+    for part in qual:
+        obj = getattr(obj, part)
+    try:
+        obj(*[None] * len(inspect.signature(obj).parameters))
+        said[name] = "returned"
+    except NotImplementedError as err:
+        said[name] = str(err)
+from encdec.attention import MultiHeadAttention
+out = MultiHeadAttention(2, 8)(torch.randn(1, 3, 8), torch.randn(1, 4, 8), torch.randn(1, 4, 8))
+print(json.dumps({"said": said, "where": encdec.__file__, "attends": list(out.shape)}))
+"""
+    answers = assessed.answers()
+    env = {**os.environ, "PYTHONPATH": str(package)}
+    done = subprocess.run([sys.executable, "-c", probe, json.dumps(sorted(answers))], env=env, cwd=package,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert Path(got["where"]).is_relative_to(package) and got["attends"] == [1, 3, 8]
+    for name, where in answers.items():
+        assert got["said"][name] == re.search(r"NotImplementedError\('(.*)'\)", assessed.stub(name, where))[1]
+        assert all(a in got["said"][name] for a in where), name
+
+
+def test_the_pages_workflow_builds_book_and_release_with_the_one_setting():
+    """make reads ASSESSED from the job's environment, set from the repository variable."""
+    import yaml
+
+    flow = yaml.safe_load((ROOT / ".github" / "workflows" / "book.yml").read_text())
+    job = flow["jobs"]["build"]
+    assert job["env"]["ASSESSED"] == "${{ vars.ASSESSED || '0' }}"
+    runs = " ".join(step.get("run", "") for step in job["steps"])
+    assert "make book" in runs and "make student-release" in runs and "ASSESSED=" not in runs
+    made = subprocess.run(["make", "-n", "student-release", "STUDENT=/nowhere"], cwd=ROOT, capture_output=True,
+                          text=True, env={**os.environ, "ASSESSED": "1"})
+    assert "autograder.assessed" in made.stdout, made.stdout[-2000:] + made.stderr[-2000:]
+    wrong = subprocess.run(["make", "-n", "student-release", "ASSESSED=yes"], cwd=ROOT, capture_output=True, text=True)
+    assert wrong.returncode != 0 and "ASSESSED is 0" in wrong.stderr

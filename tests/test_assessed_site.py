@@ -1,0 +1,49 @@
+"""Issue 50, invariant 2, on the site: `make book ASSESSED=1` publishes no graded answer.
+
+Searches the built site (_build/html) as a reader can download it: every page, its sources
+(``_sources/``), the executed notebooks, the search index, the exercise downloads, the PDFs
+(through pdftotext) and, where the site carries one, the student release (``student/``, which the
+Pages workflow adds). ``term.txt`` (scripts/book_assessed.py) says which term the site was built
+for: an assessed site holds no answer; a self-study site shows every answer its chapters list, so
+the search is held to real pages too. `make test` builds the self-study site; `make test-assessed`
+builds the assessed one and runs this module (the scheduled workflow runs it).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import answers_given
+from autograder import assessed
+
+ROOT = Path(__file__).resolve().parent.parent
+SITE = ROOT / "_build" / "html"
+
+pytestmark = pytest.mark.skipif(not (SITE / "term.txt").is_file(), reason="the book is not built (make book)")
+
+
+def listed() -> set[str]:
+    """The answers the chapters list with ``literalinclude`` (a class listed shows its methods)."""
+    shown = set()
+    for page in (ROOT / "book").rglob("*.md"):
+        text = page.read_text(encoding="utf-8")
+        for module, obj in re.findall(r"```\{literalinclude\} [./]*encdec/(\w+)\.py\n:pyobject: ([\w.]+)", text):
+            shown |= {a for a in assessed.answers() if a == f"encdec.{module}.{obj}"
+                      or a.startswith(f"encdec.{module}.{obj}.")}
+    return shown
+
+
+def test_an_assessed_site_holds_no_answer_and_a_self_study_one_shows_those_listed():
+    term = (SITE / "term.txt").read_text().strip()
+    assert term in ("assessed", "self-study")
+    found = answers_given.scan(SITE)
+    if term == "assessed":
+        assert found == {}, found
+    else:
+        pages = {a for name, held in found.items() if name.endswith(".html") for a in held}
+        assert listed() and listed() <= pages, sorted(listed() - pages)
+        pdfs = {a for name, held in found.items() if name.endswith(".pdf") for a in held}
+        assert not list(SITE.rglob("*.pdf")) or listed() <= pdfs, sorted(listed() - pdfs)
