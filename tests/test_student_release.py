@@ -246,3 +246,15 @@ def test_visible_checks_fail_on_the_stub_and_pass_on_the_solution(fresh_python, 
     assert on_solution and all(r["ok"] and (passed in r["message"] or NOT_JUDGED_HERE[lang] in r["message"])
                                for r in on_solution), on_solution
     assert any(passed in r["message"] for r in on_solution), on_solution
+
+
+def test_self_study_release_ships_every_answer_and_says_so(release):
+    """The default (ASSESSED=0, issue 50) keeps the reference bodies: the no-answer search finds
+    every one in the wheel, and the README tells the student (tests/test_assessed_release.py: ASSESSED=1)."""
+    import answers_given
+    from autograder import assessed
+
+    found = answers_given.scan(release)
+    assert set().union(*found.values()) == set(assessed.answers())
+    assert all(name.split("!")[0].endswith(".whl") for name in found), sorted(found)
+    assert "## Self-study release" in (release / "README.md").read_text()
