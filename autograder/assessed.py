@@ -16,7 +16,12 @@ Given code that called a removed target is switched to the grading edition's twi
 attention through torch's fused kernel), so the given heads still attend. The edition is made by
 cutting the answers' lines out of the source (``ast`` finds them), never by hand.
 
-    python -m autograder.assessed DEST   # DEST/encdec: the assessed edition of the package
+The term-start edition (``ASSESSED=1``) folds out every assignment's answers, the given
+``DecoderBlock.forward`` among them (decoder_block's answer), which kv_cache's and target_slicing's
+checks run; a later release of the term names the assignments still open (``ASSESSED=kv_cache,target_slicing``)
+and keeps the answers of the closed ones.
+
+    python -m autograder.assessed DEST [--assessed 1|a,b]   # DEST/encdec: the assessed edition
 """
 from __future__ import annotations
 
@@ -101,10 +106,23 @@ def fold(text: str, names: dict[str, tuple[str, ...]], removed: set[str], filena
     return out
 
 
-def build(dest: Path, source: Path = edition.PACKAGE, solutions: Path = edition.SOLUTIONS) -> dict[str, tuple]:
-    """Write the assessed edition of ``source`` to ``dest`` (a folder named like the package); return
-    the answers folded out."""
-    found = answers(solutions)
+def still_open(setting: str, solutions: Path = edition.SOLUTIONS) -> set[str]:
+    """The assignments an ``ASSESSED`` setting keeps open: ``1`` every one, else a comma-separated list
+    of them (a later release of the term, once the others are closed); ``0`` is the self-study edition."""
+    known = set(edition.assignments(solutions))
+    named = known if setting == "1" else {a.strip() for a in setting.split(",") if a.strip()}
+    if not named or named - known:
+        raise edition.EditionError(f"ASSESSED is 0, 1 or a comma-separated list of assignments "
+                                   f"({', '.join(sorted(known))}), not {setting!r}")
+    return named
+
+
+def build(dest: Path, setting: str = "1", source: Path = edition.PACKAGE,
+          solutions: Path = edition.SOLUTIONS) -> dict[str, tuple]:
+    """Write the assessed edition of ``source`` to ``dest`` (a folder named like the package), with the
+    answers of the assignments ``setting`` keeps open folded out (``still_open``); return those."""
+    open_ = still_open(setting, solutions)
+    found = {name: where for name, where in answers(solutions).items() if open_ & set(where)}
     by_module: dict[str, dict[str, tuple[str, ...]]] = {}
     for name, where in found.items():
         by_module.setdefault(name.split(".")[1], {})[name] = where
@@ -124,9 +142,11 @@ def build(dest: Path, source: Path = edition.PACKAGE, solutions: Path = edition.
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder.assessed", description=__doc__.split("\n\n")[0])
     parser.add_argument("dest", type=Path, help="the folder to write the edition to (its name: encdec)")
+    parser.add_argument("--assessed", default="1", help="ASSESSED: 1 (every assignment open) or a "
+                        "comma-separated list of the assignments still open; default 1")
     args = parser.parse_args(argv)
     try:
-        found = build(args.dest)
+        found = build(args.dest, args.assessed)
     except edition.EditionError as err:
         print(f"assessed edition: {err}", file=sys.stderr)
         return 1

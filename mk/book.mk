@@ -45,8 +45,8 @@ $(PY) scripts/book_assets.py --check-cache $(BOOK_OUT)
 $(PY) book/zh_sync.py --check
 $(PY) book/exercise_downloads.py
 $(LAUNCH_COPIES)
-$(if $(filter 1,$(ASSESSED)),$(PY) -m autograder.assessed build/assessed/encdec)
-ENCDEC_ASSESSED=$(ASSESSED) $(SITE_WEIGHTS) $(BIN)/jupyter-book build . --path-output . --warningiserror --keep-going
+$(if $(filter 1,$(ASSESSED_TERM)),$(PY) -m autograder.assessed build/assessed/encdec --assessed '$(ASSESSED)')
+ENCDEC_ASSESSED='$(ASSESSED)' $(SITE_WEIGHTS) $(BIN)/jupyter-book build . --path-output . --warningiserror --keep-going
 $(BOOK_PDFS)
 endef
 

@@ -8,7 +8,7 @@ cells import the package itself, on the instructor's side at build, so every fig
 stays, and since their code is unchanged the execution cache serves them again. The setting is a
 configuration value that rebuilds the environment, so switching it reads every page again.
 
-The built site says which it is in ``term.txt``, ``assessed`` or ``self-study``
+The built site says which it is in ``term.txt``, ``self-study`` or ``assessed <ASSESSED>``
 (tests/test_assessed_site.py reads it).
 """
 
@@ -26,18 +26,19 @@ ASSESSED = ROOT / "build" / "assessed" / "encdec"
 SETTING = "ENCDEC_ASSESSED"
 
 
-def assessed_term() -> bool:
-    value = os.environ.get(SETTING, "0") or "0"
-    if value not in ("0", "1"):
-        raise ConfigError(f"{SETTING} (ASSESSED of make book) is 0 or 1, not {value!r}")
-    return value == "1"
+def setting() -> str:
+    """ASSESSED as make book passes it: 0 (self-study), 1, or the assignments still open (mk/release.mk)."""
+    value = os.environ.get(SETTING, "0").strip() or "0"
+    if not all(part.strip().replace("_", "").isalnum() for part in value.split(",")):
+        raise ConfigError(f"{SETTING} (ASSESSED of make book) is 0, 1 or a list of assignments, not {value!r}")
+    return value
 
 
 class PackageInclude(LiteralInclude):
     """``literalinclude``, reading a file of the package from its assessed edition in an assessed term."""
 
     def run(self):
-        if self.env.config.encdec_assessed:
+        if self.env.config.encdec_assessed != "0":
             _, path = self.env.relfn2path(self.arguments[0], self.env.docname)
             path = Path(path).resolve()
             if path.is_relative_to(PACKAGE):
@@ -50,11 +51,11 @@ class PackageInclude(LiteralInclude):
 
 def _say_which_term(app, exception) -> None:
     if exception is None:
-        (Path(app.outdir) / "term.txt").write_text("assessed\n" if app.config.encdec_assessed else "self-study\n")
+        (Path(app.outdir) / "term.txt").write_text("self-study\n" if app.config.encdec_assessed == "0" else f"assessed {app.config.encdec_assessed}\n")
 
 
 def setup(app):
-    app.add_config_value("encdec_assessed", assessed_term(), "env")
+    app.add_config_value("encdec_assessed", setting(), "env")
     app.add_directive("literalinclude", PackageInclude, override=True)
     app.connect("build-finished", _say_which_term)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
