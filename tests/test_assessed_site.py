@@ -2,7 +2,7 @@
 
 Searches the built site (_build/html) as a reader can download it: every page, its sources
 (``_sources/``), the executed notebooks, the search index, the exercise downloads, the PDFs
-(through pdftotext) and, where the site carries one, the student release (``student/``, which the
+(their text) and, where the site carries one, the student release (``student/``, which the
 Pages workflow adds). ``term.txt`` (scripts/book_assessed.py) says which term the site was built
 for: an assessed site holds no answer; a self-study site shows every answer its chapters list, so
 the search is held to real pages too. `make test` builds the self-study site; `make test-assessed`
