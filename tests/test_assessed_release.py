@@ -93,6 +93,7 @@ def test_the_assessed_release_holds_no_answer_of_an_open_assignment(release, set
     held = set().union(*answers_given.scan(release).values())
     assert not held & set(folded(setting)), sorted(held & set(folded(setting)))
     assert held == set(assessed.answers()) - set(folded(setting))  # at the term's start: none at all
+    assert answers_given.unread(release) == []
     wheel = zipfile.ZipFile(next(release.glob("encdec-*.whl")))
     assert {"encdec/model.py", "encdec/sampling.py", "encdec/widgets/quick_check.js"} <= set(wheel.namelist())
 

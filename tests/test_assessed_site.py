@@ -40,6 +40,7 @@ def test_an_assessed_site_holds_no_answer_and_a_self_study_one_shows_those_liste
     term, *setting = (SITE / "term.txt").read_text().split()
     assert term in ("assessed", "self-study")
     found = answers_given.scan(SITE)
+    assert answers_given.unread(SITE) == []
     if term == "assessed":  # at the term's start (ASSESSED=1) none at all; later, none of an open assignment
         open_ = assessed.still_open(setting[0] if setting else "1")
         held = {a for names in found.values() for a in names}
