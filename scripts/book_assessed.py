@@ -38,14 +38,15 @@ class PackageInclude(LiteralInclude):
     """``literalinclude``, reading a file of the package from its assessed edition in an assessed term."""
 
     def run(self):
-        if self.env.config.encdec_assessed != "0":
+        config = self.env.config
+        if config.encdec_assessed != "0":
             _, path = self.env.relfn2path(self.arguments[0], self.env.docname)
             path = Path(path).resolve()
             if path.is_relative_to(PACKAGE):
-                edition = ASSESSED / path.relative_to(PACKAGE)
+                edition = Path(config.encdec_assessed_edition) / path.relative_to(PACKAGE)
                 if not edition.is_file():
                     raise self.error(f"{edition} is missing: make book ASSESSED=1 writes the assessed edition first")
-                self.arguments[0] = "/" + edition.relative_to(Path(self.env.srcdir).resolve()).as_posix()
+                self.arguments[0] = "/" + os.path.relpath(edition, Path(self.env.srcdir).resolve())
         return super().run()
 
 
@@ -56,6 +57,7 @@ def _say_which_term(app, exception) -> None:
 
 def setup(app):
     app.add_config_value("encdec_assessed", setting(), "env")
+    app.add_config_value("encdec_assessed_edition", str(ASSESSED), "env")  # where mk/book.mk writes it
     app.add_directive("literalinclude", PackageInclude, override=True)
     app.connect("build-finished", _say_which_term)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
