@@ -3,7 +3,8 @@
 An answer (``autograder.assessed.answers``: every exercise's targets and the package code that
 answers a graded part under another name) is known by its *distinctive statements*: the simple
 statements of its body in the package source, comments and whitespace dropped, that appear nowhere
-in what students are given anyway (the assessed edition of the package, the released exercises).
+in what students are given anyway (the package but for the answers' bodies, the released exercises,
+the lessons' open code cells, which never rebuild an answer: tests/test_book_content_built.py).
 A file holds an answer when two of them (or its only one) are in its text, read as a reader
 gets it: HTML without its tags and entities (a highlighted listing is split into spans), JSON
 decoded (a notebook, a search index), a wheel or zip member by member, a PDF's extracted text;
@@ -26,10 +27,15 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "encdec"
 SHORTEST = 16  # characters, whitespace dropped: shorter statements (`T = x.shape[1]`) say too little
 TEXT = {".py", ".md", ".txt", ".html", ".htm", ".js", ".json", ".ipynb", ".css", ".yml", ".yaml", ".svg", ".cfg",
-        ".toml", ""}
+        ".toml", ".map", ".po", ""}
 ARCHIVES = {".whl", ".zip"}
-# what holds no text to search: images, fonts, the trained weights, the visible checks' arrays
-BINARY = {".png", ".jpg", ".jpeg", ".gif", ".ico", ".woff", ".woff2", ".ttf", ".otf", ".eot", ".pt", ".npz"}
+# what holds no text to search: images, fonts, the trained weights, the visible checks' arrays, the
+# theme's compiled translations (.mo, beside their .po) and Sphinx's inventory of names (objects.inv)
+BINARY = {".png", ".jpg", ".jpeg", ".gif", ".ico", ".woff", ".woff2", ".ttf", ".otf", ".eot", ".pt", ".npz", ".mo",
+          ".inv"}
+
+
+OPEN_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", flags=re.M | re.S)
 
 
 def squeeze(text: str) -> str:
@@ -73,6 +79,10 @@ def given() -> str:
     parts += [twin.helper + "\n".join(twin.swap.values()) for twin in edition.TWINS]
     for nb in sorted((ROOT / "exercises").rglob("*.ipynb")):
         parts += ["".join(c["source"]) for c in json.loads(nb.read_text(encoding="utf-8"))["cells"]]
+    for page in sorted((ROOT / "book").rglob("*.md")):  # the lessons' open code cells (never an answer:
+        for cell in OPEN_CELL.findall(page.read_text(encoding="utf-8")):  # tests/test_book_content_built.py)
+            if not re.search(r"^:tags:.*\b(hide|remove)-", cell, flags=re.M):
+                parts.append(cell)
     return squeeze("\n".join(parts))
 
 
