@@ -1,6 +1,9 @@
 # The course book (`make book`): the widget renderer and weights, then Jupyter Book 1.x with warnings
 # as errors into _build/html. Chapters execute at build (execute_notebooks: cache); the cache is
 # cleared when the package or a checkpoint changes (scripts/book_assets.py --check-cache).
+# `make book ASSESSED=1` (an assessed term, mk/release.mk): the package's listings come from its
+# assessed edition, every graded answer's body folded out (scripts/book_assessed.py); the chapters
+# still execute against the package itself, so every figure and output shows.
 BOOK_OUT := _build
 # the executed pages' figures: a CJK font after DejaVu Sans for the Chinese edition's labels
 export MATPLOTLIBRC := $(abspath book/matplotlibrc)
@@ -42,7 +45,8 @@ define BUILD_BOOK
 $(PY) scripts/book_assets.py --check-cache $(BOOK_OUT)
 $(PY) book/zh_sync.py --check
 $(PY) book/exercise_downloads.py
-$(SITE_WEIGHTS) $(BIN)/jupyter-book build . --path-output . --warningiserror --keep-going
+$(if $(filter 1,$(ASSESSED_TERM)),$(PY) -m autograder.assessed build/assessed/encdec --assessed '$(ASSESSED)')
+ENCDEC_ASSESSED='$(ASSESSED)' $(SITE_WEIGHTS) $(BIN)/jupyter-book build . --path-output . --warningiserror --keep-going
 $(BOOK_PDFS)
 endef
 

@@ -11,6 +11,27 @@
 #     which of the two to use, and either grades alike;
 #   - README.md for students (English, then Chinese).
 # tests/test_student_release.py installs it in a fresh virtual environment and runs the checks.
+#
+# ASSESSED, the one setting of an assessed term (issue 50), for `make student-release` and
+# `make book` alike (the Pages workflow takes it from the repository variable ASSESSED):
+#   ASSESSED=0  self-study, the default: the wheel ships the package whole, the reference version of
+#               every function the exercises ask for included, and its README says so;
+#   ASSESSED=1  an assessed term: the wheel is built from the package's assessed edition
+#               (autograder/assessed.py), where the body of every graded answer is its exercise's
+#               stub, raise NotImplementedError; the book shows those listings folded out the same way;
+#   ASSESSED=kv_cache,target_slicing  a later release of the term: only the answers of the assignments
+#               named (those still open) are folded out. The term-start wheel has no DecoderBlock.forward
+#               (decoder_block's answer), which kv_cache's and target_slicing's checks run: release those
+#               with a wheel built so once decoder_block is closed.
+# tests/test_assessed_release.py and `make test-assessed` (the site) search them for every answer.
+ASSESSED ?= 0
+comma := ,
+space := $(subst ,, )
+ASSESSED_TERM = $(if $(filter 0,$(ASSESSED)),0,1)
+ASSESSED_OPEN := $(filter-out 0 1,$(subst $(comma), ,$(ASSESSED)))
+ifneq ($(or $(if $(strip $(ASSESSED)),,empty),$(filter-out $(ASSIGNMENTS),$(ASSESSED_OPEN)),$(and $(ASSESSED_OPEN),$(filter 0 1,$(subst $(comma), ,$(ASSESSED))))),)
+$(error ASSESSED is 0 (self-study), 1 (an assessed term) or the assignments still open ($(subst $(space),$(comma),$(ASSIGNMENTS))), not '$(ASSESSED)')
+endif
 STUDENT := dist/student
 STUDENT_STAGE := build/student-wheel
 
@@ -59,11 +80,32 @@ grading); past that it is graded 0, with the reason.
 endef
 export STUDENT_README
 
+# The paragraph that says which release this is (ASSESSED), in English, then in Chinese.
+define STUDENT_TERM_0
+## Self-study release
+
+The package holds the course's reference version of every function the exercises ask you to
+write: try each exercise before you read it.
+
+本版本供自学使用：课程包中含有练习要求编写的每个函数的参考实现，请先自己完成练习再阅读它们。
+endef
+define STUDENT_TERM_1
+## Release for an assessed term
+
+The functions the exercises ask you to write are left out of the package: each raises
+`NotImplementedError` naming its exercise, as the released notebooks' stubs do. The book's figures
+that run them were computed when the book was built.
+
+本版本用于计分的学期：练习要求编写的函数不在课程包中，调用时会抛出 `NotImplementedError` 并指明所属练习。
+endef
+export STUDENT_TERM = $(STUDENT_TERM_$(ASSESSED_TERM))
+
 .PHONY: student-release
 student-release: $(VENV)/.installed
 	rm -rf $(STUDENT) $(STUDENT_STAGE)
 	mkdir -p $(STUDENT) $(STUDENT_STAGE)
 	cp -r encdec $(STUDENT_STAGE)/encdec
+	$(if $(filter 1,$(ASSESSED_TERM)),$(PY) -m autograder.assessed $(STUDENT_STAGE)/encdec --assessed '$(ASSESSED)')
 	find $(STUDENT_STAGE) -name __pycache__ -prune -exec rm -rf {} +
 	sed 's/^include = \["encdec\*", "autograder\*"\]$$/include = ["encdec*"]  # the student wheel: no grader/' \
 		pyproject.toml > $(STUDENT_STAGE)/pyproject.toml
@@ -76,6 +118,15 @@ student-release: $(VENV)/.installed
 		cp $$ex$$name.ipynb $$ex/nbgrader_config.py $$dest/; \
 		cp $$ex/reference/*.npz $$dest/reference/; \
 	done
-	printf '%s\n' "$$STUDENT_README" > $(STUDENT)/README.md
+	printf '%s\n\n%s\n' "$$STUDENT_README" "$$STUDENT_TERM" > $(STUDENT)/README.md
 	cd $(STUDENT) && find . -type f ! -name SHA256SUMS | LC_ALL=C sort | xargs sha256sum > SHA256SUMS
 	@echo "student release in $(STUDENT)"
+
+# `make test-assessed`: the assessed term end to end (issue 50): the book built with ASSESSED=1, then
+# the no-answer search over the site and over the assessed release (tests/test_assessed_site.py,
+# tests/test_assessed_release.py). It leaves the assessed site in _build/html (`make book` builds the
+# self-study one again; the chapters' execution cache serves both). The scheduled workflow runs it.
+.PHONY: test-assessed
+test-assessed: $(VENV)/.installed
+	$(MAKE) --no-print-directory book ASSESSED=1
+	$(PY) -m pytest -q -n0 tests/test_assessed_site.py tests/test_assessed_release.py

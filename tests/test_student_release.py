@@ -257,3 +257,15 @@ def test_the_release_readme_states_the_graders_limits():
     for said in (f"{limits.notebook_bytes // 10**6} MB", f"{limits.cells:,} cells", f"{limits.source_bytes // 10**6} MB of code"):
         assert said in text, said
     assert f"{limits.cells:,} 个单元" in text and f"{limits.source_bytes // 10**6} MB 的代码" in text
+
+
+def test_self_study_release_ships_every_answer_and_says_so(release):
+    """The default (ASSESSED=0, issue 50) keeps the reference bodies: the no-answer search finds
+    every one in the wheel, and the README tells the student (tests/test_assessed_release.py: ASSESSED=1)."""
+    import answers_given
+    from autograder import assessed
+
+    found = answers_given.scan(release)
+    assert set().union(*found.values()) == set(assessed.answers())
+    assert all(name.split("!")[0].endswith(".whl") for name in found), sorted(found)
+    assert "## Self-study release" in (release / "README.md").read_text()
