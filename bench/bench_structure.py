@@ -62,7 +62,7 @@ STYLES = {  # honest
 WRONG = {
     "encoder_every_step": lambda m, q, p, n: _stepwise(m, q, p, n, encode_every_step=True),
     "no_cache": lambda m, q, p, n: _stepwise(m, q, p, n, cache=False),
-    "prefill_token_by_token": lambda m, q, p, n: _stepwise(m, q, p, n, prefill_one_call=False),
+    "prefill_not_one_call": lambda m, q, p, n: _stepwise(m, q, p, n, prefill_one_call=False),
 }
 
 

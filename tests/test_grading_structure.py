@@ -98,14 +98,13 @@ def layers_and_fresh_cache_every_step(model, ques_b, n):
 
 HONEST = {"lesson": cached_decoder(), "per_question": per_question, "in_float64": in_float64,
           "preallocated": preallocated}
-# decoder -> the parts of the hidden item it must miss (the visible items: encoder_once, one_token_per_step)
+# decoder -> the parts of the hidden item it must miss (the visible items are the same runs, one each)
 WRONG = {
     "encoder_every_step": (cached_decoder(encoder_every_step=True), {"encoder"}),
     "plain_copy_uncached": (plain_copy_uncached, {"cache"}),
     "classes_restored_uncached": (classes_restored_uncached, {"cache"}),
     "layers_and_fresh_cache_every_step": (layers_and_fresh_cache_every_step, {"encoder", "cache"}),
 }
-VISIBLE = {"encoder": "kv_cache.encoder_once", "cache": "kv_cache.one_token_per_step"}
 LABELS = {"encoder": "encoder_every_step", "cache": "no_cache"}
 
 
@@ -118,12 +117,9 @@ def test_an_honest_decoding_in_any_style_passes_the_structure_items(name, workdi
 @pytest.mark.parametrize("name", WRONG)
 def test_each_wrong_structure_misses_its_part_whatever_it_replaces(name, workdir):
     decode, missed = WRONG[name]
-    for part, check_id in VISIBLE.items():
-        verdict, _ = graded(check_id, decode, workdir, seed=seed(check_id))
-        assert verdict.ok == (part not in missed), (name, check_id, verdict.message)
-        assert verdict.ok or verdict.label == LABELS[part], (name, check_id, verdict.label)
     hidden, _ = graded("kv_cache.structure_hidden", decode, workdir, seed=seed("kv_cache.structure_hidden"))
     assert set(hidden.missed) == {J.kv_cache.PARTS[p] for p in missed}, (name, hidden.parts)
+    assert hidden.label == LABELS[next(p for p in LABELS if p in missed)], (name, hidden.label)
 
 
 @torch.no_grad()

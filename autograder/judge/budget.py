@@ -21,7 +21,7 @@ from encdec.grading import calls, wire
 from .decode_draws import one_thread
 
 FACTOR = 4.0  # an honest decoding in another style (row by row, float64, preallocated) stays under 3
-SLACK = 0.05  # s: the cell's own work around the call (IPython, the kernel's messages)
+SLACK = 0.2  # s: the kernel's own work around the call (the inputs file, IPython, its messages: up to 0.12 s seen)
 
 
 def lesson_cpu(check, inputs: dict) -> float:

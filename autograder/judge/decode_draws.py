@@ -264,7 +264,7 @@ def one_thread():
 # calls where the lesson makes one).
 RUNS = {  # part -> (width M, MLP width, encoder and decoder layers, heads H), (N, Kq, n, P)
     "encoder": ((64, 256, 3, 1, 2), (2, 1024, 32, 1)),
-    "cache": ((128, 256, 1, 2, 128), (2, 4, 160, 1)),
+    "cache": ((128, 256, 1, 2, 128), (2, 4, 160, 8)),
     "prefill": ((32, 64, 1, 2, 2), (2, 4, 16, 1024)),
 }
 

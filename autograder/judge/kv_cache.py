@@ -213,7 +213,7 @@ def _failed_decode(check):
 
 PARTS = {"encoder": "the encoder runs once", "cache": "one new token per decoder step",
          "prefill": "the prefill is one call"}
-WRONG = {"encoder": "encoder_every_step", "cache": "no_cache", "prefill": "prefill_token_by_token"}
+WRONG = {"encoder": "encoder_every_step", "cache": "no_cache", "prefill": "prefill_not_one_call"}
 
 
 def _judge_runs(check, by_tokens):

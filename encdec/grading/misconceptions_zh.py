@@ -127,8 +127,8 @@ MISCONCEPTIONS_ZH = {
         "键和值沿错误的轴追加了：(N, H, T, Dh) 沿 T 增长，dim=2。"
     ),
     # 拓展题：一次预填充 P 个词元的解码器前缀
-    "prefill_token_by_token": (
-        "前缀是一次一个词元地送入的：预填充应在一次解码器调用中送入全部 P 个前缀位置（配合 get_subsequent_mask），"
+    "prefill_not_one_call": (
+        "前缀没有在一次调用中送入：预填充应在一次解码器调用中送入全部 P 个前缀位置（配合 get_subsequent_mask），"
         "之后每步送入一个新词元。"
     ),
     "prefill_no_mask": (
