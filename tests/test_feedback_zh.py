@@ -122,6 +122,8 @@ def saved(name: str, workdir: Path) -> tuple[str, bytes | dict | None, dict]:
     judged by cost runs once per run, its CPU time read around the run (here, in this process)."""
     check_id, impl = CASES[name]
     inputs = J.graded_inputs(check_id, SEED)
+    if "runs" in inputs:
+        return check_id, {p: in_process.measured_run(check_id, impl, workdir, one) for p, one in inputs["runs"].items()}, inputs
     return check_id, in_process.run_once(check_id, impl, workdir, inputs)[0], inputs
 
 
@@ -183,6 +185,8 @@ def test_english_feedback_is_unchanged(name, verdicts):
     en, _ = verdicts[name]
     recorded = json.loads(RECORDED.read_text(encoding="utf-8"))[name]
     assert NUMBER.sub("#", en.message) == NUMBER.sub("#", recorded)
+    if "CPU time" in en.message:  # a ratio of CPU times measured in this run: its words are recorded, not its numbers
+        return
     got, want = (list(map(float, NUMBER.findall(m))) for m in (en.message, recorded))
     assert got == pytest.approx(want, rel=1e-5, abs=1e-5), (en.message, recorded)
 
