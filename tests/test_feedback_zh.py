@@ -105,7 +105,7 @@ CASES = {  # name -> (check id, the student's solution)
     "decode_plain_argmax": ("kv_cache.tokens", support.cached_decoder(choose=support.plain_argmax)),
     "decode_position_skips_one": ("kv_cache.tokens", support.cached_decoder(position=lambda t: t if t < 2 else t + 1)),
     "decode_second_best": ("kv_cache.tokens", support.cached_decoder(choose=second_best)),
-    "decode_wrong_shape": ("kv_cache.structure_hidden", lambda m, q, n: support.cached_decoder()(m, q, n)[:, 1:]),
+    "decode_wrong_shape": ("kv_cache.tokens_hidden", lambda m, q, n: support.cached_decoder()(m, q, n)[:, 1:]),
     "decode_wrong_axis_tokens": ("kv_cache.tokens", support.cached_decoder(cache=WrongAxisCache)),
     "decode_wrong_axis_structure": ("kv_cache.encoder_once", support.cached_decoder(cache=WrongAxisCache)),
     "decode_wrong_axis_encoder_every_step": ("kv_cache.encoder_once",

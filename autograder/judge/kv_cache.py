@@ -278,9 +278,8 @@ for _cid, _hidden, _seed, _parts, _title in (
                when_larger={"encoder_calls": "encoder_every_step", "decoder_lengths": "no_cache"},
                runs={p: (lambda s, p=p: D.build_run(p, s)) for p in _parts}, lesson=_lesson_decode)
     _c.judge_failed = _failed_decode(_c)
-    _c.judge = _judge_tokens(_c, _decode_variants)
-    if _parts:
-        _c.judge = _judge_runs(_c, _c.judge)
+    # a structure run's tokens name no mistake: its inputs are drawn for their cost (the token items name them)
+    _c.judge = _judge_runs(_c, _judge_tokens(_c, lambda inputs: {})) if _parts else _judge_tokens(_c, _decode_variants)
     CHECKS.append(_c)
 
 
