@@ -17,7 +17,6 @@ import torch
 from autograder.judge import budget
 from autograder.judge.decode_draws import RUNS, build_run, one_thread
 from encdec import attention as A
-from encdec.data import BOS_ID
 from encdec.generate import greedy_decode, new_caches
 
 

@@ -14,7 +14,10 @@ import secrets
 import threading
 from pathlib import Path
 
+import zmq
+
 from autograder.sandbox.execute import SandboxedExecute
+from autograder.sandbox.sandbox import tree_cpu_seconds
 from ._shared import OUTPUTS_KEY, check_ids, deliver, graded_inputs, withdraw, workdir
 
 
@@ -81,8 +84,15 @@ class GradedExecute(SandboxedExecute):
         return cell, resources
 
     def _cpu(self) -> float | None:
+        """CPU seconds the kernel has used, read outside it: its cgroup's (every process and thread it
+        started), else its launcher's process tree's; None when neither can be read."""
         km = getattr(self, "km", None)
-        return km.cpu_time_used() if km is not None and hasattr(km, "cpu_time_used") else None
+        cgroup, process = getattr(km, "_cgroup", None), getattr(getattr(km, "provisioner", None), "process", None)
+        try:
+            used = cgroup.cpu_seconds() if cgroup is not None else None
+        except (OSError, ValueError):
+            used = None
+        return used if used is not None or process is None else tree_cpu_seconds(process.pid)
 
     def _watch(self, start: float | None, limit: float, done: threading.Event) -> None:
         """Interrupt the kernel once it has used ``limit`` CPU seconds since ``start``: the run is over
@@ -90,8 +100,12 @@ class GradedExecute(SandboxedExecute):
         while start is not None and not done.wait(0.02):
             used = self._cpu()
             if used is not None and used - start > limit:
-                try:
-                    self.km.interrupt_now()
+                try:  # an interrupt request on a socket of this thread's own (the client's belong to the cell's)
+                    info = self.km.get_connection_info()
+                    with zmq.Context.instance().socket(zmq.DEALER) as sock:
+                        sock.linger = 1000
+                        sock.connect(f"{info['transport']}://{info['ip']}-{info['control_port']}")
+                        self.km.session.send(sock, "interrupt_request", {})
                 except Exception as err:  # noqa: BLE001 - the run is judged over its bound either way
                     self.log.warning("could not interrupt the kernel at its CPU bound: %s", err)
                 return

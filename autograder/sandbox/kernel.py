@@ -110,29 +110,6 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
     def limits(self) -> Limits:
         return Limits(**{f.name: getattr(self, f.name) for f in dataclasses.fields(Limits)})
 
-    def cpu_time_used(self) -> float | None:
-        """CPU seconds the kernel has used so far, read from outside it: its cgroup's (every process
-        and thread it started), else the launcher's process tree's (children reaped included); None
-        when neither can be read. The structure items are judged by it (autograder/judge/budget.py)."""
-        try:
-            used = self._cgroup.cpu_seconds() if self._cgroup is not None else None
-        except (OSError, ValueError):
-            used = None
-        process = getattr(getattr(self, "provisioner", None), "process", None)  # the launcher, our child
-        return used if used is not None or process is None else _tree_cpu_seconds(process.pid)
-
-    def interrupt_now(self) -> None:
-        """Send the kernel an interrupt request on a socket of this call's own (the client's sockets
-        belong to the thread that runs the cell)."""
-        info = self.get_connection_info()
-        sock = zmq.Context.instance().socket(zmq.DEALER)
-        sock.linger = 1000
-        try:
-            sock.connect(f"{info['transport']}://{info['ip']}-{info['control_port']}")
-            self.session.send(sock, "interrupt_request", {})
-        finally:
-            sock.close()
-
     def grading_edition(self) -> tuple[Path, Path]:
         """(the edition's `encdec` folder, the package folder it is mounted over), built if stale."""
         if not self.assignment:
@@ -292,26 +269,6 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
 
 _swept: set[str] = set()
 
-
-def _tree_cpu_seconds(root: int) -> float | None:
-    """User and system CPU seconds of ``root`` and every process under it, with the children they
-    reaped (``/proc/<pid>/stat``); None when ``root`` is gone."""
-    stats: dict[int, tuple[int, int]] = {}  # pid -> (parent, ticks)
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()  # after the name: state ppid ... utime stime cutime cstime
-        except OSError:
-            continue
-        stats[int(entry)] = (int(fields[1]), sum(int(x) for x in fields[11:15]))
-    if root not in stats:
-        return None
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        total += stats[pid][1]
-        todo += [p for p, (parent, _) in stats.items() if parent == pid]
-    return total / os.sysconf("SC_CLK_TCK")
 
 
 def _relay(stream, said: list[str], keep: int = 20) -> None:
