@@ -271,9 +271,9 @@ STRUCTURE = {"kv_cache.encoder_once": "encoder_every_step", "kv_cache.one_token_
 
 @pytest.mark.parametrize("check_id", STRUCTURE)
 def test_own_run_of_a_structure_item_judges_the_tokens_as_the_graded_run_does(check_id, workdir, capsys):
-    """A structure item is decided by the tokens on the grader's model (its traits,
-    encdec/grading/structure.py), so the student's own run says "passed" for the lesson's decoding
-    and names the wrong structure, as the graded run does."""
+    """A structure item is decided by cost in the graded run (judge/budget.py); the student's own run
+    reads the kernel's counters instead, says "passed" for the lesson's decoding and names the wrong
+    structure, as the graded run does."""
     own_run(check_id, cached_decoder(), workdir)
     assert "passed" in capsys.readouterr().out
     wrong = cached_decoder(encoder_every_step=True) if STRUCTURE[check_id] == "encoder_every_step" else uncached

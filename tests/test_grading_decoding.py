@@ -82,7 +82,7 @@ def test_a_crash_in_the_cache_stops_the_decoding_and_says_where(workdir):
     decode = cached_decoder(cache=WrongAxisCache)
     for check_id in ("kv_cache.encoder_once", "kv_cache.structure_hidden", "kv_cache.tokens", "kv_cache.tokens_hidden"):
         verdict, err = graded(check_id, decode, workdir)
-        assert err is not None and not verdict.ok and verdict.credit == 0, verdict.message
+        assert (err is not None or J.CHECKS[check_id].runs) and not verdict.ok and verdict.credit == 0, verdict.message
     for check_id in ("kv_cache.tokens", "kv_cache.tokens_hidden"):
         verdict, _ = graded(check_id, decode, workdir)
         message = " ".join(verdict.message.split())
@@ -163,15 +163,17 @@ def test_every_student_gets_a_longer_prefix_and_the_visible_one_starts_with_the_
     visible = J.CHECKS["kv_cache.prefill"].build(J.CHECKS["kv_cache.prefill"].seed)["prefix"]
     assert visible[0].tolist() == encode("BOS POSITIVE 0")
     for student in STUDENTS[:3]:
-        prefix = graded_inputs("kv_cache.prefill_hidden", J.check_seed(secret, student, "kv_cache", "kv_cache.prefill_hidden"))["prefix"]
+        drawn = graded_inputs("kv_cache.prefill_hidden", J.check_seed(secret, student, "kv_cache", "kv_cache.prefill_hidden"))
+        prefix = drawn["runs"]["prefill"]["prefix"]
         assert prefix.shape[1] > 1 and (prefix[:, 0] == BOS_ID).all()
         assert not ((prefix[:, 1:] == BOS_ID) | (prefix[:, 1:] == EOS_ID)).any()
 
 
 @pytest.mark.parametrize("mode", ["prefill_no_mask", "prefill_last_only", "prefill_pos_restarted", "stepwise"])
-def test_each_prefill_mistake_is_named_for_every_student_and_a_stepwise_prefill_passes(mode, workdir):
-    """The decision the exercise states: feeding the prefix one token at a time through the cache is
-    correct (slower, the same keys and values); each prefill mistake is named on every draw."""
+def test_each_prefill_mistake_loses_the_item_and_a_stepwise_prefill_misses_one_part(mode, workdir):
+    """Feeding the prefix one token at a time through the cache returns the right tokens but misses the
+    part "the prefill is one call" (judged by cost, tests/test_grading_structure.py); each prefill
+    mistake loses the item on every draw."""
     from autograder.judge import variants as Var
 
     def decode(model, ques, prefix, n):
@@ -191,4 +193,7 @@ def test_each_prefill_mistake_is_named_for_every_student_and_a_stepwise_prefill_
     for student in STUDENTS[:3]:  # the visible check's inputs: the fixtures and the catalogue
         seed = J.check_seed(secret, student, "kv_cache", "kv_cache.prefill_hidden")
         verdict, _ = graded("kv_cache.prefill_hidden", decode, workdir, seed=seed)
-        assert verdict.label == ("passed" if mode == "stepwise" else mode), (student, verdict.message)
+        if mode == "stepwise":
+            assert verdict.label == "prefill_not_one_call" and verdict.missed == ["the prefill is one call"], verdict.message
+        else:  # the graded runs' inputs are drawn for their cost: the tokens fail both parts (named where they can be)
+            assert not verdict.ok and verdict.credit == 0, (student, verdict.message)

@@ -44,6 +44,8 @@ def __getattr__(name: str):
 def graded_inputs(check_id: str, seed: int) -> dict:
     """The inputs of one check in a graded run: drawn from ``seed``, visible sizes for visible checks."""
     check = checks()[check_id]
+    if check.runs:  # one set of inputs per run of the cell (judged by cost: Check.runs)
+        return {"runs": {part: build(seed) for part, build in check.runs.items()}}
     return check.build(seed)
 
 
@@ -104,12 +106,16 @@ def verify(check_id: str, saved: bytes | None, inputs: dict, lang: str = languag
 def _not_defined(check: Check, saved, undefined: str | None) -> Verdict | None:
     """The check saved nothing and the object its cell hands it is defined by no
     cell: its cell is missing, named."""
-    if undefined is None or saved is not None:
+    ran = any(isinstance(r, dict) and r.get("saved") is not None for r in saved.values()) if isinstance(saved, dict) \
+        else saved is not None
+    if undefined is None or ran:
         return None
     return Verdict(False, words("not_defined", check_id=check.id, name=undefined), label="did_not_run")
 
 
 def _verify(check: Check, saved, inputs: dict) -> Verdict:
+    if check.runs:  # saved: {part: {"saved": bytes | None, "cpu", "lesson", "bound": seconds | None}}
+        return check.judge(saved if isinstance(saved, dict) else {}, None, inputs)
     got = loaded(check, saved, inputs)
     if isinstance(got, Verdict):
         return got

@@ -90,6 +90,11 @@ class Check:
     # (got, inputs, raised_in, verdict) -> verdict: what can still be judged when the student's code
     # raised part-way (got: what the kernel observed until then; verdict: the failure as reported)
     judge_failed: Callable[[dict, dict, dict, "Verdict"], "Verdict"] | None = None
+    # a check judged by cost: part -> seed -> one run's inputs; a graded run executes the test cell once
+    # per run and the grader reads the kernel's CPU time around it (judge/budget.py), the bound timed on
+    # ``lesson`` (the package's own structure, called as the kernel calls the student's code)
+    runs: dict[str, Callable[[int], dict]] = field(default_factory=dict)
+    lesson: Callable | None = None
 
     def judge_error(self, msg: str, inputs: dict) -> str | None:
         """The misconception an exception message points to (patterns formatted with the sizes)."""

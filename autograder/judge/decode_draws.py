@@ -1,8 +1,7 @@
 """The inputs of the kv_cache decoding checks (chapter 13): models and questions drawn until every
 known decoding mistake returns other tokens than the reference, at a clear choice, so that the
 tokens alone decide. The token checks' models make one row finish early (``_set_eos_readout``);
-the structure checks' models carry a trait (encdec/grading/structure.py) under which the wrong
-structure returns other tokens. Every draw is made of integers or rounded coarsely, so every
+the structure runs' sizes make each wrong structure dear (``RUNS``). Every draw is made of integers or rounded coarsely, so every
 machine builds the same inputs (draws.py)."""
 
 from __future__ import annotations
@@ -20,7 +19,6 @@ from encdec import model as Mdl
 from encdec.config import ModelConfig
 from encdec.data import BOS_ID, EOS_ID, encode
 from encdec.generate import greedy_decode, pick_next
-from encdec.grading import structure
 
 from . import variants as Var
 from .core import gen, randomize_
@@ -32,12 +30,9 @@ def ints(g, lo, hi) -> int:
 
 
 def reference_tokens(inputs) -> np.ndarray:
-    """The reference tokens (N, 1 + n): the uncached greedy decoding, or on a structure check's
-    model (one with ``traits``) its cached decoding."""
-    if inputs.get("traits"):
-        tokens, _ = decoded(structure.with_traits(inputs["model"], inputs["traits"]), inputs["ques"], inputs["n"])
-        return tokens.numpy()
-    return greedy_decode(inputs["model"], inputs["ques"], inputs["n"], use_cache=False).numpy()
+    """The reference tokens (N, 1 + n): the package's greedy decoding (cached and uncached agree:
+    tests/test_generate.py)."""
+    return greedy_decode(inputs["model"], inputs["ques"], inputs["n"]).numpy()
 
 
 def _config(layers: int) -> ModelConfig:
@@ -258,66 +253,46 @@ def one_thread():
         torch.set_num_threads(threads)
 
 
-# --- the structure checks' models ------------------------------------------------------------------
-# the traits of each structure check's model, and what the wrong structure of each trait is called
-# (a misconception of the tables)
-TRAITS = {"encoder": ("reencode",), "cache": ("unmasked_self",), "both": ("reencode", "unmasked_self")}
-WRONG = {"reencode": "encoder_every_step", "unmasked_self": "no_cache"}
+# --- the structure runs: inputs on which the lesson's structure is cheap and each wrong one dear ---
+# A structure item is judged by the CPU time the kernel spends on a run (judge/budget.py), so each
+# run's sizes make its wrong structure cost ten times the lesson's or more (bench/bench_structure.py
+# prints the ratios), with two rows only, so that decoding row by row costs about the lesson's:
+# "encoder", a long question and a short answer (the encoder dominates: running it at every step
+# multiplies the cost by about n); "cache", one head per model dimension (re-running the prefix
+# computes (N, H, t, t) attention weights at step t where the cache computes (N, H, 1, t));
+# "prefill", a long decoder prefix and some new tokens (fed one token a call, the prefix costs P
+# calls where the lesson makes one).
+RUNS = {  # part -> (width M, MLP width, encoder and decoder layers, heads H), (N, Kq, n, P)
+    "encoder": ((64, 256, 3, 1, 2), (2, 1024, 32, 1)),
+    "cache": ((128, 256, 1, 2, 128), (2, 4, 160, 8)),
+    "prefill": ((32, 64, 1, 2, 2), (2, 4, 16, 1024)),
+}
 
 
-def build_structure(seed: int, hidden: bool, traits: tuple[str, ...]) -> dict:
-    """A structure check's model and questions: drawn until the wrong structure of each trait
-    returns other tokens than the reference, at a clear choice, and every greedy choice of the
-    reference is clear. EOS never wins (every row decodes all its tokens)."""
-    g = gen(seed)
-    layers = 2 if not hidden else ints(g, 2, 4)  # a re-run of one decoder layer is consistent: two at least
-    cfg = _config(layers)
-    N, n = _SIZES["visible"] if not hidden else (ints(g, *_SIZES["N"]), ints(g, *_SIZES["n"]))
+def build_run(part: str, seed: int, prefix: bool = False) -> dict:
+    """A structure run's model and inputs: random weights, a readout that follows the decoder's
+    state, EOS never chosen (every row decodes all its tokens: the cost is the structure's), drawn
+    until every greedy choice of the reference is clear. ``prefix``: the stretch's inputs, with a
+    decoder prefix (N, P) of words after BOS."""
+    (M, F, Le, Ld, H), (N, Kq, n, P) = RUNS[part]
+    cfg = ModelConfig(emb_dim=M, num_heads=H, feedforward_dim=F, num_enc_layers=Le, num_dec_layers=Ld,
+                      dropout=0.1, position_encoding="sinusoid")
+    g = gen(seed + 7919 * (1 + list(RUNS).index(part)))
+    P = P if prefix else 1
     with one_thread():
         for attempt in range(_ATTEMPTS):
             model = _drawn_model(cfg, seed, attempt)
-            ques = torch.randint(0, 16, (N, 9), generator=g)
-            if len({tuple(q) for q in ques.tolist()}) < N:
-                continue  # a question asked twice would count as encoded again
-            _sharpen_readout(model, ques, n, g)
-            inputs = {"model": model, "config": cfg, "ques": ques, "n": n, "traits": traits, "dims": {"N": N, "n": n}}
-            tokens = torch.from_numpy(reference_tokens(inputs))
-            logits = teacher_forced_logits(model, ques, tokens)  # (n, N, V): the cached steps' logits
-            clear = _clear(model, ques, tokens, logits)
-            if _min_margins(logits).min() >= clear and _apart(wrong_structures(inputs), tokens, clear):
-                return inputs
-    raise RuntimeError(f"kv_cache seed {seed}: no model on which the wrong structure changes the tokens "
-                       f"in {_ATTEMPTS} draws")
-
-
-@torch.no_grad()
-def decoded(model, ques, n, mistake: str | None = None) -> tuple[Tensor, Tensor]:
-    """The lesson's cached decoding (``mistake`` None), or with the wrong structure of a trait:
-    tokens (N, 1 + n) and each step's last-position logits (n, N, V)."""
-    N = ques.shape[0]
-    tokens = torch.full((N, 1), BOS_ID, dtype=torch.long)
-    pos = model.positions(1 + n)  # (1, 1 + n, M)
-    memory = model.encode(ques)  # (N, Kq, M)
-    caches = [(A.KVCache(), A.KVCache(static=True)) for _ in model.decoder.layers]
-    done = torch.zeros(N, dtype=torch.bool)
-    steps = []
-    for t in range(n):
-        if mistake == "encoder_every_step":
-            memory = model.encode(ques)  # again
-        if mistake == "no_cache":  # the whole prefix again, with the mask
-            h = model.decoder(model.emb_layer(tokens) + pos[:, : t + 1], memory, A.get_subsequent_mask(tokens))
-        else:
-            h = model.decoder(model.emb_layer(tokens[:, -1:]) + pos[:, t : t + 1], memory, None, caches=caches)
-        steps.append(model.proj_to_vocab(h[:, -1]))  # (N, V)
-        nxt, done = pick_next(steps[-1], done)
-        tokens = torch.cat([tokens, nxt[:, None]], dim=1)  # (N, t + 2)
-    return tokens, torch.stack(steps)
-
-
-def wrong_structures(inputs) -> dict[str, tuple[Tensor, Tensor]]:
-    """The wrong structure of each trait of the check, decoded on the model with its traits."""
-    model, ques, n, traits = inputs["model"], inputs["ques"], inputs["n"], inputs["traits"]
-    return {WRONG[t]: decoded(structure.with_traits(model, traits), ques, n, WRONG[t]) for t in traits}
+            ques = torch.randint(0, 16, (N, Kq), generator=g)
+            _sharpen_readout(model, ques, P + n - 1, g)
+            words = torch.randint(0, min(BOS_ID, EOS_ID), (N, P - 1), generator=g)  # (N, P - 1)
+            start = torch.cat([torch.full((N, 1), BOS_ID, dtype=torch.long), words], dim=1)  # (N, P)
+            tokens = greedy_decode(model, ques, n, prefix=start)  # (N, P + n)
+            logits = teacher_forced_logits(model, ques, tokens)  # (P + n - 1, N, V)
+            if _min_margins(logits[P - 1:]).min() >= _clear(model, ques, tokens, logits):
+                # the reference tokens: every choice clear of float rounding, so float64 chooses alike
+                inputs = {"model": model, "config": cfg, "ques": ques, "n": n, "tokens": tokens, "dims": {"N": N, "n": n}}
+                return {**inputs, "prefix": start, "dims": {"N": N, "n": n, "P": P}} if prefix else inputs
+    raise RuntimeError(f"kv_cache run {part}, seed {seed}: no model with clear greedy choices in {_ATTEMPTS} draws")
 
 
 # --- the stretch: a decoder prefix of P > 1 tokens, prefilled at once ------------------------------

@@ -36,10 +36,12 @@ def fingerprints(hidden_seeds: list[int]) -> dict[str, str]:
     out = {}
     for check_id, check in sorted(checks().items()):
         for seed in (hidden_seeds if check.hidden else [check.seed]):
-            inputs = graded_inputs(check_id, seed)
+            drawn = graded_inputs(check_id, seed)
             key = f"{check_id}@{seed}" if check.hidden else check_id
-            out[key] = hashlib.sha256(wire_bytes(check_id, inputs) + _digest(reference(check, inputs)).encode()
-                                      ).hexdigest()
+            h = hashlib.sha256()
+            for inputs in drawn["runs"].values() if check.runs else [drawn]:
+                h.update(wire_bytes(check_id, inputs) + _digest(reference(check, inputs)).encode())
+            out[key] = h.hexdigest()
     return out
 
 

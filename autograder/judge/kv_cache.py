@@ -10,18 +10,16 @@ import torch
 
 from encdec import attention as A
 from encdec.data import BOS_ID
-from encdec.grading import structure
 from encdec.grading.words import words
 from encdec.grading.compare import cache_blame
 from encdec.generate import greedy_decode, pick_next
 
 from . import decode_draws as D
-from . import labels
 from . import stages as St
 from . import properties as Prop
 from . import variants as Var
 from .draws import normal
-from .core import ATOL, Check, compare, diagnosis, first_failure, gen, named_by_property, state_arrays
+from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, named_by_property, state_arrays
 
 CHECKS: list[Check] = []
 
@@ -89,14 +87,14 @@ for _cid, _hidden, _seed in (("kv_cache.update", False, 1301), ("kv_cache.update
 # --- cached greedy decoding --------------------------------------------------------------------------
 
 def _wire_decode(inputs):
-    return ({"config": dataclasses.asdict(inputs["config"]), "n": inputs["n"], "traits": list(inputs.get("traits", ()))},
+    return ({"config": dataclasses.asdict(inputs["config"]), "n": inputs["n"]},
             {**state_arrays(inputs["model"]), "ques": inputs["ques"].numpy()})
 
 
 def _ref_decode(inputs):
     """The reference: the tokens alone (the score is decided on them, in the grader and in the
-    student's own run alike)."""
-    return {"tokens": D.reference_tokens(inputs)}
+    student's own run alike); a structure run's, drawn with it (decode_draws.build_run)."""
+    return {"tokens": inputs["tokens"].numpy() if "tokens" in inputs else D.reference_tokens(inputs)}
 
 
 def _decode_variants(inputs) -> dict:
@@ -208,65 +206,87 @@ def _failed_decode(check):
     return judge_failed
 
 
-# --- the structure: encoder once, one token per step, judged by the tokens on a model with a trait
-# (encdec/grading/structure.py, drawn in decode_draws.py) under which the wrong structure returns
-# other tokens. Nothing is timed.
+# --- the structure: encoder once, one token per step, prefill in one call: judged by cost ----------
+# Each part is a run of the test cell on inputs where the wrong structure is dear (decode_draws.RUNS);
+# it passes when the tokens are the reference's and the kernel's CPU time, read outside it, stays
+# within the bound timed on the package's own structure in the same run (judge/budget.py).
 
-# the part of an item that checks both traits which each trait decides (a term of the tables)
-PARTS = {"reencode": "the encoder runs once", "unmasked_self": "one new token per decoder step"}
-
-
-def _structure_variants(inputs) -> dict:
-    """Known mistakes by their tokens on a structure check's model: the wrong structures, and the
-    token mistakes whose tokens differ from the reference's and from each other's."""
-    out = {k: v[0] for k, v in D.wrong_structures(inputs).items()}
-    ref = _ref_decode(inputs)["tokens"]
-    probe = structure.with_traits(inputs["model"], inputs["traits"])
-    for name, (tokens, _) in Var.decode_variants(probe, inputs["ques"], inputs["n"]).items():
-        if not np.array_equal(tokens.numpy(), ref) and all(not torch.equal(tokens, t) for t in out.values()):
-            out[name] = tokens
-    return {k: {"tokens": v.numpy()} for k, v in out.items()}
+PARTS = {"encoder": "the encoder runs once", "cache": "one new token per decoder step",
+         "prefill": "the prefill is one call"}
+WRONG = {"encoder": "encoder_every_step", "cache": "no_cache", "prefill": "prefill_not_one_call"}
 
 
-def _judge_structure(check, traits: tuple[str, ...]):
-    """The tokens decide, as for any decoding; an item that checks both traits earns the part whose
-    wrong structure the tokens are not (tokens that are one wrong structure's miss that part only)."""
-    by_tokens = _judge_tokens(check, _structure_variants)
-
-    def judge(got, ref, inputs):
-        verdict = by_tokens(got, ref, inputs)
-        if verdict.ok or len(traits) < 2:
-            return verdict
-        label = labels.of(verdict.words)
-        missed = {t for t in traits if D.WRONG[t] == label} or set(traits)
-        return dataclasses.replace(verdict, parts=tuple((PARTS[t], t not in missed) for t in traits))
+def _judge_runs(check, by_tokens):
+    """Every run of the item: its tokens (``by_tokens``, the item's own judge), then its cost; an
+    item of several runs earns the parts whose run passed."""
+    def judge(results, _ref, inputs):
+        verdicts = [(PARTS[p], _judge_run(check, p, by_tokens, results.get(p) or {}, inputs["runs"][p]))
+                    for p in check.runs]
+        if all(v.ok for _, v in verdicts):
+            return Verdict(True, words("ok", title=check.title))
+        failed = first_failure(*[v for _, v in verdicts])
+        return dataclasses.replace(failed, parts=tuple((p, v.ok) for p, v in verdicts) if len(verdicts) > 1 else ())
     return judge
 
 
-for _cid, _hidden, _seed, _what, _title in (
-    ("kv_cache.tokens", False, 1302, "tokens", "cached greedy decoding, tokens"),
-    ("kv_cache.encoder_once", False, 1303, "encoder", "encoder runs once"),
-    ("kv_cache.one_token_per_step", False, 1304, "cache", "one new token per decoder step"),
-    ("kv_cache.tokens_hidden", True, 0, "tokens", "cached greedy decoding on a fresh model"),
-    ("kv_cache.structure_hidden", True, 0, "both", "encoder once and one token per step on a fresh model"),
+def _judge_run(check, part: str, by_tokens, result: dict, inputs: dict) -> Verdict:
+    from . import loaded, reference
+
+    cpu, lesson, limit = (result.get(k) for k in ("cpu", "lesson", "bound"))
+    got = loaded(check, result.get("saved"), inputs)
+    if cpu is None or not lesson or limit is None:  # no kernel, or no reading of it
+        return got if isinstance(got, Verdict) else \
+            Verdict(False, words("not_measured", check_id=check.id, part=PARTS[part]), label="not_measured")
+    if cpu >= limit:  # interrupted at the bound, or returned past it: whatever it returned
+        return Verdict(False, words("over_budget", check_id=check.id, part=PARTS[part], ratio=f"{cpu / lesson:.1f}",
+                                    allowed=f"{limit / lesson:.1f}") + diagnosis(WRONG[part]))
+    return got if isinstance(got, Verdict) else by_tokens(got, reference(check, inputs), inputs)
+
+
+def _expected_counts(parts):
+    """What the student's own run of a visible structure item stores (the graded run judges its
+    cost): the reference tokens and what the kernel's counters should read."""
+    def expected(inputs):
+        out = {"tokens": D.reference_tokens(inputs) if "prefix" not in inputs else _ref_prefill(inputs)["tokens"]}
+        if "encoder" in parts:
+            out["encoder_calls"] = np.array(1)
+        if "cache" in parts:  # the prefix once, then one token a step
+            P = inputs["prefix"].shape[1] if "prefix" in inputs else 1
+            out["decoder_lengths"] = np.array([P] + [1] * (inputs["n"] - 1), dtype=np.int64)
+        return out
+    return expected
+
+
+def _lesson_decode(model, ques_b, n):
+    return greedy_decode(model, ques_b, n)
+
+
+def _lesson_prefill(model, ques_b, prefix, n):
+    return greedy_decode(model, ques_b, n, prefix=prefix)
+
+
+for _cid, _hidden, _seed, _parts, _title in (
+    ("kv_cache.tokens", False, 1302, (), "cached greedy decoding, tokens"),
+    ("kv_cache.encoder_once", False, 1303, ("encoder",), "encoder runs once"),
+    ("kv_cache.one_token_per_step", False, 1304, ("cache",), "one new token per decoder step"),
+    ("kv_cache.tokens_hidden", True, 0, (), "cached greedy decoding on a fresh model"),
+    ("kv_cache.structure_hidden", True, 0, ("encoder", "cache"), "encoder once and one token per step on a fresh model"),
 ):
-    _traits = D.TRAITS.get(_what, ())
-    _build = ((lambda s, h=_hidden: D.build_decode(s, h)) if not _traits
-              else (lambda s, h=_hidden, t=_traits: D.build_structure(s, h, t)))
     _c = Check(id=_cid, title=_title, task="greedy_decode_cached(model, ques_b, max_new_tokens)", kind="decode",
-               hidden=_hidden, seed=_seed, build=_build, wire=_wire_decode, reference=_ref_decode,
-               variants=_structure_variants if _traits else _decode_variants,
-               when_larger={"encoder_calls": "encoder_every_step", "decoder_lengths": "no_cache"})
+               hidden=_hidden, seed=_seed, build=(lambda s, h=_hidden: D.build_decode(s, h)), wire=_wire_decode,
+               reference=_ref_decode, variants=_decode_variants, expected=_expected_counts(_parts) if _parts else None,
+               when_larger={"encoder_calls": "encoder_every_step", "decoder_lengths": "no_cache"},
+               runs={p: (lambda s, p=p: D.build_run(p, s)) for p in _parts}, lesson=_lesson_decode)
     _c.judge_failed = _failed_decode(_c)
-    _c.judge = _judge_structure(_c, _traits) if _traits else _judge_tokens(_c, _decode_variants)
+    # a structure run's tokens name no mistake: its inputs are drawn for their cost (the token items name them)
+    _c.judge = _judge_runs(_c, _judge_tokens(_c, lambda inputs: {})) if _parts else _judge_tokens(_c, _decode_variants)
     CHECKS.append(_c)
 
 
 # --- the stretch: prefill a decoder prefix of P > 1 tokens at once, then one token per step ---------
-# Judged by the tokens alone, as the decoding items: the inputs are drawn so that every known prefill
-# mistake returns other tokens (decode_draws.build_prefill). A prefill that feeds the prefix one token
-# at a time through the cache is no mistake: it computes the same keys and values and returns the same
-# tokens (only slower), so it passes; nothing is timed or counted.
+# The tokens are judged as the decoding items' and name a known prefill mistake (the student's own run:
+# a model drawn so that each one returns other tokens, decode_draws.build_prefill); the graded run judges
+# by cost too: a long prefix fed one token a call, or a prefix re-run at every step, is over the bound.
 
 def _wire_prefill(inputs):
     meta, arrays = _wire_decode(inputs)
@@ -274,9 +294,11 @@ def _wire_prefill(inputs):
 
 
 def _ref_prefill(inputs):
-    """The reference: the uncached greedy decoding that continues the prefix (its tokens)."""
-    return {"tokens": greedy_decode(inputs["model"], inputs["ques"], inputs["n"], use_cache=False,
-                                    prefix=inputs["prefix"]).numpy()}
+    """The reference: the package's greedy decoding that continues the prefix (its tokens); a
+    structure run's, drawn with it (decode_draws.build_run)."""
+    if "tokens" in inputs:
+        return {"tokens": inputs["tokens"].numpy()}
+    return {"tokens": greedy_decode(inputs["model"], inputs["ques"], inputs["n"], prefix=inputs["prefix"]).numpy()}
 
 
 def _prefill_variants(inputs) -> dict:
@@ -299,7 +321,10 @@ for _cid, _hidden, _seed, _title in (
 ):
     _c = Check(id=_cid, title=_title, task="greedy_decode_prefix(model, ques_b, prefix, max_new_tokens)",
                kind="prefill", hidden=_hidden, seed=_seed, build=(lambda s, h=_hidden: D.build_prefill(s, h)),
-               wire=_wire_prefill, reference=_ref_prefill, variants=_prefill_variants)
+               wire=_wire_prefill, reference=_ref_prefill, variants=_prefill_variants,
+               expected=_expected_counts(("cache",)), when_larger={"decoder_lengths": "no_cache"},
+               runs={p: (lambda s, p=p: D.build_run(p, s, prefix=True)) for p in ("prefill", "cache")},
+               lesson=_lesson_prefill)
     _c.judge_failed = _failed_decode(_c)
-    _c.judge = _judge_prefill(_c)
+    _c.judge = _judge_runs(_c, _judge_prefill(_c))
     CHECKS.append(_c)

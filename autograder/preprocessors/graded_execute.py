@@ -5,14 +5,19 @@ into the kernel's folder (its scratch copy, ``SandboxKernelManager.kernel_dir``,
 folder); right after the cell it takes the outputs the kernel saved into the grader's memory and
 removes the inputs, never following a link the kernel planted (``sandbox.safefs``). So the kernel
 cannot know the inputs before its code runs on them, and nothing it does later changes what it
-answered."""
+answered. A check judged by cost (the kv_cache structure items) runs its cell once per run, and the
+kernel's CPU time around each run is read from outside it (``_measured_runs``)."""
 from __future__ import annotations
 
 import re
 import secrets
+import threading
 from pathlib import Path
 
+import zmq
+
 from autograder.sandbox.execute import SandboxedExecute
+from autograder.sandbox.sandbox import tree_cpu_seconds
 from ._shared import OUTPUTS_KEY, check_ids, deliver, graded_inputs, withdraw, workdir
 
 
@@ -23,6 +28,8 @@ class GradedExecute(SandboxedExecute):
         from autograder import judge
 
         ids = [i for i in check_ids(cell) if i in judge.CHECKS]
+        if len(ids) == 1 and judge.CHECKS[ids[0]].runs:
+            return self._measured_runs(cell, resources, index, judge.CHECKS[ids[0]])
         workdir = self._kernel_folder(resources)
         # A hidden check runs under a one-time name: neither its id nor its code enters the kernel.
         names = {i: f"check_{secrets.token_hex(8)}" if judge.CHECKS[i].hidden else i for i in ids}
@@ -39,6 +46,69 @@ class GradedExecute(SandboxedExecute):
         for check_id in ids:
             outputs[check_id] = withdraw(workdir, names[check_id]) if workdir is not None else None
         return cell, resources
+
+    def _measured_runs(self, cell, resources, index, check):
+        """A check judged by cost (``Check.runs``): the cell runs once per run, each on its own inputs
+        under a one-time name. Just before, the grader times the package's own structure on them
+        (its bound, ``judge.budget``); the kernel's CPU time around the run is read from outside it,
+        before its inputs exist and after its outputs are taken, and past the bound it is interrupted."""
+        from autograder.judge import budget
+
+        results: dict[str, dict] = {}
+        source = cell.source
+        try:
+            for part, inputs in graded_inputs(self, resources, check.id)["runs"].items():
+                lesson = budget.lesson_cpu(check, inputs)
+                limit, name = budget.bound(lesson), f"check_{secrets.token_hex(8)}"
+                before = self._cpu()
+                self._hand_over(self._kernel_folder(resources), name, check.id, inputs)
+                cell.source = _as_run(source, {check.id: name})
+                done = threading.Event()
+                watch = threading.Thread(target=self._watch, args=(before, limit, done), daemon=True)
+                watch.start()
+                try:
+                    cell, resources = super().preprocess_cell(cell, resources, index)
+                finally:
+                    done.set()
+                    watch.join()
+                workdir = self._kernel_folder(resources)
+                saved = withdraw(workdir, name) if workdir is not None else None
+                after = self._cpu()
+                cpu = None if before is None or after is None else after - before
+                results[part] = {"saved": saved, "cpu": cpu, "lesson": lesson, "bound": limit}
+                self.log.info("%s, run %r: %s s of CPU time in the kernel, bound %.3f s (the lesson's %.3f s)",
+                              check.id, part, "unknown" if cpu is None else f"{cpu:.3f}", limit, lesson)
+        finally:
+            cell.source = source
+        resources.setdefault("nbgrader", {}).setdefault(OUTPUTS_KEY, {})[check.id] = results
+        return cell, resources
+
+    def _cpu(self) -> float | None:
+        """CPU seconds the kernel has used, read outside it: its cgroup's (every process and thread it
+        started), else its launcher's process tree's; None when neither can be read."""
+        km = getattr(self, "km", None)
+        cgroup, process = getattr(km, "_cgroup", None), getattr(getattr(km, "provisioner", None), "process", None)
+        try:
+            used = cgroup.cpu_seconds() if cgroup is not None else None
+        except (OSError, ValueError):
+            used = None
+        return used if used is not None or process is None else tree_cpu_seconds(process.pid)
+
+    def _watch(self, start: float | None, limit: float, done: threading.Event) -> None:
+        """Interrupt the kernel once it has used ``limit`` CPU seconds since ``start``: the run is over
+        its bound already, and an uncached loop must not eat the notebook's time."""
+        while start is not None and not done.wait(0.02):
+            used = self._cpu()
+            if used is not None and used - start > limit:
+                try:  # an interrupt request on a socket of this thread's own (the client's belong to the cell's)
+                    info = self.km.get_connection_info()
+                    with zmq.Context.instance().socket(zmq.DEALER) as sock:
+                        sock.linger = 1000
+                        sock.connect(f"{info['transport']}://{info['ip']}-{info['control_port']}")
+                        self.km.session.send(sock, "interrupt_request", {})
+                except Exception as err:  # noqa: BLE001 - the run is judged over its bound either way
+                    self.log.warning("could not interrupt the kernel at its CPU bound: %s", err)
+                return
 
     def _hand_over(self, workdir: Path | None, name: str, check_id: str, inputs: dict) -> None:
         """Write a check's inputs into the kernel's folder under ``name``; a folder the kernel

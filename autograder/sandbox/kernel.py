@@ -272,6 +272,7 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
 _swept: set[str] = set()
 
 
+
 def _relay(stream, said: list[str], keep: int = 20) -> None:
     """Copy the fork server's stderr to the grader's, keeping its first ``keep`` lines in ``said``."""
     for raw in iter(stream.readline, b""):

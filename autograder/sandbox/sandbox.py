@@ -362,3 +362,24 @@ def read_policy(connection_file: str) -> dict:
             "autograder.sandbox.kernel.SandboxKernelManager (see autograder/sandbox/nbgrader_sandbox.py)"
         )
     return json.loads(path.read_text())
+
+
+def tree_cpu_seconds(root: int) -> float | None:
+    """User and system CPU seconds of ``root`` and every process under it, with the children they
+    reaped (``/proc/<pid>/stat``); None when ``root`` is gone."""
+    stats: dict[int, tuple[int, int]] = {}  # pid -> (parent, ticks)
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()  # after the name: state ppid ... utime stime cutime cstime
+        except OSError:
+            continue
+        stats[int(entry)] = (int(fields[1]), sum(int(x) for x in fields[11:15]))
+    if root not in stats:
+        return None
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += stats[pid][1]
+        todo += [p for p, (parent, _) in stats.items() if parent == pid]
+    return total / os.sysconf("SC_CLK_TCK")

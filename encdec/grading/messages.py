@@ -155,6 +155,9 @@ MESSAGES = {
                                 "{token} where the largest logit is token {best}: greedy decoding picks the argmax "
                                 "(pick_next)."),
         "ok": "{title}: ok.",
+        "over_budget": ("{check_id}: {part}: not met: the kernel used {ratio} times the CPU time of the lesson's "
+                        "decoding on the same inputs; expected at most {allowed} times."),
+        "not_measured": "{check_id}: {part}: the grader could not read the kernel's CPU time, so it is not met.",
         "encoder_calls": "{check_id}: the encoder ran {calls} times for one call that decoded {n} tokens; expected exactly once.",
         "decoder_lengths": ("{check_id}: the decoder was fed {lens} tokens per step; expected the BOS prefix once, then "
                             "1 token per step ([1, 1, 1, ...])."),
@@ -339,6 +342,8 @@ MESSAGES = {
         "observed_not_argmax": ("\n观察到：每一步的 logits 都正确，但在第 {step} 步第 {row} 行得到词元 {token}，"
                                 "而最大的 logit 属于词元 {best}：贪心解码选取 argmax（pick_next）。"),
         "ok": "{title}：正确。",
+        "over_budget": "{check_id}：{part}：未满足：在相同输入上，内核用掉的 CPU 时间是课程解码的 {ratio} 倍；应当至多 {allowed} 倍。",
+        "not_measured": "{check_id}：{part}：批改程序读不到内核的 CPU 时间，因此未满足。",
         "encoder_calls": "{check_id}：一次解码 {n} 个词元的调用中，编码器运行了 {calls} 次；应当只运行一次。",
         "decoder_lengths": ("{check_id}：每步送入解码器的词元数为 {lens}；应当先送入一次 BOS 前缀，"
                             "之后每步 1 个词元（[1, 1, 1, ...]）。"),
@@ -425,6 +430,7 @@ TERMS = {
         "stretch: prefill of a decoder prefix, then cached decoding": "拓展题：预填充解码器前缀，再带缓存地解码",
         "stretch: prefill of a decoder prefix on a fresh model": "拓展题：预填充解码器前缀（新的模型）",
         "the encoder runs once": "编码器只运行一次",
+        "the prefill is one call": "预填充只调用一次",
         "the mask": "掩码",
         "the attention weights": "注意力权重",
         "the block output": "块的输出",

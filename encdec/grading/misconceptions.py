@@ -141,6 +141,10 @@ MISCONCEPTIONS = {
         "keys and values were appended along the wrong axis: (N, H, T, Dh) grows along T, dim=2."
     ),
     # the stretch: a decoder prefix of P tokens prefilled at once
+    "prefill_not_one_call": (
+        "the prefix was not fed in one call: the prefill feeds all P prefix positions in one call "
+        "of the decoder (with get_subsequent_mask), then one new token a step."
+    ),
     "prefill_no_mask": (
         "the prefill ran without the causal mask: the P prefix positions were fed at once, so each "
         "read the prefix tokens after it, and the keys and values cached for it (from the second "

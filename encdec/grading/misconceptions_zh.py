@@ -127,6 +127,10 @@ MISCONCEPTIONS_ZH = {
         "键和值沿错误的轴追加了：(N, H, T, Dh) 沿 T 增长，dim=2。"
     ),
     # 拓展题：一次预填充 P 个词元的解码器前缀
+    "prefill_not_one_call": (
+        "前缀没有在一次调用中送入：预填充应在一次解码器调用中送入全部 P 个前缀位置（配合 get_subsequent_mask），"
+        "之后每步送入一个新词元。"
+    ),
     "prefill_no_mask": (
         "预填充没有用因果掩码：P 个前缀位置一次送入，于是每个位置都读到了它后面的前缀词元，"
         "为它缓存的键和值（从第二个解码器层起）带上了未来的信息。预填充时传入 get_subsequent_mask(prefix)；"

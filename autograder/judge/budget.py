@@ -1,0 +1,42 @@
+"""What a structure run may cost (the kv_cache structure items, chapter 13).
+
+A cached and an uncached decoder return the same tokens, so "the encoder runs once", "one new token
+per decoder step" and "the prefill is one call" are judged by what the kernel had to compute: the
+grader reads the kernel's CPU time from outside it (its cgroup, else its process tree:
+``GradedExecute._cpu``) around the test cell, on inputs where the wrong structure
+costs ten times the lesson's or more (``decode_draws.RUNS``; ``bench/bench_structure.py`` prints the
+ratios). The bound is calibrated in the same run: just before the cell, the grader times the
+package's own structure on the same inputs, through the kernel's own path (the inputs file read,
+the model built, the counters, the outputs packed), on one thread, in CPU time, and allows
+``FACTOR`` times that plus ``SLACK``. CPU time, not wall time: a loaded machine changes little, and
+threads and child processes the kernel starts are counted with it.
+"""
+
+from __future__ import annotations
+
+import time
+
+from encdec.grading import calls, wire
+
+from .decode_draws import one_thread
+
+FACTOR = 4.0  # an honest decoding in another style (row by row, float64, preallocated) stays under 3
+SLACK = 0.2  # s: the kernel's own work around the call (the inputs file, IPython, its messages: up to 0.12 s seen)
+
+
+def lesson_cpu(check, inputs: dict) -> float:
+    """CPU seconds of the package's own structure (``check.lesson``) on ``inputs``, through the
+    kernel's path, on one thread."""
+    from . import wire_bytes
+
+    data = wire_bytes(check.id, inputs)
+    with one_thread():
+        start = time.thread_time()
+        meta, arrays = wire.loads(data, "inputs.npz")
+        wire.to_bytes({"status": "ok"}, calls.call(meta, arrays, check.lesson))
+        return time.thread_time() - start
+
+
+def bound(lesson: float) -> float:
+    """The CPU seconds a run may use, from the lesson's."""
+    return FACTOR * lesson + SLACK
