@@ -94,7 +94,8 @@ def grade(work: Path, timeout: int = TIMEOUT, only: list[str] | None = None) -> 
         a = manifest[name]["assignment"]
         dest = state.submitted / name / a
         dest.mkdir(parents=True, exist_ok=True)
-        shutil.copy(graded_notebook(name), dest / graded_notebook(name).name)  # the name it was handed in under
+        for handed_in in graded_notebook(name).parent.iterdir():  # the notebook, under the name it was handed
+            shutil.copy(handed_in, dest / handed_in.name)  # in, and any file beside it
         # what `nbgrader collect` brings along: the release's stored visible references
         shutil.copytree(ROOT / "exercises" / a / "reference", dest / "reference", dirs_exist_ok=True)
     args = course_args(work)
