@@ -168,8 +168,16 @@ def test_own_run_names_the_mistake_in_the_releases_language(lang, tmp_path):
         return {"Q": (N, H, Lq, M // H), "K": (N, H, Lk, M // H), "V": (N, H, Lk, M // H),
                 "scores": (N, H, Lk, Lq), "out": (N, Lq, M)}
 
+    def top_p_crossing(logits, temperature=1.0, top_k=None, top_p=None):  # the token that crosses p dropped
+        return S._probs(logits, temperature, top_k, top_p, "top_p_crossing_token")
+
+    def top_k_unnormalised(logits, temperature=1.0, top_k=None, top_p=None):
+        return S._probs(logits, temperature, top_k, top_p, "top_k_not_renormalised")
+
     for check_id, impl, key in (("warmup.padding_mask", padding_mask, "padding_on_queries"),
-                                ("warmup.shapes", attention_shapes, "scores_transposed")):
+                                ("warmup.shapes", attention_shapes, "scores_transposed"),
+                                ("warmup.sampling", top_p_crossing, "top_p_crossing_token"),
+                                ("warmup.sampling", top_k_unnormalised, "top_k_not_renormalised")):
         with pytest.raises(AssertionError) as err:
             checks.run(check_id, impl, tmp_path)
         said = re.sub(r"\s+", "", str(err.value))
