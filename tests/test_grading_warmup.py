@@ -239,11 +239,18 @@ def _sdpa_routes():
 
     def in_thread(q, k, v):
         out = {}
-        t = threading.Thread(target=lambda: out.update(w=torch.nn.functional.scaled_dot_product_attention(
-            q, k, v, is_causal=True, scale=1.0)))
+
+        def attend():
+            try:
+                out["w"] = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1.0)
+            except RuntimeError as err:
+                out["error"] = err
+        t = threading.Thread(target=attend)
         t.start()
         t.join()
-        return out["w"]  # KeyError when the thread's call raised
+        if "error" in out:
+            raise out["error"]
+        return out["w"]
 
     def math_backend(q, k, v):
         with sdpa_kernel(SDPBackend.MATH):
