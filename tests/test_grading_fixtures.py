@@ -32,15 +32,17 @@ ATTACKS = ("cheat_", "tamper_", "broken_", "hostile_")
 # stock nbgrader (the plumbing of each kind of check), and judges every row in process
 # (tests/test_grading_warmup.py: the same judges on the same cells, a fraction of the time);
 # ENCDEC_FIXTURES_ALL=1 (`make test-all`) hands every row in.
+# The warm-up's cheats are judged in process too; the helper file handed in beside the notebook is
+# handed to stock nbgrader, since only the sandbox shows that no file but the notebook reaches the kernel.
 WARMUP_SAMPLE = ("wu_pass_all", "wu_stub", "wu_bug_kv_length_from_queries", "wu_bug_mask_after_softmax",
-                 "wu_bug_padding_on_queries", "wu_bug_top_p_crossing_token",
+                 "wu_bug_padding_on_queries", "wu_bug_top_p_crossing_token", "cheat_wu_helper_file",
                  "wu_download_copies")  # two downloads: which one stock nbgrader grades (autograder/handed_in.py)
 IN_FULL = os.environ.get("ENCDEC_FIXTURES_ALL") == "1"
 # Of the kernels that send the grader too much (autograder/fixtures/big_messages.py), one of each cut.
 MESSAGE_SAMPLE = {f"hostile_message_{kind}" for kind in SAMPLE}
 SELECTED = sorted(n for n in MANIFEST if (os.environ.get("ENCDEC_FIXTURES") != "attacks"
                                           or n.startswith(ATTACKS) or n.endswith("_pass_all") or n == "db_bug_mlp_skipped")
-                  and (IN_FULL or not n.startswith("wu_") or n in WARMUP_SAMPLE)
+                  and (IN_FULL or not n.startswith(("wu_", "cheat_wu_")) or n in WARMUP_SAMPLE)
                   and (IN_FULL or not n.startswith("hostile_message_") or n in MESSAGE_SAMPLE))
 
 

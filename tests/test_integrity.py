@@ -101,11 +101,7 @@ ATTACKS = [
     ("torch.nn.TransformerDecoderLayer(16, 2)", "ready-made layers (torch.nn.TransformerDecoderLayer)"),
     ("from torch import nn\nlayer = nn.Transformer(16, 2)", "ready-made layers (torch.nn.Transformer)"),
     ("from torch.nn import MultiheadAttention as MHA\nMHA(16, 2)", "ready-made layers (torch.nn.MultiheadAttention)"),
-    ("F.scaled_dot_product_attention(q, k, v)", "ready-made layers (torch.nn.functional.scaled_dot_product_attention)"),
-    ("import torch.nn.functional as G\nG.scaled_dot_product_attention(q, k, v)", "scaled_dot_product_attention"),
-    ("from torch.nn.functional import scaled_dot_product_attention as sdpa\nsdpa(q, k, v)",
-     "scaled_dot_product_attention"),
-    ("mask = torch.nn.Transformer.generate_square_subsequent_mask(K)", "generate_square_subsequent_mask"),
+    ("import torch.nn.functional as G\nG.multi_head_attention_forward(q, k, v)", "multi_head_attention_forward"),
     ("nn.TransformerEncoderLayer(16, 2)", "ready-made layers (torch.nn.TransformerEncoderLayer)"),
     # running a module around its hooks
     # names reached through strings, code handed over in strings
@@ -150,6 +146,8 @@ HONEST = [
     "from encdec.grading import checks",
     'checks.run("decoder_block.mask", get_subsequent_mask)',
     "out, w = ref_attention.scaled_dot_product_attention(q, k, v, mask)",
+    # no spelling of torch's attention operator is read: a by-hand part runs without it (by_hand.py)
+    "F.scaled_dot_product_attention(q, k, v)",
     "mask = ref.get_subsequent_mask(ans_b[:, :-1])",
     "checks = [a == b for a, b in pairs]\nall(checks)",
     "def f(checks):\n    return checks.append(1)",
@@ -222,7 +220,7 @@ def test_scan_notebook_skips_test_cells_labels_cells_and_carries_imports():
     test.source += "\nimport sys; sys._getframe()"  # the grader restores test cells: never scanned
     nb.cells.insert(2, nbformat.v4.new_code_cell("import torch.nn.functional as G"))
     block = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "block_solution")
-    block.source += "\n_ = G.scaled_dot_product_attention"
+    block.source += "\n_ = G.multi_head_attention_forward"
     nb.cells.insert(3, nbformat.v4.new_code_cell("import gc\ngc.get_objects()"))
     flags = scan_notebook(nb)
     assert [(f.cell, f.reason.split(" (")[0]) for f in flags] == [

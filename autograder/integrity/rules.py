@@ -19,7 +19,10 @@ READY_MADE = "uses torch's ready-made layers ({})"
 # folders, /proc): the sandbox constructs all of it (autograder/sandbox/policy.py), so there is
 # nothing to learn and nothing to switch to; `os.environ["KMP_DUPLICATE_LIB_OK"] = "TRUE"` and
 # `os.listdir(".")` are honest habits. Nor for a hook registered on a module (a student's self-test):
-# no score reads anything measured inside the kernel.
+# no score reads anything measured inside the kernel. Nor for torch's attention operator
+# (`scaled_dot_product_attention`, by any name): a part written by hand runs with no attention
+# operator in the process (encdec/grading/by_hand.py); the mask is asked in the course's convention
+# (True = forbidden), which no ready-made call returns.
 UNCHECKED = "could not be checked ({})"  # fails closed: what the scan cannot read is listed for review
 
 # (pattern, reason): the pattern must match a whole fact (re.fullmatch).
@@ -54,10 +57,10 @@ RULES: list[tuple[str, str]] = [
     (r"name:(numpy|torch)\.(load|save|savez|savez_compressed|fromfile|loadtxt|genfromtxt|memmap)", FILES),
     (r"name:torch\.nn(\.modules(\.\w+)?)?\.(Transformer|TransformerEncoder|TransformerEncoderLayer"
      r"|TransformerDecoder|TransformerDecoderLayer|MultiheadAttention)", READY_MADE),
-    (r"attr:(TransformerEncoder|TransformerEncoderLayer|TransformerDecoder|TransformerDecoderLayer|MultiheadAttention"
-     r"|generate_square_subsequent_mask)", READY_MADE),
-    (r"name:torch\.nn\.functional\.(scaled_dot_product_attention|multi_head_attention_forward)", READY_MADE),
-    (r"str:(Transformer(Encoder|Decoder)?(Layer)?|MultiheadAttention|scaled_dot_product_attention)", READY_MADE),
+    (r"attr:(TransformerEncoder|TransformerEncoderLayer|TransformerDecoder|TransformerDecoderLayer|MultiheadAttention)",
+     READY_MADE),
+    (r"name:torch\.nn\.functional\.multi_head_attention_forward", READY_MADE),
+    (r"str:(Transformer(Encoder|Decoder)?(Layer)?|MultiheadAttention)", READY_MADE),
     (r"unchecked:.*", UNCHECKED),
 ]
 COMPILED_RULES = [(re.compile(pattern, re.S), reason) for pattern, reason in RULES]

@@ -4,9 +4,10 @@
   nothing is installed into anyone's home) over ZeroMQ `ipc` sockets in a private folder:
   the kernel has no network, so TCP on localhost cannot reach it. The kernel imports the grading
   edition of its `assignment` (autograder/edition.py, built or reused before the start) where
-  the package is, never the package itself. Before the start it copies the regular files of
-  nbgrader's working folder (no notebook) into a scratch folder of a fresh sandbox uid, which the
-  sandbox mounts at nbgrader's working folder (`kernel_dir` is where the grader reaches it);
+  the package is, never the package itself. Before the start it makes an empty scratch folder of
+  a fresh sandbox uid (no file handed in beside the notebook reaches the kernel: a helper module
+  could run what no cell shows), which the sandbox mounts at nbgrader's working folder
+  (`kernel_dir` is where the grader reaches it);
   after the kernel, in every outcome, it removes the scratch and socket folders (safefs.py:
   nothing the kernel wrote is copied back or followed) and gives the uid back.
 - `Zygote` is the grader's handle on the fork server (zygote.py) that the manager's kernels
@@ -36,7 +37,7 @@ from . import mounts, relay, safefs
 from .cgroups import Cgroup
 from .policy import SOCK_FILES, Policy
 from .sandbox import Limits, SandboxUnavailable, UidSlot, check_available, kernel_cgroup, package_path, \
-    prepare_workdir, privileged, readonly_paths, end_kernel_processes, write_policy, zygote_command
+    privileged, readonly_paths, end_kernel_processes, write_policy, zygote_command
 
 KERNEL_NAME = "encdec-sandbox"
 KERNELS_DIR = Path(__file__).resolve().parent / "kernels"
@@ -68,14 +69,6 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
                  "the system's temporary folder instead when this path is too long for a socket's address "
                  "(socket_base)."
     ).tag(config=True)
-    workdir_max_files = Integer(
-        2000, help="Files of nbgrader's working folder copied into the kernel's scratch folder, at most; a "
-                   "larger submission is not graded."
-    ).tag(config=True)
-    workdir_max_mb = Integer(
-        256, help="MiB of nbgrader's working folder copied into the kernel's scratch folder, at most."
-    ).tag(config=True)
-
     def __init__(self, **kwargs):
         kwargs["kernel_name"] = KERNEL_NAME
         super().__init__(**kwargs)
@@ -186,8 +179,9 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
         policy["relay"] = str(self._relaydir)
         self.ip = str(self._relaydir / "k")
         self.connection_file = str(self._sockdir / "connection.json")
-        # The kernel's working folder: a scratch copy, in a folder of root's (0700), bound at
-        # nbgrader's working folder inside the sandbox. Nothing of it is ever copied back. As
+        # The kernel's working folder: an empty scratch folder, in a folder of root's (0700), bound at
+        # nbgrader's working folder inside the sandbox. Nothing handed in is copied there (the cells
+        # come over ZeroMQ: what runs is the notebook), and nothing of it is ever copied back. As
         # root it is a tmpfs mounted here; without root the launcher mounts one over it.
         self._holder = Path(tempfile.mkdtemp(prefix=mounts.folder_prefix("w"), dir=scratch_base))
         self._scratch = self._holder / "work"
@@ -195,8 +189,6 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
         if privileged():
             mounts.tmpfs(str(self._scratch), limits.work_mb, limits.work_files, uid, gid)
             self._mounted.append(self._scratch)
-        owner = uid if privileged() else None  # unprivileged: the kernel has the grader's uid
-        prepare_workdir(self._workdir, self._scratch, owner, self.workdir_max_files, self.workdir_max_mb)
         policy["scratch"] = str(self._scratch)
         write_policy(self._sockdir, policy)
 

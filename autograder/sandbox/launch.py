@@ -107,19 +107,12 @@ def via_bwrap(policy: dict, connection_file: str, extra: list[str], log: Path, r
 
 
 def own_working_folder(policy: dict) -> None:
-    """Without root: a tmpfs with the kernel's limits over the grader's copy of its working folder,
-    in this launcher's own user and mount namespace (mounts.py), filled from that copy. bwrap,
-    started from here, binds it at nbgrader's working folder; it goes when the sandbox ends."""
-    scratch, limits = policy["scratch"], Limits(**policy["limits"])
-    source = os.open(scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        mounts.private_namespace(as_root=False)
-        mounts.tmpfs(scratch, limits.work_mb, limits.work_files, os.getuid(), os.getgid())
-        target = os.open(scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except BaseException:
-        os.close(source)
-        raise
-    safefs.copy_into(source, target, max_files=limits.work_files, max_bytes=limits.work_mb << 20)
+    """Without root: an empty tmpfs with the kernel's limits over the grader's (empty) scratch folder,
+    in this launcher's own user and mount namespace (mounts.py). bwrap, started from here, binds it
+    at nbgrader's working folder; it goes when the sandbox ends."""
+    limits = Limits(**policy["limits"])
+    mounts.private_namespace(as_root=False)
+    mounts.tmpfs(policy["scratch"], limits.work_mb, limits.work_files, os.getuid(), os.getgid())
 
 
 def policy_cgroup(policy: dict) -> cgroups.Cgroup | None:

@@ -159,7 +159,7 @@ class Policy:
                                     "torch and what they require bound back, read-only (`kernel_site.py`)"),
             (f"`{self.tmp}`", f"private tmpfs of {lim.tmp_mb} MiB"),
             ("working folder", f"tmpfs of {lim.work_mb} MiB and {lim.work_files} files and folders of its own, "
-                               "holding a copy of the submission's files; unmounted after the kernel"),
+                               "empty at the start (no file handed in reaches the kernel); unmounted after the kernel"),
             ("socket folder", f"tmpfs of {self.sock_mb()} MiB (its log: the file-size limit) and {SOCK_FILES} "
                               "files of its own (without root: a folder on the host, see README)"),
             ("rlimits, each process", ", ".join(f"{n} {shown.get(n, v)}" for n, v in self.rlimits())),

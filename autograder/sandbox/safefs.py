@@ -14,8 +14,7 @@ in such a folder goes through this module, which
 
 ``remove_tree`` is ``rm -rf`` with those rules (it also takes back folders left mode 000 or
 read-only, and clears the immutable and append-only flags of what it removes); ``read_tail``
-is the end of a log file; ``copy_tree`` copies the regular files of a folder, bounded, into a
-new one owned by the kernel's uid (``copy_into``: into an open folder, the kernel's tmpfs).
+is the end of a log file. Nothing is copied into a kernel's folder (it starts empty).
 Standard library only: the kernelspec's launcher imports it, the zygote loads it by path.
 """
 from __future__ import annotations
@@ -31,10 +30,6 @@ _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # a FIFO mus
 
 FS_IOC_GETFLAGS, FS_IOC_SETFLAGS = 0x80086601, 0x40086602  # linux/fs.h (64-bit encoding)
 FS_IMMUTABLE_FL, FS_APPEND_FL = 0x10, 0x20
-
-
-class TreeTooLarge(OSError):
-    """A folder to copy holds more files, bytes or levels than allowed."""
 
 
 def _ident(st: os.stat_result) -> tuple[int, int]:
@@ -212,109 +207,6 @@ def read_tail(path, limit: int = 4096) -> bytes:
     finally:
         os.close(fd)
 
-
-def copy_tree(src, dst, *, owner: int | None = None, skip=lambda name: False, max_files: int = 2000,
-              max_bytes: int = 256 * 2**20, max_depth: int = 32) -> int:
-    """Copy the regular files and folders of ``src`` into the new folder ``dst``; return the bytes.
-
-    Links, FIFOs, sockets and devices are left out, and so is every entry whose name ``skip``
-    accepts. ``dst`` and everything in it get the owner ``owner`` (files 0644, folders 0755).
-    Raises `TreeTooLarge` past ``max_files`` files, ``max_bytes`` bytes or ``max_depth`` levels.
-    """
-    parent, name = _parent_dir(dst)
-    try:
-        os.mkdir(name, 0o755, dir_fd=parent)
-        dfd = os.open(name, _DIR, dir_fd=parent)
-    finally:
-        os.close(parent)
-    try:
-        sfd = os.open(src, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except BaseException:
-        os.close(dfd)
-        raise
-    if owner is not None:
-        os.fchown(dfd, owner, owner)
-    return copy_into(sfd, dfd, owner=owner, skip=skip, max_files=max_files, max_bytes=max_bytes,
-                     max_depth=max_depth)
-
-
-def copy_into(sfd: int, dfd: int, *, owner: int | None = None, skip=lambda name: False, max_files: int = 2000,
-              max_bytes: int = 256 * 2**20, max_depth: int = 32) -> int:
-    """`copy_tree` from the open folder ``sfd`` into the open, empty folder ``dfd``; both
-    descriptors are closed when it returns."""
-    # A stack of (source folder, copy) descriptors and the entries of the source left to copy.
-    try:
-        stack = [(sfd, dfd, sorted(os.listdir(sfd)))]
-    except BaseException:
-        os.close(sfd)
-        os.close(dfd)
-        raise
-    files = size = 0
-    try:
-        while stack:
-            sfd, dfd, names = stack[-1]
-            if not names:
-                os.close(sfd)
-                os.close(dfd)
-                stack.pop()
-                continue
-            entry = names.pop()
-            if skip(entry):
-                continue
-            st = _lstat(entry, sfd)
-            if st is None:
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                if len(stack) >= max_depth:
-                    raise TreeTooLarge(errno.EFBIG, f"more than {max_depth} levels of folders")
-                os.mkdir(entry, 0o755, dir_fd=dfd)
-                child_d = os.open(entry, _DIR, dir_fd=dfd)
-                try:
-                    if owner is not None:
-                        os.fchown(child_d, owner, owner)
-                    child_s = _open_dir(sfd, entry, st)
-                except BaseException:
-                    os.close(child_d)
-                    raise
-                stack.append((child_s, child_d, sorted(os.listdir(child_s))))
-            elif stat.S_ISREG(st.st_mode):
-                files += 1
-                if files > max_files:
-                    raise TreeTooLarge(errno.EFBIG, f"more than {max_files} files")
-                size += _copy_file(sfd, dfd, entry, st, owner, max_bytes - size, max_bytes)
-    finally:
-        for sfd, dfd, _ in stack:
-            os.close(sfd)
-            os.close(dfd)
-    return size
-
-
-def _copy_file(sfd: int, dfd: int, name: str, st: os.stat_result, owner: int | None, budget: int,
-               max_bytes: int) -> int:
-    src = os.open(name, _FILE, dir_fd=sfd)
-    try:
-        if _ident(os.fstat(src)) != _ident(st):
-            raise OSError(errno.ESTALE, f"{name} changed while being copied")
-        out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dfd)
-        try:
-            if owner is not None:
-                os.fchown(out, owner, owner)
-            copied = 0
-            while chunk := os.read(src, 1 << 20):
-                copied += len(chunk)
-                if copied > budget:
-                    raise TreeTooLarge(errno.EFBIG, f"more than {max_bytes} bytes")
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(out, view):]
-            return copied
-        finally:
-            os.close(out)
-    finally:
-        os.close(src)
-
-
-# --- the grading files: handed to a kernel's folder and taken back, by folder descriptors -----------
 
 def _folder_in(parent_fd: int, name: str, create: bool) -> int:
     """A folder inside ``parent_fd``, never through a symbolic link the kernel planted."""

@@ -34,9 +34,9 @@ Inside, the kernel sees: the system (`/usr`, `/etc`), the Python installation an
 environment (read-only); where the `encdec` package is, its assignment's grading edition
 (autograder/edition.py: the package without the exercise's targets, read-only, so `import encdec`
 works and cannot reach the answers); over torch's files that define its ready-made Transformer
-layers, their edition without them (autograder/torch_edition.py); its own working folder (read-write: a scratch copy of
-the regular files of nbgrader's working folder, without notebooks, mounted at that folder's
-path; `prepare_workdir`; a size- and inode-limited tmpfs, mounts.py), a private `/tmp`
+layers, their edition without them (autograder/torch_edition.py); its own working folder (read-write, mounted at nbgrader's working folder's path, and empty: the
+kernel gets its cells over ZeroMQ and no file handed in beside the notebook, so what runs is what
+the notebook's cells say; a size- and inode-limited tmpfs, mounts.py), a private `/tmp`
 (size-limited tmpfs) and the folder of its ZeroMQ `ipc` sockets (as root, a limited tmpfs too). Nothing else: not the package itself, not `solutions/`, not `autograder/`
 (reference material, gradebook, nbgrader's own copy of the submission and the notebook being
 executed), not `build/` (the other assignments' editions), not other students' folders, not
@@ -199,38 +199,13 @@ def bwrap_command(policy: dict, kernel_argv: list[str], seccomp_fd: int) -> list
         if not policy.get("torch"):
             raise SandboxUnavailable("the policy names no torch edition to mount (autograder/torch_edition.py)")
         cmd += _torch_mounts(policy["torch"])
-    # The kernel works in its scratch copy (prepare_workdir), seen at nbgrader's working folder.
+    # The kernel works in its own empty scratch folder, seen at nbgrader's working folder.
     scratch = Path(policy.get("scratch") or workdir)
     cmd += ["--bind", str(scratch), str(workdir), "--bind", str(sockdir), str(sockdir)]
     if not privileged():  # the skeleton bwrap made (/root, the course's parents) is the kernel's own uid's
         cmd += ["--remount-ro", "/"]
     cmd += ["--chdir", str(workdir), "--", *inner]
     return cmd + kernel_argv
-
-
-def prepare_workdir(source: Path, scratch: Path, uid: int | None, max_files: int, max_mb: int) -> None:
-    """Fill the kernel's working folder: the empty folder ``scratch`` (whose parent is the grader's
-    own; as root, a tmpfs: mounts.py) gets a copy of the regular files of nbgrader's working folder
-    ``source``, owned by ``uid``.
-
-    No notebook is copied (the kernel gets its cells over ZeroMQ; the notebook nbgrader executes
-    holds the hidden tests), no link, FIFO or device; at most ``max_files`` files and ``max_mb``
-    MiB (`SandboxUnavailable` beyond: the kernel is not started). ``uid`` None: the grader's own.
-    """
-    def skip(name: str) -> bool:
-        return name.endswith(".ipynb") or name == ".ipynb_checkpoints"
-
-    sfd = os.open(source, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        dfd = os.open(scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except BaseException:
-        os.close(sfd)
-        raise
-    try:
-        safefs.copy_into(sfd, dfd, owner=uid, skip=skip, max_files=max_files, max_bytes=max_mb * 2**20)
-    except (safefs.TreeTooLarge, OSError) as err:  # OSError: ENOSPC, more than the tmpfs holds
-        raise SandboxUnavailable(f"the submission's folder {source} is too large to hand to its kernel "
-                                 f"({err.strerror}); it is not graded") from err
 
 
 def end_kernel_processes(uid: int, workdir: Path | None = None, wait_s: float = 5.0) -> None:

@@ -333,6 +333,11 @@ MISCONCEPTIONS = {
         "the kept probabilities were not renormalised: after top-k or top-p removes tokens, divide what "
         "is left by its sum, so that each row sums to 1 again."
     ),
+    "top_k_not_renormalised": (
+        "what top-k kept was not renormalised (what top-p kept was): divide top-k's kept probabilities by "
+        "their sum too, so that the row sums to 1 and top-p reads the running total of a distribution; "
+        "renormalising only at the end leaves the mass ahead of each token short, and top-p keeps too many."
+    ),
 }
 
 
