@@ -217,8 +217,9 @@ def test_first_step_learning_rate_is_the_schedules():
 
 
 def test_forced_wrong_sign_answer_says_what_the_cell_shows():
-    """Transfer answer 2 said errors "compound"; the forced sign leaves the digits as they were."""
-    for edition, claim in (("en", "here it does not"), ("zh", "但这里没有")):
+    """Transfer answer 2 said errors "compound"; on the page's one question the forced sign leaves the
+    digits as they were, and the answer says so of that question only (chapter 13 counts all)."""
+    for edition, claim in (("en", "here the model writes the same digits"), ("zh", "这里模型在它之后写出的数字与符号正确时相同")):
         out = outputs(edition, "ch12_what_you_trained")
         same = re.search(r"(?:the same digits after the sign|符号之后的数字与不强制时相同)[:：] ?(True|False)", out)
         assert same, f"{edition}: the forced-sign cell prints no comparison"
@@ -563,7 +564,7 @@ def test_lesson_11s_sign_row_needs_the_magnitudes_and_the_table_measures_them():
         model(val.val_questions, model.positions(9), val.val_answers, model.positions(5))
     maps = torch.stack([layer.attention_cross.last_attention for layer in model.decoder.layers]).mean(dim=1)
     sign_ops, sign_digits = maps[:, :, 0, [1, 4, 5]].sum(-1), maps[:, :, 0, [2, 3, 6, 7]].sum(-1)
-    units = maps[:, :, 2, [3, 7]].sum(-1)
+    units, units_compare = maps[:, :, 2, [3, 7]].sum(-1), maps[:, :, 2, [1, 2, 5, 6]].sum(-1)
     assert (sign_digits > 0.5).any() and (sign_ops > 0.5).any(), "the text: the sign row takes both groups"
     for edition in EDITIONS:
         out = outputs(edition, "ch11_cross_attention")
@@ -572,7 +573,8 @@ def test_lesson_11s_sign_row_needs_the_magnitudes_and_the_table_measures_them():
             assert any(line.startswith(" ".join(words)) for line in lines), f"{edition}: {words} not printed"
         for l in range(maps.shape[0]):
             for h in range(maps.shape[1]):
-                row = f"{l + 1} {h + 1} {sign_ops[l, h]:.2f} {sign_digits[l, h]:.2f} {units[l, h]:.2f}"
+                row = (f"{l + 1} {h + 1} {sign_ops[l, h]:.2f} {sign_digits[l, h]:.2f} {units[l, h]:.2f}"
+                       f" {units_compare[l, h]:.2f}")
                 assert row in lines, f"{edition}: the table lacks layer {l + 1}, head {h + 1}: {row}"
 
 

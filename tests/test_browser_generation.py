@@ -92,7 +92,8 @@ def test_a_longer_prefix_is_prefilled_at_once_then_decoded_in_the_page(reader, m
     w.locator("[data-testid='question-pick']").select_option(EXAMPLES[2])
     other = decode_trace(models["modern"], EXAMPLES[2], None, "BOS POSITIVE 7")
     assert w.locator("[data-testid='prefix-pick']").input_value() == "BOS POSITIVE 7"
-    assert rows(w, L) == [0] * L, "another question starts again before its prefill"
+    assert rows(w, L) == [3] * L, "another question starts again, at its prefill (it kept the old step)"
+    w.locator("[data-testid='reset']").click()
     for s, token in enumerate(other["steps"], start=1):
         w.locator("[data-testid='next']").click()
         assert w.locator("[data-testid='produced']").inner_text() == token

@@ -63,6 +63,7 @@ def test_the_font_check_reads_fc_lists_whole_output(tmp_path):
     bin_.mkdir()
     (bin_ / "fc-list").write_text("#!/bin/sh\n"
                                   "echo '/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf: DejaVu Sans:style=Book'\n"
+                                  "echo '/usr/share/fonts/truetype/wqy/wqy-microhei.ttc: WenQuanYi Micro Hei'\n"
                                   "yes '/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc: Noto Sans CJK SC' "
                                   "| head -n 200000\n")
     (bin_ / "apt-get").write_text("#!/bin/sh\necho 'apt-get was called' >&2\nexit 1\n")

@@ -259,12 +259,27 @@ def test_the_release_readme_states_the_graders_limits():
     assert f"{limits.cells:,} 个单元" in text and f"{limits.source_bytes // 10**6} MB 的代码" in text
 
 
-def test_self_study_release_ships_every_answer_and_says_so(release):
+@pytest.fixture
+def untouched_release(tmp_path_factory) -> Path:
+    """A release of its own: other tests of this module write solved notebooks into the shared one."""
+    return _make_release(tmp_path_factory)
+
+
+def _make_release(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("release")
+    made = subprocess.run(["make", "-s", "student-release", f"STUDENT={tmp / 'student'}",
+                           f"STUDENT_STAGE={tmp / 'stage'}"], cwd=ROOT, capture_output=True, text=True)
+    assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-3000:]
+    return tmp / "student"
+
+
+def test_self_study_release_ships_every_answer_and_says_so(untouched_release):
     """The default (ASSESSED=0, issue 50) keeps the reference bodies: the no-answer search finds
     every one in the wheel, and the README tells the student (tests/test_assessed_release.py: ASSESSED=1)."""
     import answers_given
     from autograder import assessed
 
+    release = untouched_release
     found = answers_given.scan(release)
     assert set().union(*found.values()) == set(assessed.answers())
     assert all(name.split("!")[0].endswith(".whl") for name in found), sorted(found)

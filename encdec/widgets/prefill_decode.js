@@ -210,7 +210,7 @@ function render({ model, el }) {
     const run = pageRun(m, parsed.ids, prefix.map((tok) => TOKENS.indexOf(tok)),
       { mode: now.mode, temperature: now.temperature, topK: now.top_k, topP: now.top_p, seed: now.seed });
     failed = null;
-    // another question or prefix is another generation: it starts again before its prefill
+    // another question or prefix is another generation: a reader past its start sees its prefill
     const restart = "question" in wanted || "prefix" in wanted;
     wanted = {};
     const c = m.config;
@@ -218,7 +218,7 @@ function render({ model, el }) {
     push(model, { ...now, question: parsed.ids.map((id) => TOKENS[id]), prefix,
       steps: run.steps, probs: run.probs, dists: run.dists, self_cache_lens: run.self_cache_lens,
       cross_cache_lens: run.cross_cache_lens, work: run.work, num_layers: c.num_dec_layers, num_heads: c.num_heads,
-      emb_dim: c.emb_dim, source: "page", step: restart ? 0 : Math.min(model.get("step"), run.steps.length) });
+      emb_dim: c.emb_dim, source: "page", step: Math.min(model.get("step"), restart ? 1 : run.steps.length) });
     quiet = false;
     redraw();
   }
@@ -387,8 +387,9 @@ function render({ model, el }) {
     const mega = (n) => (n / 1e6).toFixed(2);
     return h("div", { class: "encdec-panel", "data-testid": "work" },
       h("div", { class: "encdec-label" }, t(model, "prefill_decode.work_title")),
-      h("div", { class: "encdec-note", "data-testid": "work-legend" }, ...["enc", "dec"].flatMap((part) =>
-        [h("span", { class: `encdec-work-key encdec-work-${part}`, "aria-hidden": "true" }), ` ${t(model, `prefill_decode.work_key_${part}`)} `])),
+      h("div", { class: "encdec-note", "data-testid": "work-legend" },
+        ...[["enc", t(model, "prefill_decode.work_key_enc")], ["dec", t(model, "prefill_decode.work_key_dec")]].flatMap(([part, words]) =>
+          [h("span", { class: `encdec-work-key encdec-work-${part}`, "aria-hidden": "true" }), ` ${words} `])),
       work.map(([enc, dec], k) => h("div", { class: "encdec-work-row" + (k === s - 1 ? " current" : ""), "data-step": k + 1,
         "data-enc": enc, "data-dec": dec },
         h("span", { class: "encdec-work-label" }, t(model, k === 0 ? "prefill_decode.work_prefill" : "prefill_decode.work_step", { s: k + 1 })),
