@@ -347,20 +347,24 @@ def gradebook_scores(hub: Hub) -> dict[str, dict]:
 SERVER_MEMORY_MB = 384  # the test hub's limit on a student's server (hub.env: ENCDEC_SERVER_MEMORY_MB)
 
 
+def login(chromium, hub: Hub, user: str):
+    """`user` logged in through the hub's login page, their server spawned; the page, at their lab."""
+    page = chromium.new_context(viewport={"width": 1300, "height": 900}).new_page()
+    page.set_default_timeout(WAIT_S * 1000)
+    page.goto(hub.url + "/hub/login")
+    page.fill("input[name=username]", user)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("input[type=submit], button[type=submit]")
+    page.wait_for_url(f"**/user/{user}/lab**", timeout=WAIT_S * 1000)  # the server spawned
+    return page
+
+
 def student_server_is_limited(hub: Hub, student: str) -> None:
     """A student logs in through the hub's page and gets a server; the server runs in a cgroup of
     its own with hub.env's limits, and what it starts there (here, a runaway standing for a cell
     that tries to take the machine) is stopped at the memory limit, while the same outside it runs."""
     with browser() as chromium:
-        context = chromium.new_context(viewport={"width": 1300, "height": 900})
-        page = context.new_page()
-        page.set_default_timeout(WAIT_S * 1000)
-        page.goto(hub.url + "/hub/login")
-        page.fill("input[name=username]", student)
-        page.fill("input[name=password]", PASSWORD)
-        page.click("input[type=submit], button[type=submit]")
-        page.wait_for_url(f"**/user/{student}/lab**", timeout=WAIT_S * 1000)  # the server spawned
-        context.close()
+        login(chromium, hub, student).context.close()
     uid = pwd.getpwnam(student).pw_uid
     servers = [line.split(None, 1) for line in run(["ps", "-o", "pid=,args=", "-u", str(uid)]).stdout.splitlines()
                if "jupyterhub-singleuser" in line or "jupyterhub.singleuser" in line]
@@ -388,14 +392,8 @@ def formgrader_autograde(hub: Hub, student: str) -> tuple[str, dict[str, str]]:
     press Autograde on `student`'s row; returns the score the page then shows for that row, and the
     name it shows for each student after a reload."""
     with browser() as chromium:
-        context = chromium.new_context(viewport={"width": 1300, "height": 900})
-        page = context.new_page()
-        page.set_default_timeout(WAIT_S * 1000)
-        page.goto(hub.url + "/hub/login")
-        page.fill("input[name=username]", INSTRUCTOR)
-        page.fill("input[name=password]", PASSWORD)
-        page.click("input[type=submit], button[type=submit]")
-        page.wait_for_url(f"**/user/{INSTRUCTOR}/lab**", timeout=WAIT_S * 1000)  # the server spawned
+        page = login(chromium, hub, INSTRUCTOR)
+        context = page.context
         page.goto(f"{hub.url}/user/{INSTRUCTOR}/formgrader/manage_assignments")
         page.locator("#main-table td.name a").first.wait_for()
         listed = page.locator("#main-table td.name").all_inner_texts()

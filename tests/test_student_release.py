@@ -72,11 +72,7 @@ print(json.dumps({"runs": runs, "encdec": encdec.__file__}))
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("release")
-    made = subprocess.run(["make", "-s", "student-release", f"STUDENT={tmp / 'student'}",
-                           f"STUDENT_STAGE={tmp / 'stage'}"], cwd=ROOT, capture_output=True, text=True)
-    assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-3000:]
-    return tmp / "student"
+    return _make_release(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -266,6 +262,7 @@ def untouched_release(tmp_path_factory) -> Path:
 
 
 def _make_release(tmp_path_factory) -> Path:
+    """``make student-release`` into a folder of its own."""
     tmp = tmp_path_factory.mktemp("release")
     made = subprocess.run(["make", "-s", "student-release", f"STUDENT={tmp / 'student'}",
                            f"STUDENT_STAGE={tmp / 'stage'}"], cwd=ROOT, capture_output=True, text=True)
