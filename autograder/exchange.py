@@ -82,14 +82,15 @@ class Collect(ExchangeCollect):
     def _sort_by_timestamp(self, records):
         # nbgrader keeps the first of each student's records: the newest one the student owns
         ranked = super()._sort_by_timestamp(records)
-        return [r for r in ranked if not self._why_not(r)] + [r for r in ranked if self._why_not(r)]
+        return sorted(ranked, key=lambda r: self._why_not(r) is not None)  # stable: each group keeps its rank
 
     def copy_files(self):
+        why = {r["filename"]: self._why_not(r) for r in self.src_records}  # each folder looked at once
         for record in self.src_records:
-            if self._why_not(record):
+            if why[record["filename"]]:
                 self.log.error("Not collected: %r names %s, but %s", record["filename"], record["username"],
-                               self._why_not(record))
-        self.src_records = [r for r in self.src_records if not self._why_not(r)]
+                               why[record["filename"]])
+        self.src_records = [r for r in self.src_records if not why[r["filename"]]]
         super().copy_files()
 
     def do_copy(self, src, dest, log=None):

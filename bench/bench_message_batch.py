@@ -19,7 +19,6 @@ hostile notebook was not stopped by the relay on the expected channel.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -33,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_grader_batch import status_mb  # noqa: E402
 from bench_grading import make_course, scores, submit  # noqa: E402
+from bench_message_cap import stopped  # noqa: E402 (the same assignment's record of a cut)
 
 from autograder.fixtures import table  # noqa: E402
 from autograder.fixtures.big_messages import MESSAGES  # noqa: E402
@@ -56,14 +56,6 @@ def students(n: int) -> dict[str, str]:
 
 def done(course: Path) -> set[str]:
     return {p.parent.parent.name for p in (course / "grading" / "autograded").glob(f"*/{A}/{A}.ipynb")}
-
-
-def stopped(course: Path, student: str) -> dict:
-    path = course / "grading" / "autograded" / student / A / f"{A}.ipynb"
-    try:
-        return json.loads(path.read_text())["metadata"].get("encdec", {}).get("stopped", {})
-    except (OSError, ValueError):
-        return {}
 
 
 def main() -> int:

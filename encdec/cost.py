@@ -11,11 +11,13 @@ import math
 import torch
 from torch import Tensor
 
+from .attention import scaled_dot_product_attention
+
 
 def full_attention(q: Tensor, k: Tensor, v: Tensor) -> Tensor:
-    """softmax(q k^T / sqrt(Dh)) v with the whole (Lq, Lk) score grid: (..., Lq, Dh)."""
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., Lq, Lk)
-    return torch.softmax(scores, dim=-1) @ v  # (..., Lq, Lk) x (..., Lk, Dh) -> (..., Lq, Dh)
+    """softmax(q k^T / sqrt(Dh)) v with the whole (Lq, Lk) score grid, the package's own attention:
+    (..., Lq, Dh)."""
+    return scaled_dot_product_attention(q, k, v)[0]
 
 
 def tiled_attention(q: Tensor, k: Tensor, v: Tensor, block: int) -> Tensor:

@@ -63,9 +63,15 @@ def limit_server(user: str, pid: int, log) -> None:
 
     import sys
 
-    spec = importlib.util.spec_from_file_location("encdec_root_cgroups", PREFIX / "system" / "cgroups.py")
-    cgroups = sys.modules.setdefault(spec.name, importlib.util.module_from_spec(spec))  # dataclasses look it up
-    spec.loader.exec_module(cgroups)
+    cgroups = sys.modules.get("encdec_root_cgroups")
+    if cgroups is None:  # loaded once per hub, not at every spawn
+        spec = importlib.util.spec_from_file_location("encdec_root_cgroups", PREFIX / "system" / "cgroups.py")
+        cgroups = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # dataclasses look it up
+        try:
+            spec.loader.exec_module(cgroups)
+        except BaseException:
+            del sys.modules[spec.name]  # the next spawn tries again
+            raise
     h, why = cgroups.find_hierarchy()
     if h is None:
         log.error("encdec: %s's server runs without limits: %s", user, why)
