@@ -285,7 +285,7 @@ def _generate(assignment: str, dest: Path, source: Path, solutions: Path) -> lis
 
 def _readable(root: Path) -> None:
     """The kernel's uid reads the edition: folders 0755, files 0644, whatever the umask."""
-    for folder, dirs, files in os.walk(root):
+    for folder, _dirs, files in os.walk(root):
         os.chmod(folder, 0o755)
         for f in files:
             os.chmod(os.path.join(folder, f), 0o644)

@@ -103,7 +103,8 @@ def latency(html: Path, repeats: int) -> dict[str, tuple[float, float]]:
                 for _ in range(repeats):
                     page.locator("[data-widget='PrefillDecodeStepper'] [data-testid='next']").click()
                     r = page.evaluate(LATENCY_JS, [case, 1])
-                    dom += r["dom"]; paint += r["paint"]
+                    dom += r["dom"]
+                    paint += r["paint"]
             else:
                 r = page.evaluate(LATENCY_JS, [case, repeats])
                 dom, paint = r["dom"], r["paint"]

@@ -48,7 +48,7 @@ def visit(chromium, url: str, profile) -> dict:
                                                       "downloadThroughput": down, "uploadThroughput": up})
         cdp.send("Emulation.setCPUThrottlingRate", {"rate": cpu})
     requests = []
-    page.on("requestfinished", lambda request: requests.append(request))
+    page.on("requestfinished", requests.append)
     start = time.perf_counter()
     page.goto(url, wait_until="load", timeout=180_000)
     loaded = time.perf_counter() - start

@@ -27,7 +27,7 @@ def _stepwise(model, ques, prefix, n, encode_every_step=False, prefill_one_call=
     pos, memory, caches = model.positions(P + n), model.encode(ques), new_caches(model)
     tokens = prefix
     fed = 0
-    for t in range(n):
+    for _ in range(n):
         if encode_every_step:
             memory = model.encode(ques)
         if not cache:  # the whole prefix again
@@ -65,10 +65,10 @@ WRONG = {
 }
 
 
-def _cpu(fn) -> float:
+def _cpu(fn, *args) -> float:
     with one_thread():
         start = time.thread_time()
-        fn()
+        fn(*args)
         return time.thread_time() - start
 
 
@@ -80,13 +80,12 @@ def main() -> None:
     for part in RUNS:
         inputs = build_run(part, args.seed, prefix=True)
         model, ques, prefix, n = inputs["model"], inputs["ques"], inputs["prefix"], inputs["n"]
-        fresh = lambda: type(model)(model.config).eval().requires_grad_(False)  # noqa: E731
-        lesson = min(_cpu(lambda: STYLES["lesson"](model, ques, prefix, n)) for _ in range(3))
+        lesson = min(_cpu(STYLES["lesson"], model, ques, prefix, n) for _ in range(3))
         cells = []
         for name, fn in {**STYLES, **WRONG}.items():
-            twin = fresh()
+            twin = type(model)(model.config).eval().requires_grad_(False)
             twin.load_state_dict(model.state_dict())
-            cells.append(f"{name} {_cpu(lambda: fn(twin, ques, prefix, n)) / lesson:.1f}")
+            cells.append(f"{name} {_cpu(fn, twin, ques, prefix, n) / lesson:.1f}")
         print(f"{part} (lesson {lesson * 1000:.0f} ms; x the lesson's): " + ", ".join(cells), flush=True)
 
 

@@ -55,7 +55,8 @@ def translated_cells(page: str) -> list[str]:
         if en not in joined:
             raise SyncError(f"book/zh/strings/{page}.yml: {en!r} is not in the code of book/{page}.md any more")
     out = []
-    for cell in cells:
+    for source in cells:
+        cell = source
         for en, zh in sorted(table.items(), key=lambda kv: -len(kv[0])):  # longest first: no partial overlap
             cell = cell.replace(en, zh)
         out.append(cell)

@@ -121,7 +121,7 @@ def draw(t: Trace, lang: str = "en"):
             if shape is not None:  # the arrow from the box below, labelled with what it hands on
                 mid = x + width / 2
                 ax.annotate("", xy=(mid, y - box_h / 2), xytext=(mid, y - 1 + box_h / 2),
-                            arrowprops=dict(arrowstyle="-|>", color="#444444", lw=1.2, shrinkA=0, shrinkB=0))
+                            arrowprops={"arrowstyle": "-|>", "color": "#444444", "lw": 1.2, "shrinkA": 0, "shrinkB": 0})
                 ax.text(mid + 0.08, y - 0.5, _fmt(shape), fontsize=7.5, color="#444444", ha="left", va="center",
                         family="monospace")
             box(x, y, width, text, colour)
@@ -146,8 +146,8 @@ def draw(t: Trace, lang: str = "en"):
         (t.decoder_layers[-1][0], w["vocab"], colours["io"]), (t.logits, w["logits"], colours["io"])])
     for y in dec_y[2:-2]:  # the same memory, as K and V, into every decoder layer's cross-attention
         ax.annotate("", xy=(dec_x, y), xytext=(enc_x + enc_w, memory_y),
-                    arrowprops=dict(arrowstyle="-|>", color=colours["cross"], lw=1.0, alpha=0.8,
-                                    connectionstyle="arc3,rad=-0.08", shrinkA=2, shrinkB=2))
+                    arrowprops={"arrowstyle": "-|>", "color": colours["cross"], "lw": 1.0, "alpha": 0.8,
+                                    "connectionstyle": "arc3,rad=-0.08", "shrinkA": 2, "shrinkB": 2})
     # the label in the gap between the columns, above the arrows' start: it touched both columns' boxes
     ax.text((enc_x + enc_w + dec_x) / 2, memory_y + box_h / 2 + 0.1, f"{w['kv']}:\n{w['memory']}\n{_fmt(t.memory)}",
             fontsize=7.5, color=colours["cross"], ha="center", va="bottom", linespacing=1.3)

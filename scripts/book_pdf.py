@@ -35,8 +35,8 @@ LINK = {"en": "The whole book as one PDF", "zh": "全书 PDF"}
 BUTTON = {"en": "book .pdf", "zh": "全书 .pdf"}  # in the download menu, below the page's own .pdf
 LINK_HTML = ('<p class="encdec-pdf-link" lang="{lang}"><a href="{href}" download>'
              '<i class="fas fa-file-pdf" aria-hidden="true"></i> {label}</a></p>\n')
-PAGE_FORMAT = dict(format="A4", print_background=True,
-                   margin={"top": "16mm", "bottom": "16mm", "left": "14mm", "right": "14mm"})
+PAGE_FORMAT = {"format": "A4", "print_background": True,
+                   "margin": {"top": "16mm", "bottom": "16mm", "left": "14mm", "right": "14mm"}}
 
 # Before printing: wait until every saved widget view has rendered; ask each figure that runs the
 # model its question (ask the model: its saved one; break it: the lesson's) (on screen the weights load on a reader's first question; paper has no reader)
@@ -196,7 +196,7 @@ def searchable_text_maps(writer) -> int:
             if not any(MISREAD.search(t) for t in entries.values()):
                 continue
             same = radical_ideographs(str(font.get("/FontDescriptor", {}).get("/FontFamily", "")))
-            entries = {c: MISREAD.sub(lambda m: same.get(m.group(0)) or unicodedata.normalize("NFKC", m.group(0)), t)
+            entries = {c: MISREAD.sub(lambda m, same=same: same.get(m.group(0)) or unicodedata.normalize("NFKC", m.group(0)), t)
                        for c, t in entries.items()}
             width = len(re.search(rb"begincodespacerange\s*<([0-9a-fA-F]+)>", cmap).group(1))
             head = cmap[:cmap.index(b"endcodespacerange") + len(b"endcodespacerange")]

@@ -164,7 +164,7 @@ def jupyterlab(root_dir: Path, timeout_s: float = 60.0):
         port = s.getsockname()[1]
     env = dict(os.environ, JUPYTER_CONFIG_DIR=str(root_dir / ".cfg"), JUPYTER_RUNTIME_DIR=str(root_dir / ".runtime"))
     jupyter = Path(sys.executable).parent / "jupyter"
-    log = open(root_dir / "jupyterlab.log", "w")
+    log = open(root_dir / "jupyterlab.log", "w")  # noqa: SIM115 (the server writes it until the fixture ends)
     proc = subprocess.Popen(
         [str(jupyter), "lab", "--no-browser", "--allow-root", f"--port={port}", "--ServerApp.ip=127.0.0.1",
          "--IdentityProvider.token=", "--ServerApp.password=", f"--ServerApp.root_dir={root_dir}",
@@ -180,7 +180,7 @@ def jupyterlab(root_dir: Path, timeout_s: float = 60.0):
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(f"JupyterLab did not start: see {root_dir / 'jupyterlab.log'}")
+                    raise AssertionError(f"JupyterLab did not start: see {root_dir / 'jupyterlab.log'}") from None
                 time.sleep(0.5)
         yield base
     finally:
@@ -293,7 +293,7 @@ class Opened:
         self.page = self.context.new_page()
         watch_page(self.page, self.log)
         self.requests = []  # every request the page completed, in order (their sizes: request.sizes())
-        self.page.on("requestfinished", lambda request: self.requests.append(request))
+        self.page.on("requestfinished", self.requests.append)
         self.page.goto(url, wait_until="load")
 
     def widgets_rendered(self, timeout_ms: int = 20000) -> int:
@@ -306,7 +306,7 @@ class Opened:
         return expected
 
 
-# --- the fixtures every browser test module uses (import them by name) -------------------------
+# --- the fixtures every browser test module uses (conftest.py registers this module as a plugin) --
 
 @pytest.fixture(scope="module")
 def chromium():

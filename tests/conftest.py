@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+# The browser tests' fixtures (chromium, site, open_page), found by name in every module.
+pytest_plugins = ["browser_support"]
+
 # One OMP thread in each test process, as the grader has (autograder/environment.py), unless told
 # otherwise: two xdist workers each spinning two OMP threads on two cores made the decoding judges'
 # tests 35x slower (test_grading_structure: 643 s beside test_grading_decoding, 17 s alone). Set

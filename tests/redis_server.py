@@ -38,7 +38,7 @@ def redis_server() -> Iterator[str]:
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("redis-server did not start: " + (top / "server.log").read_text()[-2000:])
+                    raise RuntimeError("redis-server did not start: " + (top / "server.log").read_text()[-2000:]) from None
                 time.sleep(0.05)
         yield f"redis://127.0.0.1:{port}/0"
     finally:

@@ -571,11 +571,11 @@ def test_lesson_11s_sign_row_needs_the_magnitudes_and_the_table_measures_them():
         lines = [" ".join(line.split()) for line in out.splitlines()]
         for words in pair:
             assert any(line.startswith(" ".join(words)) for line in lines), f"{edition}: {words} not printed"
-        for l in range(maps.shape[0]):
+        for i in range(maps.shape[0]):
             for h in range(maps.shape[1]):
-                row = (f"{l + 1} {h + 1} {sign_ops[l, h]:.2f} {sign_digits[l, h]:.2f} {units[l, h]:.2f}"
-                       f" {units_compare[l, h]:.2f}")
-                assert row in lines, f"{edition}: the table lacks layer {l + 1}, head {h + 1}: {row}"
+                row = (f"{i + 1} {h + 1} {sign_ops[i, h]:.2f} {sign_digits[i, h]:.2f} {units[i, h]:.2f}"
+                       f" {units_compare[i, h]:.2f}")
+                assert row in lines, f"{edition}: the table lacks layer {i + 1}, head {h + 1}: {row}"
 
 
 def test_chapter_12s_summary_prints_each_recipes_gap_from_its_checkpoint():

@@ -89,7 +89,7 @@ def test_publishing_workflow_builds_the_book_and_sets_the_repository():
     import subprocess
 
     flow = yaml.safe_load((ROOT / ".github" / "workflows" / "book.yml").read_text())
-    build = [step for step in flow["jobs"]["build"]["steps"]]
+    build = list(flow["jobs"]["build"]["steps"])
     runs = [step.get("run", "") for step in build]
     assert any(r.strip() == "make book" for r in runs), "the workflow does not build as the README says"
     upload = next(s for s in build if str(s.get("uses", "")).startswith("actions/upload-pages-artifact"))

@@ -93,8 +93,8 @@ def test_the_chinese_pdf_embeds_cjk_glyphs_and_searchable_titles():
     reader = pdf("zh")
     cjk = set()
     for page in reader.pages:
-        for font in page["/Resources"].get("/Font", {}).values():
-            font = font.get_object()
+        for ref in page["/Resources"].get("/Font", {}).values():
+            font = ref.get_object()
             descendant = (font.get("/DescendantFonts") or [None])[0]  # a Type 0 font's glyphs and descriptor
             descriptor = font.get("/FontDescriptor") or (descendant.get_object().get("/FontDescriptor") if descendant else None)
             name = str(descriptor.get_object().get("/FontName", "")) if descriptor else str(font.get("/BaseFont", ""))

@@ -237,7 +237,7 @@ def interface_text(html: str) -> list[str]:
 
 
 def theme_words_in(texts: list[str]) -> set[str]:
-    return {w for w in THEME_WORDS for t in texts if re.search(r"\b%s\b" % re.escape(w), t, re.I)}
+    return {w for w in THEME_WORDS for t in texts if re.search(rf"\b{re.escape(w)}\b", t, re.I)}
 
 
 @pytest.fixture(scope="module")
@@ -312,7 +312,7 @@ def test_a_chinese_page_gives_each_terms_english_once(page):
         uses = [text[max(0, m.start() - 20):m.end()] for m in glossed.finditer(text)]
         assert len(uses) <= 1, f"zh/{page}: {term['zh']}（{term['en']}） given {len(uses)} times: {uses}"
     for en, zh in TRANSLATED.items():
-        found = re.findall(r".{0,20}\b%s(?:e?s)?\b.{0,20}" % en, text, re.I)
+        found = re.findall(r".{0,20}\b" + en + r"(?:e?s)?\b.{0,20}", text, re.I)
         assert not found, f"zh/{page}: {en!r} left in English (the edition's word is {zh}): {found}"
 
 
@@ -329,7 +329,7 @@ def commands(text: str) -> list[str]:
     """The lines of a page's fenced blocks other than code cells (shell commands, configuration),
     without their comments, which a translation may word in its own language."""
     found = []
-    for fence, info, body in re.findall(r"^(`{3,}|~{3,})([^\n`]*)\n(.*?)^\1[ \t]*$", text, re.M | re.S):
+    for _fence, info, body in re.findall(r"^(`{3,}|~{3,})([^\n`]*)\n(.*?)^\1[ \t]*$", text, re.M | re.S):
         if info.strip().startswith("{"):
             continue  # a directive (code cells come from zh_sync; prose directives are translated)
         found += [line for line in (re.sub(r"\s+#.*$", "", ln).strip() for ln in body.splitlines()) if line]

@@ -45,7 +45,9 @@ def test_mask_after_softmax_keeps_the_future_in_the_denominator():
 def test_intact_is_greedy_decode_and_the_block_leaves_no_trace(modern, sample):
     questions, _ = sample
     before = greedy_decode(modern, questions, 4)
-    attrs = lambda: [sorted(vars(m)) for m in modern.modules()]  # every module's own attributes
+    def attrs():  # every module's own attributes
+        return [sorted(vars(m)) for m in modern.modules()]
+
     own = attrs()
     got, error = broken.broken_answers(modern, questions, "intact")
     assert error is None and torch.equal(got, before)

@@ -14,7 +14,7 @@ import pytest
 
 from encdec.widgets._base import text
 
-from browser_support import (  # noqa: F401 (chromium, site, open_page: fixtures)
+from browser_support import (
     BOOK_HTML,
     CHAPTERS,
     DARK_TONE,
@@ -23,12 +23,9 @@ from browser_support import (  # noqa: F401 (chromium, site, open_page: fixtures
     WIDGET_TONES_JS,
     PageLog,
     block_external,
-    chromium,
     expected_launch_links,
     notebook_pages,
-    open_page,
     require_built_book,
-    site,
     wait_for_widget,
     widget_states,
 )

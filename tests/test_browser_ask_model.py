@@ -10,13 +10,7 @@ import random
 import pytest
 import torch
 
-from browser_support import (  # noqa: F401
-    Opened,
-    chromium,
-    fmt,
-    standalone_widget_page,
-    wait_for_widget,
-)
+from browser_support import Opened, fmt, standalone_widget_page, wait_for_widget
 from encdec.data import VOCAB, decode, encode_question
 from encdec.generate import greedy_decode
 from encdec.train import load_run
@@ -75,7 +69,7 @@ def test_the_lesson_example_step_by_step_shows_the_python_numbers(opened, pages,
         cells = w.locator("[data-testid='cross'] td").all_inner_texts()
         assert cells == [fmt(x, 2) for heads in step["cross"] for row in heads for x in row]
         assert len(cells) == L * H * 9
-        assert [int(w.locator(f"[data-testid='self-rows-{l}']").get_attribute("data-rows")) for l in range(L)] == step["self_rows"]
+        assert [int(w.locator(f"[data-testid='self-rows-{layer}']").get_attribute("data-rows")) for layer in range(L)] == step["self_rows"]
         fed = w.locator("[data-testid='fed']").inner_text()
         assert ("BOS at position(s) 0." if s == 1 else f"{decode([trace['tokens'][s - 1]])}, at position {s - 1}.") in fed
     assert w.locator("[data-testid='next']").is_disabled()
@@ -123,7 +117,7 @@ def test_a_typed_question_is_answered_as_python_answers_it_and_the_step_that_wen
     token = trace["tokens"][step]  # what historical predicts at that step
     assert w.locator("[data-testid='top'] tr").first.get_attribute("data-token") == VOCAB[token]
     assert w.locator("[data-testid='top-0']").inner_text().startswith(fmt(trace["steps"][step - 1]["probs"][token]))
-    assert [int(w.locator(f"[data-testid='self-rows-{l}']").get_attribute("data-rows")) for l in range(4)] == [step] * 4
+    assert [int(w.locator(f"[data-testid='self-rows-{layer}']").get_attribute("data-rows")) for layer in range(4)] == [step] * 4
 
     box.fill("50 + 1")
     box.press("Enter")
@@ -214,7 +208,7 @@ def test_the_built_chapter_asks_the_model_from_file(opened, models, edition):
     for preset in PRESETS:
         assert answer_ids(w, preset) == greedy_decode(models[preset], torch.tensor([ids]), max_new_tokens=4)[0].tolist()
     w.locator("[data-testid='end']").click()
-    assert [int(w.locator(f"[data-testid='self-rows-{l}']").get_attribute("data-rows")) for l in range(2)] == [4, 4]
+    assert [int(w.locator(f"[data-testid='self-rows-{layer}']").get_attribute("data-rows")) for layer in range(2)] == [4, 4]
     w.locator("[data-testid='use-cache']").press("Space")
     compare = w.locator("[data-testid='cache-compare']")
     assert (compare.get_attribute("data-on"), compare.get_attribute("data-off"), compare.get_attribute("data-same")) == ("4", "10", "yes")

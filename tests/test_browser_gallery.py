@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from browser_support import GALLERY, chromium, fmt, open_page, site, softmax, wait_for_widget  # noqa: F401
+from browser_support import GALLERY, fmt, softmax, wait_for_widget
 from encdec.widgets._base import text
 
 pytestmark = pytest.mark.browser
@@ -154,7 +154,7 @@ def test_prefill_decode_stepper_grows_the_cache(open_page, gallery):
     assert L >= 1
 
     def rows():
-        return [int(w.locator(f"[data-testid='self-cache-{l}']").get_attribute("data-rows")) for l in range(L)]
+        return [int(w.locator(f"[data-testid='self-cache-{layer}']").get_attribute("data-rows")) for layer in range(L)]
 
     assert rows() == [0] * L
     w.locator("[data-testid='next']").click()

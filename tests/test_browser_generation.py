@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from browser_support import fmt, standalone_widget_page, chromium  # noqa: F401
+from browser_support import fmt, standalone_widget_page
 from encdec.train import load_run
 from encdec.widgets import PrefillDecodeStepper
 from encdec.widgets._base import LESSON_QUESTION_TEXT
@@ -19,7 +19,7 @@ from encdec.widgets.prefill_decode import decode_trace, sample_trace
 from test_browser_widgets_a11y import Reader, every_reader
 
 pytestmark = pytest.mark.browser
-SAMPLING = dict(mode="sample", temperature=2.0, top_k=3, seed=0)
+SAMPLING = {"mode": "sample", "temperature": 2.0, "top_k": 3, "seed": 0}
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,7 @@ def shows_no_missing_value(r):
 
 
 def rows(w, L):
-    return [int(w.locator(f"[data-testid='self-cache-{l}']").get_attribute("data-rows")) for l in range(L)]
+    return [int(w.locator(f"[data-testid='self-cache-{layer}']").get_attribute("data-rows")) for layer in range(L)]
 
 
 def work(w):

@@ -132,8 +132,8 @@ class Markup(html.parser.HTMLParser):
 
     def handle_starttag(self, tag, attrs):
         self._in_script = tag == "script"
-        for name, value in attrs:
-            value = (value or "").strip()
+        for name, raw in attrs:
+            value = (raw or "").strip()
             if name.startswith("on") or (not value.startswith("#") and (self.beacon in value
                                                                           or "javascript:" in value.lower())):
                 self.found.append(f"<{tag} {name}={value!r}>")

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from browser_support import (  # noqa: F401 (chromium: a fixture)
-    DARK_TONE, ROOT, WIDGET_TONES_JS, Opened, chromium, serve, site_pages, switch_theme,
+from browser_support import (
+    DARK_TONE, ROOT, WIDGET_TONES_JS, Opened, serve, site_pages, switch_theme,
 )
 from book_published import published_book
 

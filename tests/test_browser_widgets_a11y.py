@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from browser_support import ROOT, Opened, chromium, fmt, softmax, standalone_widget_page, wait_for_widget  # noqa: F401
+from browser_support import ROOT, Opened, fmt, softmax, standalone_widget_page, wait_for_widget
 from encdec.widgets import (
     AskTheModel,
     AttentionMapViewer,

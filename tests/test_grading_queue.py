@@ -48,7 +48,7 @@ def queue(course: Path, url: str, *args: str, timeout: int = 600) -> subprocess.
 
 def worker(course: Path, url: str, name: str) -> subprocess.Popen:
     """A worker in its own process group (so a test can kill it with everything it started)."""
-    log = open(course / f"{name}.log", "w")
+    log = open(course / f"{name}.log", "w")  # noqa: SIM115 (the worker writes it until the fixture ends)
     return subprocess.Popen([PY, "-m", "autograder.taskqueue", "--redis", url, "worker", "--name", name,
                              "--heartbeat", "2", "--grace", "8"], cwd=course, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)

@@ -84,7 +84,7 @@ def test_a_float32_solution_passes_and_the_masks_empty_rows_are_named_whatever_t
     for fill in (float("-inf"), torch.finfo(torch.float32).min):
         verdict, _ = graded("warmup.causal_softmax_hidden", diagonal(fill), workdir)
         assert verdict.label == "mask_diagonal", verdict.message
-    verdict, _ = graded("warmup.sampling_hidden", lambda x, **s: S._probs(x, **s), workdir)
+    verdict, _ = graded("warmup.sampling_hidden", S._probs, workdir)
     assert verdict.ok, verdict.message
 
 

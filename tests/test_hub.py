@@ -201,7 +201,7 @@ def student_env(hub: Hub) -> None:
 def start_hub(hub: Hub) -> None:
     env = {"PATH": f"{VENV_BIN}:/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C.UTF-8", **hub.settings,
            "JUPYTER_CONFIG_PATH": hub.settings["ENCDEC_JUPYTER_ETC"]}
-    log = open(hub.base / "jupyterhub.log", "w")
+    log = open(hub.base / "jupyterhub.log", "w")  # noqa: SIM115 (the hub writes it until the fixture ends)
     hub.process = subprocess.Popen([str(VENV_BIN / "jupyterhub"), "-f", str(HUB / "jupyterhub_config.py")],
                                    cwd=hub.settings["ENCDEC_HUB_STATE"], env=env, stdout=log,
                                    stderr=subprocess.STDOUT, start_new_session=True)
@@ -380,7 +380,7 @@ def student_server_is_limited(hub: Hub, student: str) -> None:
         if (fstype == "cgroup" and v1 and "memory" in options.split(",")) or (fstype == "cgroup2" and not v1):
             mount = Path(left.split()[4])
     procs = mount / memory.lstrip("/") / "cgroup.procs"
-    runaway = "x = b'x' * (2 * %d * 2**20); print('survived')" % SERVER_MEMORY_MB
+    runaway = f"x = b'x' * (2 * {SERVER_MEMORY_MB} * 2**20); print('survived')"
     inside = run([sys.executable, "-c", runaway], preexec_fn=lambda: procs.write_text("0"))
     outside = run([sys.executable, "-c", runaway])
     assert inside.returncode == -9 and "survived" not in inside.stdout, (inside.returncode, inside.stderr[-500:])

@@ -111,7 +111,7 @@ def test_javascript_logits_agree_with_pytorch(js_runs, space, preset):
     for dtype in (torch.float32, torch.float64):
         m = model.to(dtype)
         seen = []  # the projection's output at each greedy step: (n, V)
-        hook = m.proj_to_vocab.register_forward_hook(lambda mod, args, out: seen.append(out.detach().double()))
+        hook = m.proj_to_vocab.register_forward_hook(lambda mod, args, out, seen=seen: seen.append(out.detach().double()))
         greedy_decode(m, sample_q, max_new_tokens=4)
         hook.remove()
         diffs, scales = [], []

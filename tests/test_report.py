@@ -143,7 +143,8 @@ def test_an_unreadable_notebook_is_reported_and_the_rest_still_counted(graded, t
     html = (out / "misconceptions.html").read_text()
     assert "<script" not in html.lower() and "<img" not in html.lower() and "&lt;script&gt;" in html
     assert "db_pass_all" not in html and "http://" not in html and "https://" not in html
-    rows = list(csv.DictReader(open(out / "misconceptions.csv", newline="", encoding="utf-8")))
+    with open(out / "misconceptions.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
     problems = [r for r in rows if r["item"] == "(whole notebook)"]
     assert len(problems) == 2 and any("could not be read" in r["example"] for r in problems)
     counted = sum(int(r["students"]) for r in rows if r["item"] == "block_output")

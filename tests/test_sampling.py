@@ -79,7 +79,7 @@ def test_top_k_one_and_temperature_zero_are_greedy(model):
 
 def test_sampling_is_seeded_and_differs_from_greedy(model):
     ques_b = torch.randint(0, 14, (16, 9), generator=torch.Generator().manual_seed(1))
-    hot = dict(temperature=3.0)
+    hot = {"temperature": 3.0}
     a = sample_decode(model, ques_b, 12, torch.Generator().manual_seed(7), **hot)
     b = sample_decode(model, ques_b, 12, torch.Generator().manual_seed(7), **hot)
     c = sample_decode(model, ques_b, 12, torch.Generator().manual_seed(8), **hot)

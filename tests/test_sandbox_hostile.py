@@ -183,8 +183,8 @@ def batch(tmp_path_factory):
     finally:
         listener.close()
     results = {r["student"]: r for r in json.loads((course / "results.json").read_text())}
-    yield dict(course=course, run=run, results=results, listener=listener, before=before,
-               course_before=course_before)
+    yield {"course": course, "run": run, "results": results, "listener": listener, "before": before,
+               "course_before": course_before}
     shutil.rmtree(course, ignore_errors=True)
 
 

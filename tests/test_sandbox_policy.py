@@ -29,11 +29,11 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
 from autograder.sandbox import cgroups, sandbox, seccomp
 from autograder.sandbox.policy import BWRAP_NAMESPACES, Limits, Policy
 from autograder.sandbox.sandbox import UID_BASE, UID_SLOTS, UidSlot, bwrap_command, readonly_paths
+
+ROOT = Path(__file__).resolve().parents[1]
 
 MiB = 1024 * 1024
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox runs as root")
@@ -237,7 +237,7 @@ def hierarchy():
 
 def run_in(cgroup: cgroups.Cgroup, code: str) -> subprocess.Popen:
     """A Python child that is in `cgroup` before its first instruction (as the launcher does it)."""
-    return subprocess.Popen([sys.executable, "-c", code], preexec_fn=cgroup.join,
+    return subprocess.Popen([sys.executable, "-c", code], preexec_fn=cgroup.join,  # noqa: PLW1509 (the test's only thread forks it)
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

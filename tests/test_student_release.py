@@ -190,9 +190,9 @@ def test_launch_cell_names_the_wheel_on_the_site_of_the_repository_setting(relea
     assert launch.wheel_name(ROOT) == wheel.name
     assert launch.site_url("https://github.com/Course-Owner/encdec-book") == "https://course-owner.github.io/encdec-book/"
     url = launch.wheel_url(ROOT)
-    for copy in sorted((ROOT / "book").glob("*.ipynb")):
-        cell = nbformat.read(copy, as_version=4).cells[0].source
-        assert cell == launch.install_source(url, ROOT), copy.name
+    for launch_copy in sorted((ROOT / "book").glob("*.ipynb")):
+        cell = nbformat.read(launch_copy, as_version=4).cells[0].source
+        assert cell == launch.install_source(url, ROOT), launch_copy.name
         assert (f'WHEEL = "{url}"' in cell) if url else (wheel.name in cell and "WHEEL" not in cell), copy.name
 
 

@@ -295,8 +295,8 @@ def fragments(lang: str, section: str) -> list[str]:
     words = re.compile(r"[A-Za-z]{3,}") if lang == "en" else CJK
     frags = []
     for key in (k for k in table if k.split(".")[0] in (section, "common")):
-        for frag in PLACEHOLDER.split(table[key])[::2]:
-            frag = frag.strip(" :;,.()\"")
+        for piece in PLACEHOLDER.split(table[key])[::2]:
+            frag = piece.strip(" :;,.()\"")
             if words.search(frag) and frag not in other[key] and frag != "softmax":
                 frags.append(frag)
     return frags

@@ -61,11 +61,11 @@ def _reasons(facts: list[str]) -> list[str]:
                 if shown not in values:
                     values.append(shown)
     lines = []
-    for reason, values in found.items():
+    for reason, shown in found.items():
         # `sys.modules` says all that `sys` and `modules` say
-        values = [v for v in values if not any(w.endswith("." + v) or w.startswith(v + ".") for w in values)]
+        kept = [v for v in shown if not any(w.endswith("." + v) or w.startswith(v + ".") for w in shown)]
         # quoted as written: the page that shows a reason escapes it (autograder/feedback.py)
-        lines.append(reason.format(", ".join([f"`{v}`" for v in values[:4]] + (["..."] if len(values) > 4 else []))))
+        lines.append(reason.format(", ".join([f"`{v}`" for v in kept[:4]] + (["..."] if len(kept) > 4 else []))))
     return lines
 
 
@@ -119,9 +119,9 @@ def _dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
 def _dynamic_import(node: ast.Call, aliases: dict[str, str]) -> str | None:
     """The module of `__import__("m")` or `importlib.import_module("m")`."""
     func = _dotted(node.func, aliases)
-    if func in ("__import__", "builtins.__import__", "importlib.import_module", "importlib.__import__"):
-        if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-            return node.args[0].value
+    if (func in ("__import__", "builtins.__import__", "importlib.import_module", "importlib.__import__")
+            and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+        return node.args[0].value
     return None
 
 
@@ -139,10 +139,10 @@ def _bind(tree: ast.Module, aliases: dict[str, str]) -> dict[str, str]:
             out.update({a.asname or a.name: f"{module}.{a.name}" for a in node.names if a.name != "*"})
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             value = node.value
-            if isinstance(value, (ast.Attribute, ast.Call)) or (isinstance(value, ast.Name) and value.id in out):
-                if (target := _dotted(value, out)) is not None:
-                    out[node.targets[0].id] = target
-                    aliased.add(id(node.targets[0]))
+            if ((isinstance(value, (ast.Attribute, ast.Call)) or (isinstance(value, ast.Name) and value.id in out))
+                    and (target := _dotted(value, out)) is not None):
+                out[node.targets[0].id] = target
+                aliased.add(id(node.targets[0]))
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and id(node) not in aliased:
             out[node.id] = LOCAL + node.id  # a name of the cell's own (`open = ...` is not the builtin)
         elif isinstance(node, ast.arg):

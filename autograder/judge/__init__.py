@@ -9,6 +9,7 @@ and everything that knows a correct answer is here. One module per assignment, n
 
 from __future__ import annotations
 
+import functools
 from importlib import import_module
 
 import numpy as np
@@ -23,16 +24,11 @@ from .core import Check, Verdict, diagnosis, format_patterns
 from .draws import in_double, in_single
 from .seeds import check_seed, load_secret  # noqa: F401
 
-_CHECKS: dict[str, Check] | None = None
-
-
+@functools.cache
 def checks() -> dict[str, Check]:
     """Check id -> Check over the course's assignments, made on first use (importing this package
     reads no notebook and imports no judge module)."""
-    global _CHECKS
-    if _CHECKS is None:
-        _CHECKS = {c.id: c for name in assignments.names() for c in import_module(f"{__name__}.{name}").CHECKS}
-    return _CHECKS
+    return {c.id: c for name in assignments.names() for c in import_module(f"{__name__}.{name}").CHECKS}
 
 
 def __getattr__(name: str):

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from encdec.data import EOS_ID
 
-TOL = dict(rtol=1e-4, atol=1e-5)
+TOL = {"rtol": 1e-4, "atol": 1e-5}
 
 
 def _close(a: np.ndarray, b: np.ndarray) -> bool:

@@ -78,8 +78,8 @@ def build(seed: int) -> dict:
         p3 = _good_p(sampling_probs(logits[3].double(), temps[3], ks[1]), p_order)
         if p2 is None or p3 is None:
             continue
-        settings = [dict(temperature=temps[0], top_k=None, top_p=None), dict(temperature=temps[1], top_k=ks[0], top_p=None),
-                    dict(temperature=temps[2], top_k=None, top_p=p2), dict(temperature=temps[3], top_k=ks[1], top_p=p3)]
+        settings = [{"temperature": temps[0], "top_k": None, "top_p": None}, {"temperature": temps[1], "top_k": ks[0], "top_p": None},
+                    {"temperature": temps[2], "top_k": None, "top_p": p2}, {"temperature": temps[3], "top_k": ks[1], "top_p": p3}]
         inputs = {"logits": logits, "settings": settings}
         if _told_apart(inputs):
             return inputs

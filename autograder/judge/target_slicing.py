@@ -23,7 +23,7 @@ from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, 
     names_a_mask_mistake, named_by_property, not_repeatable, randomize_, same, state_arrays
 
 CHECKS: list[Check] = []
-_SMALL = dict(emb_dim=16, num_heads=2, feedforward_dim=32, num_enc_layers=2, num_dec_layers=2, dropout=0.2)
+_SMALL = {"emb_dim": 16, "num_heads": 2, "feedforward_dim": 32, "num_enc_layers": 2, "num_dec_layers": 2, "dropout": 0.2}
 
 
 def _ints(g, lo, hi) -> int:

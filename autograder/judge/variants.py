@@ -163,7 +163,7 @@ def decode_variants(model: nn.Module, ques_b: Tensor, max_new_tokens: int) -> di
         caches = new_caches(model)
         done = torch.zeros(N, dtype=torch.bool)
         steps = []
-        for t in range(max_new_tokens):
+        for _ in range(max_new_tokens):
             T = tokens.shape[1]
             if mode == "pos_not_advanced":
                 x = model.emb_layer(tokens[:, -1:]) + ans_pos[:, :1]

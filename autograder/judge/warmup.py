@@ -50,7 +50,7 @@ def _build_shapes(seed: int) -> dict:
         Lq = ints(g, 2, 12)
         Lk = Lq + ints(g, 1, 8) * (1 if ints(g, 0, 2) else -1)  # never the queries' length
         Lk = Lk if Lk >= 1 else Lq + 1
-        cases.append(dict(N=ints(g, 1, 7), Lq=Lq, Lk=Lk, M=H * ints(g, 2, 9), H=H))
+        cases.append({"N": ints(g, 1, 7), "Lq": Lq, "Lk": Lk, "M": H * ints(g, 2, 9), "H": H})
     return {"cases": cases}
 
 

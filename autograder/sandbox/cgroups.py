@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pwd
 import secrets
 import signal
 import sys
@@ -319,7 +320,7 @@ _probed: tuple[Hierarchy | None, str] | None = None
 def probe(memory_bytes: int, pids: int, cpus: float) -> Hierarchy | None:
     """The hierarchy kernels get cgroups in, tried once per process (a cgroup made, limited and
     removed); None after one loud warning line when there is none to use."""
-    global _probed
+    global _probed  # noqa: PLW0603 (the probe is once per process, whatever the limits asked)
     if _probed is None:
         h, why = find_hierarchy()
         if h is not None and os.geteuid() != 0 and not all(p.is_dir() for p in h.parents()):
@@ -336,9 +337,8 @@ def probe(memory_bytes: int, pids: int, cpus: float) -> Hierarchy | None:
     return _probed[0]
 
 
-def _user_parents(user: str) -> tuple[Hierarchy, "pwd.struct_passwd", list[Path]]:
+def _user_parents(user: str) -> tuple[Hierarchy, pwd.struct_passwd, list[Path]]:
     """As root: the hierarchy, the user's passwd entry and its course parent in each hierarchy."""
-    import pwd
 
     if os.geteuid() != 0:
         raise PermissionError("only root can delegate a cgroup")

@@ -271,7 +271,7 @@ _checked: bool = False
 
 def check_available() -> None:
     """Start a trivial sandbox once per process; raise `SandboxUnavailable` if it cannot."""
-    global _checked
+    global _checked  # noqa: PLW0603 (the trial sandbox is once per process)
     if _checked:
         return
     with tempfile.TemporaryDirectory(prefix="encdec-sbcheck-") as tmp:
