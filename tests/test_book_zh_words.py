@@ -20,7 +20,7 @@ import re
 import pytest
 import yaml
 
-from test_book_zh import CHINESE_TEXTS, ROOT, ZH, prose, zh_sync
+from test_book_zh import CHINESE_TEXTS, GLOSSARY, ROOT, ZH, prose, zh_sync
 
 HAN = r"[\u4e00-\u9fff]"
 # Other words for one thing: the word the edition uses instead.
@@ -39,8 +39,9 @@ QUESTION_WORD = "题目"
 
 def texts() -> list[tuple[str, str]]:
     """(file, a text a reader reads) of every Chinese text: a page's prose, each Chinese string
-    literal of the code and tables (display strings, widget strings, grading words, exercises)."""
-    out = []
+    literal of the code and tables (display strings, widget strings, grading words, exercises),
+    the glossary's Chinese definitions."""
+    out = [("book/glossary.yml", f"{t['zh']}：{t['zh_def']}") for t in GLOSSARY]
     for path in CHINESE_TEXTS:
         name, raw = str(path.relative_to(ROOT)), path.read_text(encoding="utf-8")
         if path.suffix == ".md":
