@@ -5,9 +5,9 @@
 
 A Chinese page ``book/zh/<page>.md`` is written by its translator as prose around code-cell
 blocks; this script puts into those blocks, in order, the English page's code cells, with the
-page's display strings (quick-check questions, printed labels, plot titles) replaced by their
-Chinese from ``book/zh/strings/<page>.yml`` (``English: 中文`` pairs, each found in the English
-code verbatim). The notebook front matter (jupytext, kernelspec) is the English page's too. So
+page's display strings (quick-check questions, printed labels, plot titles, and the comments of the
+cells a reader sees, keyed with their ``# ``) replaced by their Chinese from
+``book/zh/strings/<page>.yml`` (``English: 中文`` pairs, each found in the English code verbatim). The notebook front matter (jupytext, kernelspec) is the English page's too. So
 the two editions execute the same code, and ``tests/test_book_zh.py`` fails when they do not.
 """
 

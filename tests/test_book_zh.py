@@ -88,7 +88,8 @@ def test_glossary_defines_every_term_in_one_line_in_each_language():
 # Everything a reader of the Chinese edition reads: its pages, the display strings of their code,
 # the widgets' strings, the grader's feedback and the Chinese exercises' texts.
 CHINESE_TEXTS = [*ZH.glob("*.md"), *(ZH / "strings").glob("*.yml"), ROOT / "encdec" / "widgets" / "strings" / "zh.json",
-                 *(ROOT / "encdec" / "grading").glob("messages*.py"), *ROOT.glob("solutions/*/zh.yml")]
+                 *(ROOT / "encdec" / "grading").glob("messages*.py"), ROOT / "encdec" / "grading" / "misconceptions_zh.py",
+                 *ROOT.glob("solutions/*/zh.yml")]
 
 
 def test_no_chinese_text_uses_another_translation_of_a_term():
