@@ -7,6 +7,10 @@ named by what it depends on: the checkpoint's bytes and the source of the packag
 compute it. Another checkpoint or another line of those modules is another file; nothing goes
 stale, and every page and edition reads the one result.
 
+The book's build makes every result before any page runs (``python -m encdec.whole_space``, in
+``make book``), so a page only reads it: no cell of a page pays for the count against the build's
+cell timeout, however busy the machine.
+
 Where: ``$ENCDEC_CACHE``, else ``build/whole-space/`` in a checkout of the course (ignored by git),
 else the user's cache folder. A folder that cannot be written only costs the computation.
 """
@@ -58,3 +62,22 @@ def cached(name: str, preset: str, modules: tuple[ModuleType, ...], compute: Cal
     except OSError:
         pass
     return value
+
+
+# Every whole-space result a page reads: (module, function of one preset), made by ``warm``.
+RESULTS = (("encdec.widgets.break_it", "mistake_table"),)
+
+
+def warm(presets: tuple[str, ...] | None = None) -> None:
+    """Make (or find) every result of ``RESULTS`` for every preset the figures show."""
+    import importlib
+
+    from .widgets.export_weights import PRESETS
+
+    for module, function in RESULTS:
+        for preset in presets or PRESETS:
+            getattr(importlib.import_module(module), function)(preset)
+
+
+if __name__ == "__main__":
+    warm()

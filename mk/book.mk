@@ -45,6 +45,7 @@ define BUILD_BOOK
 $(PY) scripts/book_assets.py --check-cache $(BOOK_OUT)
 $(PY) book/zh_sync.py --check
 $(PY) book/exercise_downloads.py
+$(PY) -m encdec.whole_space
 $(if $(filter 1,$(ASSESSED_TERM)),$(PY) -m autograder.assessed build/assessed/encdec --assessed '$(ASSESSED)')
 ENCDEC_ASSESSED='$(ASSESSED)' $(SITE_WEIGHTS) $(BIN)/jupyter-book build . --path-output . --warningiserror --keep-going
 $(BOOK_PDFS)
