@@ -46,7 +46,8 @@ def constants_js() -> str:
 
 def build() -> list[Path]:
     """Write constants.js, then bundle every registered widget; return the bundles' paths."""
-    sys.path.insert(0, str(ROOT))
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
     from encdec.widgets.registry import WIDGETS
 
     if not ESBUILD.exists():

@@ -112,7 +112,8 @@ def pytest_sessionstart(session):
     from autograder.fixtures.make import built
 
     built()
-    _bundle_widgets()
+    if not hasattr(session.config, "workerinput"):  # once, before the workers start
+        _bundle_widgets()
 
 
 def _bundle_widgets() -> None:
