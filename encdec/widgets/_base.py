@@ -75,7 +75,7 @@ def registered_name(cls: type) -> str:
 # its text to the page's SITE_ESM_GLOBAL, and each figure's ``_esm`` its widget's name after SITE_ESM_NAME,
 # which the page's renderer (static_page.js) looks up in its map of the registered widgets (renderer_js)
 # and loads once per page. A chapter's four model-running figures carry no module text in their state.
-# The book build sets SITE_ESM_ENV.
+# The book build sets SITE_ESM_ENV (mk/book.mk: to SITE_ESM; set at all, it names the widget).
 SITE_ESM_ENV = "ENCDEC_SITE_ESM"
 SITE_ESM = "_widget_assets/esm"
 SITE_ESM_NAME = "encdec-esm:"  # then the widget's name, a value of registry.WIDGETS
