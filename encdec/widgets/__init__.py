@@ -34,6 +34,7 @@ from .registry import WIDGETS
 
 for _class, _name in WIDGETS.items():  # every widget of the one list, by its class name
     globals()[_class] = getattr(import_module(f".{_name}", __name__), _class)
+del _class, _name
 
 __all__ = [
     *WIDGETS,

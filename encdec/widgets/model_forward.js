@@ -312,7 +312,9 @@ export function greedyGenerate(model, questionIds,
   let computed = 0;
   for (let s = 0; s < n && !tokens.includes(EOS_ID); s++) {
     const T = tokens.length;
-    if (!useCache && s > 0) state = newDecoderState(model, memory);  // no cache: the whole prefix again
+    // no cache: the whole prefix again, from empty self-attention caches (the memory's cross K, V are
+    // the same numbers at every step: projected once)
+    if (!useCache && s > 0) state = { ...state, fed: 0, self: state.self.map(() => ({ k: new Float64Array(0), v: new Float64Array(0) })) };
     const from = state.fed;
     const x = pieces.embed(model, tokens, from, T, K);  // (T - from, M)
     const pass = decoderPass(model, state, x, T - from, pieces);
