@@ -19,6 +19,18 @@ $(NPM_STAMP): package.json package-lock.json
 	npm ci --ignore-scripts --no-audit --no-fund
 	touch $@
 
+# `make widgets`: each widget's ES modules bundled by esbuild (npm) into the one module anywidget loads,
+# encdec/widgets/bundle/<name>.js, after constants.js is written from encdec/data.py
+# (scripts/widgets_bundle.py; the widgets are listed once, in encdec/widgets/registry.py). Build
+# products, never tracked: the book, the student wheel and the tests (tests/conftest.py) make them.
+WIDGET_BUNDLES := encdec/widgets/bundle/.built
+$(WIDGET_BUNDLES): $(filter-out encdec/widgets/constants.js,$(wildcard encdec/widgets/*.js)) encdec/widgets/registry.py \
+		encdec/data.py scripts/widgets_bundle.py $(NPM_STAMP) | $(VENV)/.installed
+	$(PY) scripts/widgets_bundle.py
+	touch $@
+.PHONY: widgets
+widgets: $(WIDGET_BUNDLES)
+
 # The notebook copies that the launch buttons open (Colab, Binder, JupyterHub need .ipynb): one
 # per MyST notebook page, converted by jupytext without outputs, then given a first cell that
 # installs the student wheel from the published site (book/launch_copies.py; its address comes
@@ -37,7 +49,7 @@ endef
 # widget assets, scripts/book_assets.py) instead of carrying the weights itself:
 # encdec.widgets.export_weights.SITE_WEIGHTS_ENV names it, relative to the site's root. So does
 # every figure with the site's one widgets.css (encdec.widgets._base.SITE_CSS_ENV), and with its
-# module's parts, served once per site (SITE_ESM_ENV).
+# widget's module, served once per site (SITE_ESM_ENV).
 SITE_WEIGHTS := ENCDEC_SITE_WEIGHTS=_widget_assets/encdec-weights.js ENCDEC_SITE_CSS=_widget_assets/widgets.css \
 	ENCDEC_SITE_ESM=_widget_assets/esm
 
@@ -57,10 +69,10 @@ endef
 BOOK_PDFS = $(PY) scripts/book_pdf.py --html $(BOOK_OUT)/html
 
 .PHONY: book-assets book-notebooks book-pdf
-book-assets: $(VENV)/.installed $(NPM_STAMP)
+book-assets: $(VENV)/.installed $(NPM_STAMP) $(WIDGET_BUNDLES)
 	$(PY) scripts/book_assets.py
 
-book: $(VENV)/.installed $(NPM_STAMP) system-book
+book: $(VENV)/.installed $(NPM_STAMP) $(WIDGET_BUNDLES) system-book
 	$(BUILD_BOOK)
 
 book-notebooks: $(VENV)/.installed

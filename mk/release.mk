@@ -101,7 +101,7 @@ endef
 export STUDENT_TERM = $(STUDENT_TERM_$(ASSESSED_TERM))
 
 .PHONY: student-release
-student-release: $(VENV)/.installed
+student-release: $(VENV)/.installed $(WIDGET_BUNDLES)  # the wheel carries the widgets' bundles
 	rm -rf $(STUDENT) $(STUDENT_STAGE)
 	mkdir -p $(STUDENT) $(STUDENT_STAGE)
 	cp -r encdec $(STUDENT_STAGE)/encdec

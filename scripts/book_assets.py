@@ -8,10 +8,10 @@ The built site works with no network and as file://, and a page loads only what 
   ``nb_ipywidgets_js``, _config.yml, to those pages alone).
 - ``widgets.css``: the widgets' stylesheet, once per site: the built pages' figures name it
   (``encdec.widgets._base.SITE_CSS``) and widgets.js links it, instead of each figure carrying it.
-- ``esm/*.js``: every widget module's parts (``common.js``, ``model_forward.js``, each widget's own),
-  once per site, each a classic script: the built pages' figures name their parts
-  (``encdec.widgets._base.site_esm``) and widgets.js loads and joins them, instead of each figure
-  carrying its whole module (a chapter's four model-running figures carried model_forward.js four times).
+- ``esm/<name>.js``: each registered widget's module (its bundle, ``make widgets``) once per site, a
+  classic script: the built pages' figures name their widget (``encdec.widgets._base.SITE_ESM_NAME``)
+  and widgets.js loads its script through its map of the registry, instead of each figure carrying
+  its whole module (a chapter's four model-running figures carried model_forward.js four times).
 - ``encdec-weights.js``: the trained checkpoints' weights for the "ask the model" figure, once per
   site (``encdec.widgets.export_weights.write_site_script``); only that figure loads it, when its
   reader first asks a question (a page weighs no more for carrying the figure).
@@ -45,7 +45,8 @@ def build_assets(out: Path) -> dict:
     """Write every asset under ``out / ASSETS``; return the manifest (versions, files)."""
     import anywidget
 
-    from encdec.widgets._base import SITE_CSS, SITE_ESM, asset_text, renderer_js, site_esm_part
+    from encdec.widgets._base import SITE_CSS, asset_text, renderer_js, site_esm_path, site_esm_script
+    from encdec.widgets.registry import WIDGETS
     from encdec.widgets.export_weights import SITE_WEIGHTS, write_site_script
 
     staging = out / (ASSETS + ".tmp")
@@ -53,11 +54,11 @@ def build_assets(out: Path) -> dict:
     staging.mkdir(parents=True)
     (staging / WIDGETS_JS).write_text(renderer_js(), encoding="utf-8")
     (staging / Path(SITE_CSS).relative_to(ASSETS)).write_text(asset_text("widgets.css"), encoding="utf-8")
-    # every widget module's parts, once per site: the built pages' figures name them (site_esm)
-    parts = staging / Path(SITE_ESM).relative_to(ASSETS)
-    parts.mkdir()
-    for part in module_parts():
-        (parts / part).write_text(site_esm_part(part), encoding="utf-8")
+    # every widget's module, once per site: the built pages' figures name their widget (SITE_ESM_NAME)
+    for name in sorted(set(WIDGETS.values())):
+        script = staging / Path(site_esm_path(name)).relative_to(ASSETS)
+        script.parent.mkdir(exist_ok=True)
+        script.write_text(site_esm_script(name), encoding="utf-8")
     # the trained models' weights, once per site, for the "ask the model" figure of every page
     write_site_script(staging / Path(SITE_WEIGHTS).relative_to(ASSETS))
     # anywidget wrote the widget state the pages carry; widgets.js reads it
@@ -68,19 +69,6 @@ def build_assets(out: Path) -> dict:
     shutil.rmtree(final, ignore_errors=True)
     staging.rename(final)
     return manifest
-
-
-def module_parts() -> list[str]:
-    """The files the book's widgets join their modules from (``Esm.parts`` of every figure class)."""
-    import encdec.widgets  # noqa: F401 (defines every figure class)
-    from encdec.widgets._base import BookWidget
-
-    classes, found = [BookWidget], set()
-    while classes:
-        cls = classes.pop()
-        classes += cls.__subclasses__()
-        found.update(getattr(cls.__dict__.get("_esm"), "parts", ()))
-    return sorted(found)
 
 
 def _fonts() -> bytes:

@@ -115,6 +115,21 @@ def pytest_sessionstart(session):
     from autograder.fixtures.make import built
 
     built()
+    if not hasattr(session.config, "workerinput"):  # once, before the workers start
+        _bundle_widgets()
+
+
+def _bundle_widgets() -> None:
+    """The widgets' bundles and constants.js, products of their sources (scripts/widgets_bundle.py, under a
+    second): made again at every session, so a test never reads a bundle older than the JS it tests.
+    Without npm's esbuild (no `make widgets` yet) a widget says so when it is made."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("widgets_bundle", ROOT / "scripts" / "widgets_bundle.py")
+    bundle = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bundle)
+    if bundle.ESBUILD.exists():
+        bundle.build()
 
 
 @pytest.fixture(scope="session")

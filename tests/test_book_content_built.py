@@ -502,24 +502,24 @@ def test_the_widgets_stylesheet_travels_once_per_site_not_once_per_figure():
 
 
 def test_the_widget_modules_travel_once_per_site_not_once_per_figure():
-    """Every figure of a built page names its module's parts, which the site serves once each as
-    the package's files (widgets.js joins them as ``esm`` does); no page carries a module's text."""
+    """Every figure of a built page names its registered widget, whose module (its bundle) the site
+    serves once as a script that widgets.js finds in its map; no page carries a module's text."""
     import re
 
-    from encdec.widgets._base import SITE_ESM, SITE_ESM_PARTS, asset_text, site_esm_part
+    from encdec.widgets._base import SITE_ESM_NAME, bundle_text, renderer_js, site_esm_path, site_esm_script
+    from encdec.widgets.registry import WIDGETS
 
-    model_forward = json.dumps(asset_text("model_forward.js").split("\n", 3)[2])[1:-1]
+    model_forward = "function greedyGenerate("
+    assert (SITE / "_widget_assets" / "widgets.js").read_text(encoding="utf-8") == renderer_js()
     for edition, root in EDITIONS.items():
         for name in ("ch11_cross_attention", "ch13_generation", "widgets_gallery"):
             html = (root / f"{name}.html").read_text(encoding="utf-8")
-            named = re.findall(r'"_esm": "' + re.escape(SITE_ESM_PARTS) + r'([^"]*)"', html)
+            named = re.findall(r'"_esm": "' + re.escape(SITE_ESM_NAME) + r'([^"]*)"', html)
             assert named and len(named) == html.count('"_anywidget_id"'), (edition, name)
-            for parts in named:
-                paths = parts.split(" ")
-                assert paths[0] == f"{SITE_ESM}/common.js", (edition, name, parts)
-                for path in paths:
-                    part = path.rsplit("/", 1)[1]
-                    assert (SITE / path).read_text(encoding="utf-8") == site_esm_part(part), path
+            for widget in named:
+                assert widget in WIDGETS.values(), (edition, name, widget)
+                served = (SITE / site_esm_path(widget)).read_text(encoding="utf-8")
+                assert served == site_esm_script(widget) and json.dumps(bundle_text(widget)) in served, widget
             assert model_forward not in html, f"{edition}/{name} still carries model_forward.js"
 
 

@@ -50,7 +50,7 @@ def test_ch13_decoder_steps_and_token_counts_agree():
 
 
 def test_prefill_wording_does_not_call_the_answer_prefix_the_prompt():
-    js = (PACKAGE / "widgets" / "prefill_decode.js").read_text(encoding="utf-8")
+    js = "".join((PACKAGE / "widgets" / name).read_text(encoding="utf-8") for name in ("prefill_decode.js", "prefill_run.js"))
     words = (PACKAGE / "widgets" / "strings" / "en.json").read_text(encoding="utf-8")  # the stepper's words
     for source, text in (("ch13", read("ch13_generation")), ("prefill_decode.js", js), ("strings/en.json", words)):
         assert "whole prompt" not in text and "feed the prompt" not in text, source

@@ -315,24 +315,41 @@ def test_every_control_of_every_widget_is_reachable_by_keyboard_and_named(chromi
     assert reached == set(found["names"]), f"{path}: Tab never reached {set(found['names']) - reached}"
 
 
-def test_the_static_renderer_draws_each_widget_and_names_one_it_cannot(chromium, tmp_path):
-    """widgets.js (encdec/widgets/static_page.js) on a page of two widgets whose second saved state
-    lost its module: the first still draws and works (a click changes its numbers, locally), the
-    second's place says the figure could not be shown and why; nothing else breaks."""
+# A saved state whose module is lost, or names what is not a widget of the site's map (static_page.js's
+# MODULES, written from encdec/widgets/registry.py): a path out of the module folder, an object's own
+# key, a registered name with a path after it. None loads a script; each place says why.
+BROKEN_MODULES = {"lost": (None, "no saved state of an anywidget"),
+                  "path": ("encdec-esm:../widgets", "not a widget of the site"),
+                  "object key": ("encdec-esm:__proto__", "not a widget of the site"),
+                  "name and path": ("encdec-esm:mask_toggle/../../x", "not a widget of the site")}
+
+
+@pytest.mark.parametrize("broken", ["lost", "object key", "name and path", pytest.param("path", marks=pytest.mark.matrix)])
+def test_the_static_renderer_draws_each_widget_and_names_one_it_cannot(chromium, tmp_path, broken):
+    """widgets.js (encdec/widgets/static_page.js) on a page of two widgets, the first named as the built
+    book names it (its module from the site's script), the second's saved module broken: the first still
+    draws and works (a click changes its numbers, locally), the second's place says the figure could
+    not be shown and why, and no script is loaded for it; nothing else breaks."""
     import json
 
     from browser_support import standalone_widget_page
     from encdec.widgets import CrossEntropySlider, MaskToggle
+    from encdec.widgets._base import SITE_ESM_NAME
 
-    slider = CrossEntropySlider()
-    page_file = standalone_widget_page([MaskToggle(), slider], tmp_path)
+    slider, mask = CrossEntropySlider(), MaskToggle()
+    page_file = standalone_widget_page([mask, slider], tmp_path)
     html = page_file.read_text(encoding="utf-8")
     start = html.index('<script type="application/vnd.jupyter.widget-state+json">') + len(
         '<script type="application/vnd.jupyter.widget-state+json">')
     end = html.index("</script>", start)
     state = json.loads(html[start:end])
-    # the page saves every widget the process holds (other tests' too): break this slider's own state
-    del state["state"][slider.model_id]["state"]["_esm"]
+    # the page saves every widget the process holds (other tests' too): change these two's own states
+    state["state"][mask.model_id]["state"]["_esm"] = SITE_ESM_NAME + "mask_toggle"
+    module, why = BROKEN_MODULES[broken]
+    if module is None:
+        del state["state"][slider.model_id]["state"]["_esm"]
+    else:
+        state["state"][slider.model_id]["state"]["_esm"] = module
     page_file.write_text(html[:start] + json.dumps(state) + html[end:], encoding="utf-8")
     opened = Opened(chromium, page_file.as_uri())
     page = opened.page
@@ -345,8 +362,10 @@ def test_the_static_renderer_draws_each_widget_and_names_one_it_cannot(chromium,
         before = page.locator(".encdec-MaskToggle [data-testid='rowsum-0']").inner_text()
         page.locator(".encdec-MaskToggle [data-preset='none']").click()
         status = page.locator(".encdec-MaskToggle [data-testid='preset']").inner_text()
+        scripts = page.evaluate("() => [...document.scripts].map((s) => s.getAttribute('src')).filter(Boolean)")
     finally:
         opened.context.close()
-    assert "This figure could not be shown" in message and "no saved state of an anywidget" in message
+    assert "This figure could not be shown" in message and why in message
     assert before == "1.000" and "none" in status
+    assert sorted(scripts) == ["_widget_assets/esm/mask_toggle.js", "_widget_assets/widgets.js"]
     assert opened.log.page_errors == []

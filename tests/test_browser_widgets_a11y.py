@@ -11,21 +11,10 @@ import re
 import pytest
 
 from browser_support import ROOT, Opened, fmt, softmax, standalone_widget_page, wait_for_widget
-from encdec.widgets import (
-    AskTheModel,
-    AttentionMapViewer,
-    BreakIt,
-    CrossAttentionExplorer,
-    CrossEntropySlider,
-    MaskToggle,
-    PrefillDecodeStepper,
-    QuickCheck,
-    ShiftTeacherForcing,
-    SoftmaxMaskCompare,
-    choice,
-    number,
-)
+import encdec.widgets
+from encdec.widgets import QuickCheck, choice, number
 from encdec.widgets._base import text
+from encdec.widgets.registry import WIDGETS as REGISTERED
 
 pytestmark = pytest.mark.browser
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
@@ -33,12 +22,8 @@ WCAG_AA = "{runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wca
 DARK_PAGE = "#14181e"  # the book's dark background
 COLUMN = 356  # the text column of a 390 x 844 phone
 QUESTIONS = [choice("Who provides `Q`?", ["decoder", "encoder"], answer=0), number("How many weights in row 4?", answer=5)]
-WIDGETS = {
-    "MaskToggle": MaskToggle, "SoftmaxMaskCompare": SoftmaxMaskCompare, "CrossEntropySlider": CrossEntropySlider,
-    "CrossAttentionExplorer": CrossAttentionExplorer, "ShiftTeacherForcing": ShiftTeacherForcing,
-    "PrefillDecodeStepper": PrefillDecodeStepper, "AttentionMapViewer": AttentionMapViewer,
-    "QuickCheck": lambda: QuickCheck(QUESTIONS), "AskTheModel": AskTheModel, "BreakIt": BreakIt,
-}
+# every widget of the one list (encdec/widgets/registry.py), made with no arguments but the quick check
+WIDGETS = {name: getattr(encdec.widgets, name) for name in REGISTERED} | {"QuickCheck": lambda: QuickCheck(QUESTIONS)}
 
 
 @pytest.fixture(scope="module")
@@ -490,7 +475,8 @@ def test_break_it(reader, lang):
 def test_heat_cells_keep_their_text_readable_at_every_weight(reader):
     """heat() (common.js) at weights 0, 0.01, ..., 1 in a widget: text on cell at least 4.5:1, light and dark."""
     r = reader("AttentionMapViewer", "en")
-    r.page.add_script_tag(content=(ROOT / "encdec" / "widgets" / "common.js").read_text(encoding="utf-8"))
+    common = (ROOT / "encdec" / "widgets" / "common.js").read_text(encoding="utf-8")  # imports nothing
+    r.page.add_script_tag(content=common.replace("export function ", "function "))  # its helpers as the page's
     r.w.evaluate("""w => { const row = w.querySelector('tbody tr');
         for (let k = 0; k <= 100; k++) { const a = heat(k / 100); row.append(h('td', { class: a.class, style: a.style }, '0.00')); } }""")
     for dark in (False, True):

@@ -18,11 +18,10 @@ import torch
 from encdec.data import BOS_ID, EOS_ID, TOKEN_TO_ID, encode_question, problem_space
 from encdec.generate import greedy_decode
 from encdec.train import load_run
-from encdec.widgets import export_weights
+from node_support import node_folder
 
 pytestmark = pytest.mark.slow  # the whole space twice in node: about half a minute of two cores
 ROOT = Path(__file__).resolve().parent.parent
-FORWARD_JS = ROOT / "encdec" / "widgets" / "model_forward.js"
 PRESETS = ("modern", "historical")
 SAMPLE = slice(0, None, 97)  # 203 questions spread over the space, for logits and the uncached path
 LOGITS_TOL = 1e-5
@@ -52,11 +51,8 @@ writeFileSync(outPath, JSON.stringify({ greedy, seconds, traced, forced,
 
 def write_runner(folder: Path, presets=PRESETS) -> list[Path]:
     """The forward pass as an ES module, the runner, and each preset's exported weights in ``folder``."""
-    (folder / "forward.mjs").write_text(
-        FORWARD_JS.read_text(encoding="utf-8")
-        + "\nexport { loadModel, greedyGenerate, teacherForced, EOS_ID, checkQuestionIds };\n", encoding="utf-8")
-    (folder / "run.mjs").write_text(RUNNER, encoding="utf-8")
-    return export_weights.write(folder / "weights", presets)
+    return node_folder(folder, "forward.mjs", ("model_forward.js",),
+                       ("loadModel", "greedyGenerate", "teacherForced", "EOS_ID", "checkQuestionIds"), RUNNER, presets)[1]
 
 
 @pytest.fixture(scope="module")

@@ -62,7 +62,7 @@ writeFileSync(outPath, JSON.stringify({ greedy: greedyOut, sampled: sampledOut,
 def runs(tmp_path_factory):
     """Both presets' page runs (one node process each) and the inputs they were given."""
     folder = tmp_path_factory.mktemp("generation_js")
-    node, weights = node_folder(folder, "generation.mjs", ("prefill_decode.js", "model_forward.js", "task.js"),
+    node, weights = node_folder(folder, "generation.mjs", ("prefill_run.js", "model_forward.js", "task.js"),
                                 ("pageRun", "loadModel", "mulberry32"), RUNNER, PRESETS)
     questions, answers = problem_space()  # (19602, Kq), (19602, Ka)
     greedy = [(q, a[:P]) for q, a in zip(questions[GREEDY_SAMPLE].tolist(), answers[GREEDY_SAMPLE].tolist())

@@ -30,6 +30,7 @@ import yaml
 from autograder.fixtures.make import solution_sources
 from encdec.presets import PRESETS
 from encdec.train import PACKAGED_CHECKPOINTS, load_checkpoint
+from encdec.widgets.registry import WIDGETS
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,6 +108,8 @@ def fresh_python(release, tmp_path_factory) -> Path:
 def test_release_ships_exercises_wheel_checkpoints_and_readme(release):
     names = zipfile.ZipFile(next(release.glob("encdec-*.whl"))).namelist()
     assert {"encdec/model.py", "encdec/grading/checks.py", "encdec/widgets/quick_check.js"} <= set(names)
+    # the widgets' bundles (make widgets): a student's figures load them
+    assert {f"encdec/widgets/bundle/{name}.js" for name in WIDGETS.values()} <= set(names)
     assert not [n for n in names if n.split("/")[0] not in {"encdec", "encdec-0.1.0.dist-info"}], names
     assert sorted(p.name for p in (release / "exercises").iterdir()) == sorted([*ASSIGNMENTS, "zh"])
     assert sorted(p.name for p in (release / "exercises" / "zh").iterdir()) == ASSIGNMENTS

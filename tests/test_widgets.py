@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -29,15 +30,16 @@ from encdec.widgets import (
     ShiftTeacherForcing,
     SoftmaxMaskCompare,
 )
+import encdec.widgets
 from encdec.widgets import quick_check as qc
+from encdec.widgets.registry import WIDGETS
 from encdec.widgets._base import LESSON_ANSWER, LESSON_QUESTION, LESSON_QUESTION_TEXT, question_ids, softmax
 from encdec.widgets.cross_entropy import cross_entropy_example
 from encdec.widgets.mask_toggle import masked_softmax_rows, preset_mask
 from encdec.widgets.shift_teacher_forcing import teacher_forcing_table
 
 ROOT = Path(__file__).resolve().parent.parent
-ALL_WIDGETS = [MaskToggle, SoftmaxMaskCompare, CrossAttentionExplorer, ShiftTeacherForcing,
-               CrossEntropySlider, PrefillDecodeStepper, AttentionMapViewer, QuickCheck, AskTheModel, BreakIt]
+ALL_WIDGETS = [getattr(encdec.widgets, name) for name in WIDGETS]  # the one list (registry.py)
 
 
 @pytest.fixture(scope="module")
@@ -311,9 +313,65 @@ def test_attention_map_viewer_shapes(model):
 def test_every_widget_builds_without_arguments(cls):
     w = cls()
     state = w.get_state()
-    assert "export default" in state["_esm"] and "function h(" in state["_esm"]  # common.js + widget
+    name = WIDGETS[cls.__name__]
+    assert state["_esm"] == (ROOT / "encdec" / "widgets" / "bundle" / f"{name}.js").read_text(encoding="utf-8")
+    # one self-contained module: the widget's default export, the helpers it imports inside, no import left
+    assert "export {" in state["_esm"] and "as default" in state["_esm"] and "function h(" in state["_esm"]
+    assert not re.search(r"^import ", state["_esm"], re.M)
     assert ".encdec-widget" in state["_css"]
     json.dumps({k: v for k, v in state.items() if not isinstance(v, bytes)})
+
+
+def test_a_widget_not_in_the_registry_or_without_its_bundle_says_what_to_do(monkeypatch):
+    from encdec.widgets import _base
+
+    class Unlisted(MaskToggle):  # a subclass is the registered widget it extends
+        pass
+
+    assert _base.registered_name(Unlisted) == "mask_toggle"
+    with pytest.raises(TypeError, match="registry.py"):
+        _base.registered_name(type("Stray", (_base.BookWidget,), {}))
+    monkeypatch.setattr(_base, "BUNDLE", "no-such-folder")
+    with pytest.raises(_base.BundleMissing, match="run `make widgets`"):
+        MaskToggle()
+
+
+def test_constants_js_says_what_the_data_module_says(tmp_path):
+    """constants.js, which every widget imports for the vocabulary and the lengths, as node reads it,
+    holds encdec/data.py's values; and it is what the bundle step writes now (scripts/widgets_bundle.py)."""
+    import shutil
+    import subprocess
+
+    from encdec import data
+
+    spec = importlib.util.spec_from_file_location("widgets_bundle", ROOT / "scripts" / "widgets_bundle.py")
+    bundle = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bundle)
+    constants = ROOT / "encdec" / "widgets" / "constants.js"
+    assert constants.read_text(encoding="utf-8") == bundle.constants_js()
+    (tmp_path / "read.mjs").write_text(f"import * as c from {json.dumps(constants.as_uri())};\n"
+                                       "console.log(JSON.stringify(c));\n")
+    got = json.loads(subprocess.run([shutil.which("node"), str(tmp_path / "read.mjs")], capture_output=True, text=True,
+                                    check=True).stdout)
+    ids = data.TOKEN_TO_ID
+    signs, digits, ops = [ids["POSITIVE"], ids["NEGATIVE"]], [ids[str(d)] for d in range(10)], [ids["add"], ids["subtract"]]
+    assert got == {"TOKENS": list(data.VOCAB), "BOS_ID": ids["BOS"], "EOS_ID": ids["EOS"],
+                   "SIGN_IDS": {"POSITIVE": ids["POSITIVE"], "NEGATIVE": ids["NEGATIVE"]},
+                   "OP_IDS": {"add": ids["add"], "subtract": ids["subtract"]},
+                   "QUESTION_LEN": data.QUESTION_LEN, "ANSWER_LEN": data.ANSWER_LEN, "OPERAND_MAX": data.OPERAND_MAX,
+                   # BOS sign d d op sign d d EOS
+                   "QUESTION_LAYOUT": [[ids["BOS"]], signs, digits, digits, ops, signs, digits, digits, [ids["EOS"]]]}
+
+
+def test_the_static_page_maps_every_registered_widget_to_its_module_script():
+    """The built site's widgets.js (_base.renderer_js) carries the map of the registry's widgets to their
+    module scripts, and nothing else: a saved state names a widget, never a path."""
+    import re as re_
+
+    from encdec.widgets._base import SITE_ESM, renderer_js
+
+    found = re_.search(r"const MODULES = (\{.*?\});", renderer_js())
+    assert found and json.loads(found.group(1)) == {name: f"{SITE_ESM}/{name}.js" for name in WIDGETS.values()}
 
 
 def test_each_widget_is_one_python_file_and_one_js_file_of_the_same_name():
@@ -322,17 +380,19 @@ def test_each_widget_is_one_python_file_and_one_js_file_of_the_same_name():
     stems = []
     for cls in ALL_WIDGETS:
         stem = cls.__module__.rsplit(".", 1)[1]
-        assert cls().get_state()["_esm"].endswith((folder / f"{stem}.js").read_text(encoding="utf-8")), cls
+        assert stem == WIDGETS[cls.__name__] and (folder / f"{stem}.js").is_file(), cls
         stems.append(stem)
     assert len(set(stems)) == len(stems), "two widgets share a file"
     # shared by several figures: common.js (+ _base.py), and the model's forward pass in the page
     # (model_forward.js, whose weights export_weights.py exports) with the task's questions and the
-    # site's weights loader (task.js: the figures that run the model); and the static page's: the
-    # renderer of saved widget views (static_page.js) and the unpacking of the site's weights
-    # script (site_weights.js), both written into the built site by scripts/book_assets.py
-    assert sorted(p.stem for p in folder.glob("*.js")) == sorted([*stems, "common", "model_forward", "task", "static_page",
-                                                                   "site_weights"])
-    assert sorted(p.stem for p in folder.glob("*.py")) == sorted([*stems, "__init__", "_base", "export_weights"])
+    # site's weights loader (task.js: the figures that run the model), the facts of encdec/data.py
+    # (constants.js, written by the bundle step); the generation view's run in the page (prefill_run.js,
+    # its drawing being prefill_decode.js); and the static page's: the renderer of saved widget
+    # views (static_page.js) and the unpacking of the site's weights script (site_weights.js), both
+    # written into the built site by scripts/book_assets.py
+    assert sorted(p.stem for p in folder.glob("*.js")) == sorted([*stems, "common", "model_forward", "task", "constants", "prefill_run",
+                                                                   "static_page", "site_weights"])
+    assert sorted(p.stem for p in folder.glob("*.py")) == sorted([*stems, "__init__", "_base", "export_weights", "registry"])
 
 
 def _load_book_assets():
@@ -392,15 +452,15 @@ def test_build_cache_is_cleared_when_a_checkpoint_the_rc_or_the_fonts_change(tmp
 
 def _run_widget_js(tmp_path, widget_file: str, names: list[str], calls: str, shared: tuple[str, ...] = ()):
     """Evaluate ``calls`` (a JS expression) with ``names`` imported from one widget's ES module
-    (``shared``: the other shared code it is built with, e.g. ``model_forward.js``)."""
+    (``shared``: the other modules that define some of them, e.g. ``model_forward.js``)."""
     import shutil
     import subprocess
 
-    from encdec.widgets._base import esm
+    from node_support import widget_module
 
     node = shutil.which("node")
     assert node, "node is needed (the book build needs it too: install Node.js)"
-    (tmp_path / "widget.mjs").write_text(esm(widget_file, *shared) + f"\nexport {{ {', '.join(names)} }};\n")
+    (tmp_path / "widget.mjs").write_text(widget_module(names, (widget_file, *shared, "common.js")))
     (tmp_path / "run.mjs").write_text(
         f"import {{ {', '.join(names)} }} from './widget.mjs';\nconsole.log(JSON.stringify({calls}));\n"
     )

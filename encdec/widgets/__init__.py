@@ -2,7 +2,8 @@
 
 They work live in JupyterLab (Python traits and the browser stay in sync: clicking a mask cell
 updates ``MaskToggle.mask``) and on the static book with no kernel. Each widget is one Python
-file and one JS file of the same name (``mask_toggle.py`` + ``mask_toggle.js``); the Python file
+file and one JS file of the same name (``mask_toggle.py`` + ``mask_toggle.js``), listed once in
+``registry.py`` (which is where the package takes its exports from); the Python file
 holds the class and the Python twin of the numbers its JS computes. What they share (the base
 class, the string tables, the lesson's example, ``softmax``) is in ``_base`` (twin of
 ``common.js``). Chapter 11 uses ``MaskToggle``, ``SoftmaxMaskCompare``,
@@ -21,29 +22,22 @@ Jupyter choose with ``MaskToggle(lang="zh")`` or, for every widget made afterwar
 ``set_language("zh")``.
 """
 
+from importlib import import_module
+
 from ._base import get_language, set_language
-from .ask_model import AskTheModel, ask_trace, parse_question
-from .attention_maps import AttentionMapViewer, attention_maps_of
-from .break_it import BreakIt, break_answer, mistake_table
-from .cross_attention import CrossAttentionExplorer
-from .cross_entropy import CrossEntropySlider
-from .mask_toggle import MaskToggle
-from .prefill_decode import PrefillDecodeStepper, decode_trace
-from .quick_check import QuickCheck, choice, number
-from .shift_teacher_forcing import ShiftTeacherForcing
-from .softmax_compare import SoftmaxMaskCompare
+from .ask_model import ask_trace, parse_question
+from .attention_maps import attention_maps_of
+from .break_it import break_answer, mistake_table
+from .prefill_decode import decode_trace
+from .quick_check import choice, number
+from .registry import WIDGETS
+
+for _class, _name in WIDGETS.items():  # every widget of the one list, by its class name
+    globals()[_class] = getattr(import_module(f".{_name}", __name__), _class)
+del _class, _name
 
 __all__ = [
-    "MaskToggle",
-    "SoftmaxMaskCompare",
-    "CrossAttentionExplorer",
-    "ShiftTeacherForcing",
-    "CrossEntropySlider",
-    "PrefillDecodeStepper",
-    "AttentionMapViewer",
-    "AskTheModel",
-    "BreakIt",
-    "QuickCheck",
+    *WIDGETS,
     "choice",
     "number",
     "attention_maps_of",

@@ -1,7 +1,7 @@
 """What every book widget shares: the base class, the string tables, the lesson's example, softmax.
 
-A widget is one Python file here and one JS file of the same name; its ESM is ``common.js`` + that
-file. This module is the Python side of ``common.js``: ``softmax`` and ``masked_softmax_row`` are
+A widget is one Python file here and one JS file of the same name, listed once in ``registry.py``; its
+module is that JS file bundled with what it imports (``bundle_text``, made by ``make widgets``). This module is the Python side of ``common.js``: ``softmax`` and ``masked_softmax_row`` are
 the twins of its ``softmax`` and ``maskedSoftmaxRow`` (plain Python), ``LESSON_*`` is the example
 the figures show by default (chapter 11), and ``question_ids`` encodes a question for the two
 figures that run a model.
@@ -26,10 +26,13 @@ from importlib import resources
 import anywidget
 import traitlets as t
 
+from .registry import WIDGETS
+
 LANGUAGES = ("en", "zh")
 LANG_CHOICES = ("auto", *LANGUAGES)
 PLACEHOLDER = re.compile(r"\{(\w+)\}")  # the same rule as fill() in common.js
 _default = {"lang": "auto"}
+BUNDLE = "bundle"  # the bundles' folder here (scripts/widgets_bundle.py): build products, never tracked
 
 #: The lesson's example (chapter 11): question and answer tokens, as ``decode`` prints them.
 LESSON_QUESTION = ("BOS", "NEGATIVE", "3", "0", "subtract", "NEGATIVE", "3", "4", "EOS")
@@ -45,46 +48,50 @@ def asset_text(name: str) -> str:
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
 
 
-class Esm(str):
-    """A widget's module text, which knows the files it is joined from (``parts``)."""
-
-    parts: tuple[str, ...] = ()
+class BundleMissing(RuntimeError):
+    """A widget's bundle is not built (a checkout before ``make widgets``)."""
 
 
-def esm(name: str, *shared: str) -> Esm:
-    """A widget's ES module: the shared helpers, any other shared code it needs (``shared``, e.g.
-    ``model_forward.js``), then the widget's own render code.
-
-    The browser imports the ESM from one string (a blob URL), so helpers are concatenated
-    rather than imported. In the built book a figure names its parts instead (``site_esm``).
-    """
-    parts = ("common.js", *shared, name)
-    text = Esm("\n".join(asset_text(part) for part in parts))
-    text.parts = parts
-    return text
+def bundle_text(name: str) -> str:
+    """The module of widget file ``name`` (a value of ``registry.WIDGETS``): ``bundle/<name>.js``, its
+    ES module with everything it imports, made by ``make widgets`` (scripts/widgets_bundle.py)."""
+    try:
+        return asset_text(f"{BUNDLE}/{name}.js")
+    except FileNotFoundError:
+        raise BundleMissing(f"the widget bundle encdec/widgets/{BUNDLE}/{name}.js is missing: run `make widgets` "
+                            "in the checkout (esbuild bundles each widget's ES modules)") from None
 
 
-# The built book's modules: each part once per site, a classic script under SITE_ESM (written by
-# scripts/book_assets.py; a classic script loads from file:// too, where a module would not), and each
-# figure's ``_esm`` the list of its parts, which the page's renderer (static_page.js) loads once per
-# page and joins as ``esm`` does. A chapter with four model-running figures carried
-# model_forward.js four times in its saved state. The book build sets SITE_ESM_ENV.
+def registered_name(cls: type) -> str:
+    """The registered file name of a widget class (or of the registered class it extends)."""
+    for klass in cls.__mro__:
+        if WIDGETS.get(klass.__name__) and klass.__module__ == f"{__package__}.{WIDGETS[klass.__name__]}":
+            return WIDGETS[klass.__name__]
+    raise TypeError(f"{cls.__name__} is not in encdec/widgets/registry.py's WIDGETS")
+
+
+# The built book's modules: each bundle once per site, a classic script under SITE_ESM (written by
+# scripts/book_assets.py; a classic script loads from file:// too, where a module would not) that adds
+# its text to the page's SITE_ESM_GLOBAL, and each figure's ``_esm`` its widget's name after SITE_ESM_NAME,
+# which the page's renderer (static_page.js) looks up in its map of the registered widgets (renderer_js)
+# and loads once per page. A chapter's four model-running figures carry no module text in their state.
+# The book build sets SITE_ESM_ENV (mk/book.mk: to SITE_ESM; set at all, it names the widget).
 SITE_ESM_ENV = "ENCDEC_SITE_ESM"
 SITE_ESM = "_widget_assets/esm"
-SITE_ESM_PARTS = "encdec-esm:"  # then the parts' paths from the site's root, space-separated
-SITE_ESM_GLOBAL = "ENCDEC_ESM"  # the page's global each part script adds its text to, by its path
+SITE_ESM_NAME = "encdec-esm:"  # then the widget's name, a value of registry.WIDGETS
+SITE_ESM_GLOBAL = "ENCDEC_ESM"  # the page's global each module script adds its text to, by its path
 
 
-def site_esm(parts: Sequence[str], folder: str = SITE_ESM) -> str:
-    """A built figure's ``_esm``: its module's parts, by their paths from the site's root."""
-    return SITE_ESM_PARTS + " ".join(f"{folder}/{part}" for part in parts)
+def site_esm_path(name: str) -> str:
+    """Where the built site serves widget ``name``'s module script, from the site's root."""
+    return f"{SITE_ESM}/{name}.js"
 
 
-def site_esm_part(part: str, folder: str = SITE_ESM) -> str:
-    """The classic script of one module part: it adds the part's text to the page's SITE_ESM_GLOBAL."""
-    key = json.dumps(f"{folder}/{part}")
+def site_esm_script(name: str) -> str:
+    """The classic script of widget ``name``'s module: it adds the bundle's text to SITE_ESM_GLOBAL."""
+    key = json.dumps(site_esm_path(name))
     return (f"(self.{SITE_ESM_GLOBAL} = self.{SITE_ESM_GLOBAL} || {{}})[{key}] = "
-            f"{json.dumps(asset_text(part))};\n")
+            f"{json.dumps(bundle_text(name))};\n")
 
 
 def softmax(row: Sequence[float]) -> list[float]:
@@ -232,16 +239,21 @@ SITE_CSS = "_widget_assets/widgets.css"
 
 
 RENDERER_WORDS = "const FAILED = {};"  # where static_page.js takes its words (renderer_js)
+RENDERER_MODULES = "const MODULES = {};"  # and its map of the widgets' module scripts
 
 
 def renderer_js() -> str:
     """The static page's widget renderer as the built site carries it (``widgets.js``, written by
     scripts/book_assets.py): ``static_page.js`` with the one sentence it may say to a reader, that a
-    figure could not be shown, from the string tables ("static_page.failed") in every language."""
+    figure could not be shown, from the string tables ("static_page.failed") in every language, and
+    the map of the registered widgets to their module scripts (a figure's module is looked up there)."""
     code = asset_text("static_page.js")
-    if RENDERER_WORDS not in code:
-        raise ValueError(f"static_page.js has no {RENDERER_WORDS!r} for its words")
+    for mark in (RENDERER_WORDS, RENDERER_MODULES):
+        if mark not in code:
+            raise ValueError(f"static_page.js has no {mark!r} to fill")
     words = {lang: text("static_page.failed", lang) for lang in LANGUAGES}
+    modules = {name: site_esm_path(name) for name in sorted(set(WIDGETS.values()))}
+    code = code.replace(RENDERER_MODULES, f"const MODULES = {json.dumps(modules)};", 1)
     return code.replace(RENDERER_WORDS, f"const FAILED = {json.dumps(words, ensure_ascii=False)};", 1)
 
 
@@ -253,13 +265,16 @@ class BookWidget(anywidget.AnyWidget):
     lang = t.Unicode().tag(sync=True)
     _strings = t.Dict().tag(sync=True)  # {lang: {section: {key: template}}}, the languages lang may show
 
+    @property
+    def _esm(self) -> str:  # read once, by anywidget's __init__, which makes it a synced trait
+        """The widget's module: its bundle, or in the built book its name for the site's copy (SITE_ESM)."""
+        name = registered_name(type(self))
+        return SITE_ESM_NAME + name if os.environ.get(SITE_ESM_ENV) else bundle_text(name)
+
     def __init__(self, **kwargs):
-        parts = getattr(type(self)._esm, "parts", ())  # read before anywidget makes _esm a trait
         super().__init__(**kwargs)
         if os.environ.get(SITE_CSS_ENV):  # the built book: the site's one stylesheet (SITE_CSS)
             self._css = os.environ[SITE_CSS_ENV]
-        if parts and os.environ.get(SITE_ESM_ENV):  # the built book: the site's module parts (SITE_ESM)
-            self._esm = site_esm(parts, os.environ[SITE_ESM_ENV])
 
     @t.default("lang")
     def _default_lang(self):

@@ -21,7 +21,7 @@ import re
 import traitlets as t
 
 from ..data import BOS_ID, EOS_ID, OPERAND_MAX, QUESTION_LEN, TOKEN_TO_ID, VOCAB, encode_question, question_text
-from ._base import LESSON_QUESTION_TEXT, BookWidget, esm, watch_greedy
+from ._base import LESSON_QUESTION_TEXT, BookWidget, watch_greedy
 from .export_weights import PRESETS, figure_weights
 
 #: Questions offered in the figure's list: the lesson's example, then two the historical run gets
@@ -115,7 +115,6 @@ class AskTheModel(BookWidget):
     ``BOS`` ("" lets the model choose), ``use_cache`` switches the KV cache.
     """
 
-    _esm = esm("ask_model.js", "model_forward.js", "task.js")
     _section = "ask_model"
     weights = t.Dict().tag(sync=True)  # {preset: export}; empty when weights_src names the site's file
     # the built book's one weights script per site, relative to its root (the book build sets it:

@@ -1,6 +1,8 @@
 // AttentionMapViewer: heatmaps of a model's attention weights, by kind, layer and head.
 
-function render({ model, el }) {
+import { fmt, gridCell, gridKeys, gridReadout, h, heat, keepFocus, liveRegion, push, sourceText, t, watch, widgetRoot } from "./common.js";
+
+export function render({ model, el }) {
   const root = widgetRoot(el, "AttentionMapViewer");
   const controls = h("div", {});
   const body = h("div", {});

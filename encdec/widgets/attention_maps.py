@@ -10,7 +10,7 @@ from __future__ import annotations
 import traitlets as t
 
 from ..data import VOCAB
-from ._base import LESSON_QUESTION_TEXT, BookWidget, esm, question_ids
+from ._base import LESSON_QUESTION_TEXT, BookWidget, question_ids
 
 ATTENTION_KINDS = ("encoder_self", "decoder_self", "cross")
 
@@ -54,7 +54,6 @@ class AttentionMapViewer(BookWidget):
     """Heatmaps of a model's attention on one question: pick encoder self, decoder self or cross
     attention, a layer and a head. Rows are readers (queries), columns sources (keys)."""
 
-    _esm = esm("attention_maps.js")
     _section = "attention_maps"
     question = t.List(t.Unicode()).tag(sync=True)
     answer = t.List(t.Unicode()).tag(sync=True)

@@ -3,8 +3,9 @@
 The reader switches one mistake of the lessons into the trained checkpoint (``encdec.broken``: mask
 after softmax, no causal mask, a stale cache position, Q from the encoder, cross-attention removed),
 asks a question, and sees the broken model's greedy answer beside the intact one, computed in the
-page (``model_forward.js`` for the intact model, ``brokenGenerate`` in ``break_it.js`` for the broken
-one, each mistake on the decoding path where it can matter), and how many of the 19,602 questions of
+page (``model_forward.js``'s ``greedyGenerate`` for both: the broken one with the one piece the mistake
+concerns swapped, ``MISTAKES`` in ``break_it.js``, as ``encdec.broken`` swaps it for ``greedy_decode``,
+each mistake on the decoding path where it can matter), and how many of the 19,602 questions of
 the task each broken model still gets right, counted in PyTorch when the widget is made
 (``mistake_table``) and shipped with it (``tests/test_model_broken_js.py`` holds the page's answers
 equal to PyTorch's on every question, so the count is the page's too).
@@ -20,7 +21,7 @@ import functools
 import traitlets as t
 
 from ..data import EOS_ID, OPERAND_MAX, OPERATORS, encode_question, question_text
-from ._base import BookWidget, esm
+from ._base import BookWidget
 from .export_weights import PRESETS, figure_weights
 
 LESSON = (-30, "subtract", -34)  # the lesson's example, BOS NEGATIVE 30 subtract NEGATIVE 34 EOS
@@ -75,7 +76,6 @@ class BreakIt(BookWidget):
     ``weights`` each preset's export, or ``weights_src`` the built site's weights script.
     """
 
-    _esm = esm("break_it.js", "model_forward.js", "task.js")
     _section = "break_it"
     weights = t.Dict().tag(sync=True)  # {preset: export}; empty when weights_src names the site's file
     weights_src = t.Unicode("").tag(sync=True)

@@ -1,11 +1,11 @@
-// Shared helpers of the book's widgets. Python prepends this file to each widget's ES module
-// (the browser imports one string per widget), so everything here is plain functions.
+// Shared helpers of the book's widgets, plain functions: a widget imports the ones it uses, and the
+// bundle step (scripts/widgets_bundle.py) puts them into the widget's one module.
 
 // Every word a widget shows comes from the string tables (encdec/widgets/strings/<lang>.json), which
 // Python hands over in the synced trait `_strings`: t(model, "section.key", { n: 3 }) looks one up.
 
 // The language shown: the `lang` trait, or for "auto" the page's own <html lang> (zh-CN: Chinese).
-function widgetLang(model) {
+export function widgetLang(model) {
   const lang = model.get("lang");
   if (lang && lang !== "auto") return lang;
   const page = (typeof document !== "undefined" && document.documentElement && document.documentElement.lang) || "";
@@ -14,13 +14,13 @@ function widgetLang(model) {
 
 // Replace each {name} of a template (as encdec.widgets._base.fill). A string, or, when a value is
 // an element (a number in bold, a chip), the list of texts and elements for h() to append.
-function fill(template, values = {}) {
+export function fill(template, values = {}) {
   const parts = template.split(/\{(\w+)\}/).map((part, k) => (k % 2 === 0 ? part
     : Object.prototype.hasOwnProperty.call(values, part) ? values[part] : `{${part}}`));
   return parts.some((x) => x !== null && typeof x === "object") ? parts.filter((x) => x !== "") : parts.join("");
 }
 
-function t(model, key, values = {}) {
+export function t(model, key, values = {}) {
   const tables = model.get("_strings") || {};
   const table = tables[widgetLang(model)] || tables.en || Object.values(tables)[0] || {};
   const dot = key.indexOf(".");
@@ -33,19 +33,19 @@ function t(model, key, values = {}) {
 }
 
 // A count: the table's `<key>_one` for 1, `<key>_other` otherwise, with {n} filled in.
-function tn(model, key, n, values = {}) {
+export function tn(model, key, n, values = {}) {
   return t(model, key + (n === 1 ? "_one" : "_other"), { n, ...values });
 }
 
 // Where a figure's numbers come from: the `source` trait names one of the table's sources
 // ("lesson", "trained", "untrained"); any other text is shown as it is.
-function sourceText(model) {
+export function sourceText(model) {
   const source = model.get("source");
   const known = { lesson: "common.source_lesson", trained: "common.source_trained", untrained: "common.source_untrained" };
   return known[source] ? t(model, known[source]) : source;
 }
 
-function h(tag, attrs, ...children) {
+export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   for (const [key, value] of Object.entries(attrs || {})) {
     if (value === undefined || value === null || value === false) continue;
@@ -61,15 +61,15 @@ function h(tag, attrs, ...children) {
   return el;
 }
 
-function fmt(x, digits = 3) {
+export function fmt(x, digits = 3) {
   return Number.isFinite(x) ? x.toFixed(digits) : "—";
 }
 
-function sum(values) {
+export function sum(values) {
   return values.reduce((a, b) => a + b, 0);
 }
 
-function softmax(row) {
+export function softmax(row) {
   const top = Math.max(...row);
   const exps = row.map((x) => Math.exp(x - top));
   const total = sum(exps);
@@ -78,7 +78,7 @@ function softmax(row) {
 
 // Mask, then softmax (as encdec.attention.masked_softmax): forbidden sources leave the
 // denominator; a row with every source forbidden spreads evenly, as a finite fill value does.
-function maskedSoftmaxRow(scores, forbidden) {
+export function maskedSoftmaxRow(scores, forbidden) {
   const allowed = scores.map((_, j) => j).filter((j) => !forbidden[j]);
   if (allowed.length === 0) return scores.map(() => 1 / scores.length);
   const sub = softmax(allowed.map((j) => scores[j]));
@@ -87,13 +87,13 @@ function maskedSoftmaxRow(scores, forbidden) {
   return out;
 }
 
-function shapeText(shape) {
+export function shapeText(shape) {
   return "[" + shape.join(", ") + "]";
 }
 
 // Weight in [0, 1] -> a heat cell's class and style: widgets.css colours it (light to dark blue in the
 // light theme, dark to light in the dark one), in two halves so its text keeps 4.5:1 at every weight.
-function heat(weight, cls = "encdec-cell") {
+export function heat(weight, cls = "encdec-cell") {
   const w = Math.max(0, Math.min(1, weight)), hot = w > 0.5;
   return { class: `${cls} heat${hot ? " hot" : ""}`, style: `--encdec-w: ${(100 * (hot ? 2 * w - 1 : 2 * w)).toFixed(1)}%` };
 }
@@ -101,7 +101,7 @@ function heat(weight, cls = "encdec-cell") {
 // A grid of cells (data-row, data-col) is one tab stop, as in ARIA's grid pattern: the cell at `at`
 // ([row, col], the widget's, kept across redraws) has tabindex 0, the others -1; arrow keys move,
 // Home and End go to the row's ends (with Ctrl, the grid's corners), Enter or Space calls act(row, col).
-function gridKeys(at, rows, cols, act) {
+export function gridKeys(at, rows, cols, act) {
   return (e) => {
     let [i, j] = at;
     const moves = { ArrowUp: [i - 1, j], ArrowDown: [i + 1, j], ArrowLeft: [i, j - 1], ArrowRight: [i, j + 1],
@@ -124,21 +124,21 @@ function gridKeys(at, rows, cols, act) {
 
 // The cell attributes of such a grid: its place, the roving tabindex, and `show(row, col)` on focus,
 // hover and tap (a readout that is not only a tooltip).
-function gridCell(at, i, j, show) {
+export function gridCell(at, i, j, show) {
   const seen = () => { at[0] = i; at[1] = j; show(i, j); };
   return { role: "gridcell", "data-row": i, "data-col": j, tabindex: at[0] === i && at[1] === j ? 0 : -1,
     onfocus: seen, onmouseenter: () => show(i, j) };
 }
 
 // A redraw of another size keeps the grid's tab stop `at` inside it (back to the first cell).
-function keepStopInside(at, rows, cols) {
+export function keepStopInside(at, rows, cols) {
   if (at[0] >= rows || at[1] >= cols) at.splice(0, 2, 0, 0);
 }
 
 // A grid's readout, a visible line rather than a tooltip: what the cell last focused, hovered or
 // tapped shows (`seen`, [row, col] or empty, kept by the widget across redraws), else `hint`;
 // show(i, j) puts a cell in it. The tab stop `at` stays inside the grid (keepStopInside).
-function gridReadout(at, seen, rows, cols, describe, hint) {
+export function gridReadout(at, seen, rows, cols, describe, hint) {
   keepStopInside(at, rows, cols);
   const inside = seen.length === 2 && seen[0] < rows && seen[1] < cols;
   const info = h("div", { class: "encdec-info", "data-testid": "readout" }, inside ? describe(...seen) : hint);
@@ -147,7 +147,7 @@ function gridReadout(at, seen, rows, cols, describe, hint) {
 }
 
 // The widget's polite live region: a short sentence after each change, read aloud, not shown.
-function liveRegion(root) {
+export function liveRegion(root) {
   const live = h("p", { class: "encdec-live", "aria-live": "polite", "data-testid": "live" });
   root.append(live);
   return live;
@@ -156,11 +156,11 @@ function liveRegion(root) {
 // Redraw without losing the keyboard's place: when the focused element was replaced, the one at the
 // same place among the widget's focusable elements takes the focus; when it was disabled (a stepper's
 // end), the one before it.
-function focusable(root) {
+export function focusable(root) {
   return [...root.querySelectorAll(["button", "input", "select", "[tabindex]"].join())].filter((e) => !e.disabled);
 }
 
-function keepFocus(root, draw) {
+export function keepFocus(root, draw) {
   return () => {
     const was = document.activeElement;
     const k = root.contains(was) ? focusable(root).indexOf(was) : -1;
@@ -174,19 +174,19 @@ function keepFocus(root, draw) {
 }
 
 // Set traits from the browser; in a live kernel Python sees them, on the static page they stay local.
-function push(model, changes) {
+export function push(model, changes) {
   for (const [key, value] of Object.entries(changes)) model.set(key, value);
   model.save_changes();
 }
 
 // Redraw on a change of these traits, and of the language.
-function watch(model, names, callback) {
+export function watch(model, names, callback) {
   const all = [...names, "lang", "_strings"];
   for (const name of all) model.on(`change:${name}`, callback);
   return () => { for (const name of all) model.off(`change:${name}`, callback); };
 }
 
-function widgetRoot(el, name) {
+export function widgetRoot(el, name) {
   const root = h("div", { class: `encdec-widget encdec-${name}`, "data-widget": name });
   el.append(root);
   return root;

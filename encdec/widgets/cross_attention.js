@@ -1,20 +1,56 @@
 // CrossAttentionExplorer: shapes of Q, K, V, scores, A and output, and A's weights; hover, tap or focus A
 // to read who reads whom.
 
+import { fmt, gridCell, gridKeys, h, heat, keepFocus, keepStopInside, liveRegion, push, shapeText, softmax, sourceText, t, watch, widgetRoot } from "./common.js";
+
 // Made-up weights of a (rows, cols) A, only to show the shape: a softmax over each row of a fixed
 // smooth pattern of scores (twin of cross_attention.example_weights).
-function exampleWeights(rows, cols) {
+export function exampleWeights(rows, cols) {
   return Array.from({ length: rows }, (_, i) => softmax(Array.from({ length: cols }, (_, j) => 2.0 * Math.cos(0.9 * i - 1.3 * j))));
 }
 
 // The weights the grid shows: the model's (the `weights` trait) at their own shape with Q from the
 // decoder, else made-up ones (the twin of CrossAttentionExplorer.shown_weights).
-function shownWeights(given, rows, cols, swapped) {
+export function shownWeights(given, rows, cols, swapped) {
   const own = !swapped && given.length === rows && given.length > 0 && given[0].length === cols;
   return { weights: own ? given : exampleWeights(rows, cols), own };
 }
 
-function render({ model, el }) {
+// What cell (i, j) of the weights shows, in words (the readout and the cell's label).
+function describe(model, i, j) {
+  const Ka = model.get("Ka"), Kq = model.get("Kq"), swapped = model.get("swap_q");
+  const A = shownWeights(model.get("weights"), swapped ? Kq : Ka, swapped ? Ka : Kq, swapped).weights;
+  const w = fmt(A[i][j], 2);
+  const lesson = Ka === model.get("answer_tokens").length && Kq === model.get("question_tokens").length;
+  const ans = (k) => (lesson ? t(model, "cross_attention.token", { token: model.get("answer_tokens")[k] }) : "");
+  const que = (k) => (lesson ? t(model, "cross_attention.token", { token: model.get("question_tokens")[k] }) : "");
+  return model.get("swap_q")
+    ? t(model, "cross_attention.hover_swapped", { i, j, w, question: que(i), answer: ans(j) })
+    : t(model, "cross_attention.hover", { i, j, w, answer: ans(i), question: que(j) });
+}
+
+// The tensors of cross-attention and their shapes (qLen queries over kvLen keys), as the lesson names them.
+function shapesTable(model, qLen, kvLen, swapped) {
+  const qFrom = t(model, swapped ? "cross_attention.from_encoder" : "cross_attention.from_decoder");
+  const kvFrom = t(model, swapped ? "cross_attention.from_decoder" : "cross_attention.from_memory");
+  // The first column names the tensors as the lesson's code does; the data-testid is its first word.
+  const shapes = [
+    ["Q", ["N", qLen, "M"], t(model, "cross_attention.meaning_q", { from: qFrom })],
+    ["K", ["N", kvLen, "M"], t(model, "cross_attention.meaning_k", { from: kvFrom })],
+    ["V", ["N", kvLen, "M"], t(model, "cross_attention.meaning_v", { from: kvFrom })],
+    ["scores = Q Kᵀ / √d", ["N", qLen, kvLen], t(model, "cross_attention.meaning_scores")],
+    ["A = softmax(scores)", ["N", qLen, kvLen], t(model, "cross_attention.meaning_a")],
+    ["output = A V", ["N", qLen, "M"],
+      t(model, swapped ? "cross_attention.meaning_output_swapped" : "cross_attention.meaning_output")],
+  ];
+  return h("table", { class: "encdec-grid encdec-shapes" },
+    h("thead", {}, h("tr", {}, h("th", {}, t(model, "cross_attention.th_tensor")),
+      h("th", {}, t(model, "cross_attention.th_shape")), h("th", {}, t(model, "cross_attention.th_meaning")))),
+    h("tbody", {}, shapes.map(([name, shape, meaning]) => h("tr", { "data-testid": `shape-${name.split(" ")[0]}` },
+      h("th", { class: "encdec-rowhead" }, name), h("td", { class: "encdec-mono" }, shapeText(shape)), h("td", { class: "encdec-left" }, meaning)))));
+}
+
+export function render({ model, el }) {
   const root = widgetRoot(el, "CrossAttentionExplorer");
   const maxLen = model.get("max_len");
   const makeRange = (name) => {
@@ -40,18 +76,6 @@ function render({ model, el }) {
   const live = liveRegion(root);
   const at = [0, 0];  // the grid's tab stop
 
-  function describe(i, j) {
-    const Ka = model.get("Ka"), Kq = model.get("Kq"), swapped = model.get("swap_q");
-    const A = shownWeights(model.get("weights"), swapped ? Kq : Ka, swapped ? Ka : Kq, swapped).weights;
-    const w = fmt(A[i][j], 2);
-    const lesson = Ka === model.get("answer_tokens").length && Kq === model.get("question_tokens").length;
-    const ans = (k) => (lesson ? t(model, "cross_attention.token", { token: model.get("answer_tokens")[k] }) : "");
-    const que = (k) => (lesson ? t(model, "cross_attention.token", { token: model.get("question_tokens")[k] }) : "");
-    return model.get("swap_q")
-      ? t(model, "cross_attention.hover_swapped", { i, j, w, question: que(i), answer: ans(j) })
-      : t(model, "cross_attention.hover", { i, j, w, answer: ans(i), question: que(j) });
-  }
-
   function draw() {
     const Ka = model.get("Ka"), Kq = model.get("Kq"), swapped = model.get("swap_q");
     const [sel_i, sel_j] = model.get("selected");
@@ -63,18 +87,6 @@ function render({ model, el }) {
     kaInput.setAttribute("aria-label", t(model, "cross_attention.ka_aria"));
     kqInput.setAttribute("aria-label", t(model, "cross_attention.kq_aria"));
     const qLen = swapped ? Kq : Ka, kvLen = swapped ? Ka : Kq;
-    const qFrom = t(model, swapped ? "cross_attention.from_encoder" : "cross_attention.from_decoder");
-    const kvFrom = t(model, swapped ? "cross_attention.from_decoder" : "cross_attention.from_memory");
-    // The first column names the tensors as the lesson's code does; the data-testid is its first word.
-    const shapes = [
-      ["Q", ["N", qLen, "M"], t(model, "cross_attention.meaning_q", { from: qFrom })],
-      ["K", ["N", kvLen, "M"], t(model, "cross_attention.meaning_k", { from: kvFrom })],
-      ["V", ["N", kvLen, "M"], t(model, "cross_attention.meaning_v", { from: kvFrom })],
-      ["scores = Q Kᵀ / √d", ["N", qLen, kvLen], t(model, "cross_attention.meaning_scores")],
-      ["A = softmax(scores)", ["N", qLen, kvLen], t(model, "cross_attention.meaning_a")],
-      ["output = A V", ["N", qLen, "M"],
-        t(model, swapped ? "cross_attention.meaning_output_swapped" : "cross_attention.meaning_output")],
-    ];
     const lesson = Ka === model.get("answer_tokens").length && Kq === model.get("question_tokens").length;
     const label = (side, k) => [`${side}${k}`, lesson
       ? h("div", { class: "encdec-tag" }, model.get(side === "a" ? "answer_tokens" : "question_tokens")[k]) : null];
@@ -91,9 +103,9 @@ function render({ model, el }) {
       h("tbody", {}, Array.from({ length: qLen }, (_, i) => h("tr", {}, h("th", { class: "encdec-rowhead" }, ...rowTok(i)),
         Array.from({ length: kvLen }, (_, j) => h("td", {
           ...heat(A[i][j], "encdec-cell encdec-acell" + (i === sel_i && j === sel_j ? " selected" : "")),
-          ...gridCell(at, i, j, (r, c) => { info.textContent = describe(r, c); }),
-          "aria-label": describe(i, j), "aria-selected": i === sel_i && j === sel_j ? "true" : "false",
-          onmouseleave: () => { info.textContent = describe(...model.get("selected")); },
+          ...gridCell(at, i, j, (r, c) => { info.textContent = describe(model, r, c); }),
+          "aria-label": describe(model, i, j), "aria-selected": i === sel_i && j === sel_j ? "true" : "false",
+          onmouseleave: () => { info.textContent = describe(model, ...model.get("selected")); },
           onclick: () => select(i, j),
         }, fmt(A[i][j], 2)))))));
     const lessonShape = given.length > 0 ? { Ka: given.length, Kq: given[0].length } : null;
@@ -102,18 +114,14 @@ function render({ model, el }) {
         : t(model, "cross_attention.weights_example");
     body.replaceChildren(
       h("div", { class: "encdec-columns" },
-        h("table", { class: "encdec-grid encdec-shapes" },
-          h("thead", {}, h("tr", {}, h("th", {}, t(model, "cross_attention.th_tensor")),
-            h("th", {}, t(model, "cross_attention.th_shape")), h("th", {}, t(model, "cross_attention.th_meaning")))),
-          h("tbody", {}, shapes.map(([name, shape, meaning]) => h("tr", { "data-testid": `shape-${name.split(" ")[0]}` },
-            h("th", { class: "encdec-rowhead" }, name), h("td", { class: "encdec-mono" }, shapeText(shape)), h("td", { class: "encdec-left" }, meaning))))),
+        shapesTable(model, qLen, kvLen, swapped),
         h("div", {}, h("div", { class: "encdec-label" },
           t(model, "cross_attention.grid_label", { shape: shapeText(["N", qLen, kvLen]) })), h("div", { class: "encdec-scroll" }, grid))),
       h("p", { class: "encdec-caption", "data-testid": "weights-note", "data-own": own ? "yes" : "no" }, whose),
       h("p", { class: "encdec-caption", "data-testid": "swap-note" },
         t(model, swapped ? "cross_attention.note_swapped" : "cross_attention.note", { Ka, Kq })));
     const [i, j] = model.get("selected");
-    info.textContent = i < qLen && j < kvLen ? describe(i, j) : t(model, "cross_attention.hover_hint");
+    info.textContent = i < qLen && j < kvLen ? describe(model, i, j) : t(model, "cross_attention.hover_hint");
     live.textContent = t(model, "cross_attention.live", { a: shapeText(["N", qLen, kvLen]), output: shapeText(["N", qLen, "M"]),
       cell: info.textContent });
   }

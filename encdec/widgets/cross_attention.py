@@ -11,7 +11,7 @@ import math
 
 import traitlets as t
 
-from ._base import LESSON_DECODER_INPUT, LESSON_QUESTION, LESSON_QUESTION_TEXT, BookWidget, esm, softmax
+from ._base import LESSON_DECODER_INPUT, LESSON_QUESTION, LESSON_QUESTION_TEXT, BookWidget, softmax
 
 
 def cross_attention_shapes(Ka: int, Kq: int, swap_q: bool = False) -> dict[str, tuple]:
@@ -50,7 +50,6 @@ class CrossAttentionExplorer(BookWidget):
     (``example_weights``) at any other.
     """
 
-    _esm = esm("cross_attention.js")
     _section = "cross_attention"
     Ka = t.Int(5).tag(sync=True)
     Kq = t.Int(9).tag(sync=True)

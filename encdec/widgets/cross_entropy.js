@@ -1,6 +1,8 @@
 // CrossEntropySlider: P(correct) -> loss -log p, and the gradient p - one_hot for each token.
 
-function ceExample(vocab, correct, rival, pCorrect, pRef, rivalRef) {
+import { fmt, h, liveRegion, push, t, watch, widgetRoot } from "./common.js";
+
+export function ceExample(vocab, correct, rival, pCorrect, pRef, rivalRef) {
   // The worked example: at P(correct) = pRef the rival has rivalRef and the other tokens share
   // the rest evenly; other P(correct) rescale the wrong tokens in those proportions.
   const scale = (1 - pCorrect) / (1 - pRef);
@@ -11,7 +13,7 @@ function ceExample(vocab, correct, rival, pCorrect, pRef, rivalRef) {
   return { probs, grad, loss: -Math.log(pCorrect) };
 }
 
-function render({ model, el }) {
+export function render({ model, el }) {
   const root = widgetRoot(el, "CrossEntropySlider");
   const slider = h("input", { type: "range", min: 0.01, max: 0.99, step: 0.01, "data-testid": "p-slider" });
   slider.addEventListener("input", () => push(model, { p_correct: Number(slider.value) }));

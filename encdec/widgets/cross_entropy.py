@@ -10,7 +10,7 @@ import math
 import traitlets as t
 
 from ..data import VOCAB
-from ._base import BookWidget, esm
+from ._base import BookWidget
 
 #: The chapter-12 worked example: the correct label is "4", the model prefers "3".
 CE_CORRECT, CE_RIVAL = "4", "3"
@@ -43,7 +43,6 @@ def cross_entropy_example(p_correct: float) -> dict:
 class CrossEntropySlider(BookWidget):
     """P(correct) -> loss -log p and the gradient p - one_hot for every vocabulary token."""
 
-    _esm = esm("cross_entropy.js")
     _section = "cross_entropy"
     p_correct = t.Float(CE_REFERENCE["p_correct"]).tag(sync=True)
     vocab = t.List(t.Unicode(), default_value=list(VOCAB)).tag(sync=True)

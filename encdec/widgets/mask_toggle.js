@@ -1,12 +1,14 @@
 // MaskToggle: the reader x source grid of chapter 11; weights are mask-then-softmax per row.
 
-function presetMask(preset, K, numPadding) {
+import { fmt, gridCell, gridKeys, gridReadout, h, heat, keepFocus, liveRegion, maskedSoftmaxRow, push, sum, t, watch, widgetRoot } from "./common.js";
+
+export function presetMask(preset, K, numPadding) {
   return Array.from({ length: K }, (_, i) =>
     Array.from({ length: K }, (_, j) =>
       preset === "causal" ? j > i : preset === "padding" ? j >= K - numPadding : false));
 }
 
-function render({ model, el }) {
+export function render({ model, el }) {
   const root = widgetRoot(el, "MaskToggle");
   const body = h("div", {});
   root.append(body);

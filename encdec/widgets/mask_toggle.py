@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import traitlets as t
 
-from ._base import LESSON_DECODER_INPUT, BookWidget, esm, masked_softmax_row
+from ._base import LESSON_DECODER_INPUT, BookWidget, masked_softmax_row
 
 #: A fixed 5x5 score matrix (reader rows, source columns) for the mask figure.
 DEFAULT_SCORES_5 = (
@@ -74,7 +74,6 @@ class MaskToggle(BookWidget):
     The tokens are by default what the decoder is fed, ``BOS POSITIVE 0 4``: a 4 x 4 grid.
     """
 
-    _esm = esm("mask_toggle.js")
     _section = "mask_toggle"
     tokens = t.List(t.Unicode()).tag(sync=True)
     scores = t.List(t.List(t.Float())).tag(sync=True)

@@ -1,16 +1,16 @@
 // The trained encoder–decoder's forward pass in the browser (chapter 13): the twin of encdec/model.py
 // and encdec/generate.py, run on weights that encdec/widgets/export_weights.py exports. Shared by every
-// figure that runs a model in the page (Python prepends it, after common.js, to the figure's module).
+// figure that runs a model in the page (each imports what it uses; the bundle step joins them).
 // Plain functions on Float64Arrays: a sequence of K vectors of width M is one flat array (K, M).
 // Letters as in the lesson: Kq question length, Ka answer length, M width, H heads, Dh = M / H,
 // V vocabulary, F the MLP's hidden width. Errors carry a code and values (forwardError); the figure
 // words them from its string table.
 
-const BOS_ID = 14, EOS_ID = 15;  // encdec.data.VOCAB
-const QUESTION_LEN = 9, ANSWER_LEN = 5;  // Kq, Ka of the task
+import { ANSWER_LEN, BOS_ID, EOS_ID, OPERAND_MAX, QUESTION_LAYOUT, QUESTION_LEN } from "./constants.js";
+
 const LAYER_NORM_EPS = 1e-5;  // torch.nn.LayerNorm's default
 
-function forwardError(code, values = {}) {
+export function forwardError(code, values = {}) {
   const err = new Error(code);
   err.code = code;
   err.values = values;
@@ -19,7 +19,7 @@ function forwardError(code, values = {}) {
 
 // An export's float32 data (little-endian bytes) as Float32Array, read whatever the machine's order:
 // the bytes are the base64 `data` of an export, or the site's script's unpacked `bytes` (site_weights.js).
-function exportedFloats(exported) {
+export function exportedFloats(exported) {
   const bytes = exported.bytes || Uint8Array.from(atob(exported.data), (c) => c.charCodeAt(0));
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const out = new Float32Array(bytes.length / 4);
@@ -28,7 +28,7 @@ function exportedFloats(exported) {
 }
 
 // One exported checkpoint -> the model's parameters under the lesson's names (encdec/model.py).
-function loadModel(exported) {
+export function loadModel(exported) {
   const unpacked = exported && exported.bytes instanceof Uint8Array;  // the site's script (site_weights.js)
   if (!exported || exported.format !== 1 || !exported.config || (typeof exported.data !== "string" && !unpacked)) {
     throw forwardError("bad_weights", { format: exported && exported.format });
@@ -73,7 +73,7 @@ function loadModel(exported) {
 }
 
 // The model's position encoding for a sequence of length K: (K, M), as Transformer.positions.
-function positions(model, K) {
+export function positions(model, K) {
   if (!model.positionTables.has(K)) {
     const M = model.M, out = new Float64Array(K * M), kind = model.config.position_encoding;
     for (let p = 0; p < K; p++) {
@@ -97,7 +97,7 @@ function positions(model, K) {
 // x (K, inp) -> (K, out): every row times W^T plus b (nn.Linear). Two rows and four outputs at a
 // time: eight independent sums keep the processor busy and each weight is read once for two rows
 // (every sum still adds its terms in order).
-function linearRows(lin, x, K) {
+export function linearRows(lin, x, K) {
   const { W, b, out: O, inp: I } = lin;
   const y = new Float64Array(K * O);
   const O4 = O - (O % 4);
@@ -141,7 +141,7 @@ function linearRows(lin, x, K) {
 }
 
 // LayerNorm(a + b) row by row: the post-norm residual (biased variance, as torch).
-function addNorm(norm, a, b, K, M) {
+export function addNorm(norm, a, b, K, M) {
   const y = new Float64Array(K * M);
   for (let r = 0; r < K; r++) {
     const o = r * M;
@@ -157,7 +157,7 @@ function addNorm(norm, a, b, K, M) {
 }
 
 // The position-wise MLP: Linear(M, F) -> ReLU -> Linear(F, M). (K, M) -> (K, M).
-function feedForward(ff, x, K) {
+export function feedForward(ff, x, K) {
   const hidden = linearRows(ff.linear_1, x, K);  // (K, F)
   for (let i = 0; i < hidden.length; i++) if (hidden[i] < 0) hidden[i] = 0;
   return linearRows(ff.linear_2, hidden, K);  // (K, M)
@@ -166,7 +166,7 @@ function feedForward(ff, x, K) {
 // softmax(Q K^T / sqrt(Dh)) V per head, then out_proj. q (Lq, M) projected queries; k, v (Lk, M)
 // projected keys and values; query i may read keys j <= limit + i (limit = Infinity: no mask).
 // Returns the output (Lq, M) and the weights (H, Lq, Lk).
-function attend(att, model, q, k, v, Lq, Lk, limit) {
+export function attend(att, model, q, k, v, Lq, Lk, limit) {
   const { M, H, Dh } = model;
   const scale = 1 / Math.sqrt(Dh);
   const heads = new Float64Array(Lq * M);  // (Lq, H, Dh) = (Lq, M) before out_proj
@@ -197,7 +197,7 @@ function attend(att, model, q, k, v, Lq, Lk, limit) {
 }
 
 // Question ids (Kq,) -> encoder memory (Kq, M): embedding + positions, then every EncoderBlock.
-function encode(model, ids) {
+export function encode(model, ids) {
   const K = ids.length, M = model.M;
   const pos = positions(model, K);
   let x = new Float64Array(K * M);  // (Kq, M)
@@ -214,27 +214,39 @@ function encode(model, ids) {
 
 // Decoder caches for one question: per layer the self-attention K, V rows decoded so far (empty), and
 // the cross-attention K, V of the memory, projected once here and fixed after (KVCache(static=True)).
-function newDecoderState(model, memory) {
+export function newDecoderState(model, memory) {
   const Kq = memory.length / model.M;
   return {
-    Kq, fed: 0,
+    Kq, fed: 0, memory,
     self: model.decoder.map(() => ({ k: new Float64Array(0), v: new Float64Array(0) })),  // (T, M) each
     cross: model.decoder.map((layer) => ({ k: linearRows(layer.attention_cross.k_proj, memory, Kq),
       v: linearRows(layer.attention_cross.v_proj, memory, Kq) })),  // (Kq, M) each
   };
 }
 
-function concatRows(a, b) {
+export function concatRows(a, b) {
   const out = new Float64Array(a.length + b.length);
   out.set(a);
   out.set(b, a.length);
   return out;
 }
 
+// The pieces a decoding is made of, under the lesson's names: what BreakIt swaps one of, as
+// encdec/broken.py swaps a module's forward (break_it.js). Each attention returns { out, weights }.
+export const INTACT = {
+  // the answer tokens ids[from..to) embedded at their positions of an answer of length K: (to - from, M)
+  embed: (model, ids, from, to, K) => embedAnswer(model, ids, from, to, K),
+  // a decoder layer's masked self-attention: query i of the t new reads the cached rows up to before + i
+  attentionSelf: (a, model, q, k, v, t, T, before) => attend(a, model, q, k, v, t, T, before),
+  // its cross-attention: Q from the answer-so-far out_2 (t, M), K and V the memory's, projected once
+  attentionCross: (c, model, out_2, state, l, t) => attend(c, model, linearRows(c.q_proj, out_2, t),
+    state.cross[l].k, state.cross[l].v, t, state.Kq, Infinity),
+};
+
 // One decoder call: x (t, M) holds the embedded tokens of the positions state.fed .. state.fed + t - 1;
 // their K, V join the self-attention caches, and each new position reads the cached rows and the new
 // ones up to itself (the causal mask). Returns the final states (t, M) and, per layer, the weights.
-function decoderPass(model, state, x, t) {
+export function decoderPass(model, state, x, t, pieces = INTACT) {
   const M = model.M, before = state.fed;
   const selfWeights = [], crossWeights = [];
   model.decoder.forEach((layer, l) => {
@@ -243,11 +255,9 @@ function decoderPass(model, state, x, t) {
     cache.k = concatRows(cache.k, linearRows(a.k_proj, x, t));  // (T, M) + (t, M) -> (T + t, M)
     cache.v = concatRows(cache.v, linearRows(a.v_proj, x, t));
     const T = before + t;
-    const self = attend(a, model, q, cache.k, cache.v, t, T, before);  // weights (H, t, T)
+    const self = pieces.attentionSelf(a, model, q, cache.k, cache.v, t, T, before);  // weights (H, t, T)
     const out_2 = addNorm(layer.layer_norm_1, x, self.out, t, M);  // answer-so-far
-    const c = layer.attention_cross;
-    const cross = attend(c, model, linearRows(c.q_proj, out_2, t), state.cross[l].k, state.cross[l].v,
-      t, state.Kq, Infinity);  // weights (H, t, Kq)
+    const cross = pieces.attentionCross(layer.attention_cross, model, out_2, state, l, t);  // weights (H, t, Kq)
     const out_4 = addNorm(layer.layer_norm_2, out_2, cross.out, t, M);  // + what the question says
     x = addNorm(layer.layer_norm_3, out_4, feedForward(layer.feed_forward, out_4, t), t, M);
     selfWeights.push(self.weights);
@@ -258,7 +268,7 @@ function decoderPass(model, state, x, t) {
 }
 
 // Embed answer tokens ids[from..to) at their positions of an answer of length K: (to - from, M).
-function embedAnswer(model, ids, from, to, K) {
+export function embedAnswer(model, ids, from, to, K) {
   const M = model.M, pos = positions(model, K), x = new Float64Array((to - from) * M);
   for (let r = from; r < to; r++) {
     for (let j = 0; j < M; j++) x[(r - from) * M + j] = model.emb_layer[ids[r] * M + j] + pos[r * M + j];
@@ -267,16 +277,15 @@ function embedAnswer(model, ids, from, to, K) {
 }
 
 // Row r of a (H, Lq, Lk) weights array: per head, reader r's weights over the Lk sources.
-function weightRow(weights, H, Lq, Lk, r) {
+export function weightRow(weights, H, Lq, Lk, r) {
   return Array.from({ length: H }, (_, hd) => Array.from(weights.subarray((hd * Lq + r) * Lk, (hd * Lq + r + 1) * Lk)));
 }
 
-// A question must be the task's 9 ids: BOS sign d d op sign d d EOS, operands within -49..49.
-function checkQuestionIds(ids) {
-  const layout = [[14], [10, 11], "d", "d", [12, 13], [10, 11], "d", "d", [15]];
-  const ok = Array.isArray(ids) && ids.length === QUESTION_LEN && ids.every((id, i) => Number.isInteger(id)
-    && (layout[i] === "d" ? id >= 0 && id <= 9 : layout[i].includes(id)))
-    && 10 * ids[2] + ids[3] <= 49 && 10 * ids[6] + ids[7] <= 49;
+// A question must be the task's 9 ids: BOS sign d d op sign d d EOS (QUESTION_LAYOUT, from
+// encdec.data), operands within -49..49.
+export function checkQuestionIds(ids) {
+  const ok = Array.isArray(ids) && ids.length === QUESTION_LEN && ids.every((id, i) => QUESTION_LAYOUT[i].includes(id))
+    && 10 * ids[2] + ids[3] <= OPERAND_MAX && 10 * ids[6] + ids[7] <= OPERAND_MAX;
   if (!ok) throw forwardError("bad_question_ids", { ids: JSON.stringify(ids) });
   return ids;
 }
@@ -284,9 +293,11 @@ function checkQuestionIds(ids) {
 // Greedy generation as encdec.generate.greedy_decode: the encoder once; the prefill feeds the prefix
 // (P tokens, BOS alone by default) in one pass; each decode step feeds the newest token; stop at EOS or
 // after maxNewTokens. Positions are those of an answer of length P + maxNewTokens (5, as in training).
-// useCache = false re-runs the whole prefix at every step (fresh caches), as greedy_decode does.
+// useCache = false re-runs the whole prefix at every step (fresh caches), as greedy_decode does;
+// `pieces` the decoding's pieces (INTACT, or one swapped: BreakIt).
 // Returns the tokens (prefix + produced, up to the first EOS) and per step what it fed and computed.
-function greedyGenerate(model, questionIds, { prefix = [BOS_ID], useCache = true, maxNewTokens = null, record = true } = {}) {
+export function greedyGenerate(model, questionIds,
+  { prefix = [BOS_ID], useCache = true, maxNewTokens = null, record = true, pieces = INTACT } = {}) {
   checkQuestionIds(questionIds);
   if (!Array.isArray(prefix) || prefix.length < 1 || prefix[0] !== BOS_ID
     || !prefix.every((id) => Number.isInteger(id) && id >= 0 && id < model.V)) {
@@ -301,10 +312,12 @@ function greedyGenerate(model, questionIds, { prefix = [BOS_ID], useCache = true
   let computed = 0;
   for (let s = 0; s < n && !tokens.includes(EOS_ID); s++) {
     const T = tokens.length;
-    if (!useCache && s > 0) state = newDecoderState(model, memory);  // no cache: the whole prefix again
+    // no cache: the whole prefix again, from empty self-attention caches (the memory's cross K, V are
+    // the same numbers at every step: projected once)
+    if (!useCache && s > 0) state = { ...state, fed: 0, self: state.self.map(() => ({ k: new Float64Array(0), v: new Float64Array(0) })) };
     const from = state.fed;
-    const x = embedAnswer(model, tokens, from, T, K);  // (T - from, M)
-    const pass = decoderPass(model, state, x, T - from);
+    const x = pieces.embed(model, tokens, from, T, K);  // (T - from, M)
+    const pass = decoderPass(model, state, x, T - from, pieces);
     const t = T - from, M = model.M;
     const logits = linearRows(model.proj_to_vocab, pass.out.subarray((t - 1) * M, t * M), 1);  // (V,): last position
     let next = 0;
@@ -326,7 +339,7 @@ function greedyGenerate(model, questionIds, { prefix = [BOS_ID], useCache = true
 
 // Teacher forcing (Transformer.forward): the true answer shifted right in one pass under the causal mask;
 // per position the logits (V,) of the next token. answerIds has Ka tokens; Ka - 1 rows come back.
-function teacherForced(model, questionIds, answerIds) {
+export function teacherForced(model, questionIds, answerIds) {
   checkQuestionIds(questionIds);
   const Ka = answerIds.length, t = Ka - 1, M = model.M;
   const state = newDecoderState(model, encode(model, questionIds));

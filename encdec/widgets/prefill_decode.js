@@ -2,140 +2,21 @@
 // the decoder takes the P tokens of the known answer prefix at once); step s > 1 feeds one new token.
 // With a trained checkpoint (the `preset` trait) the page runs the model itself (model_forward.js) on
 // any question, any forced prefix and greedy or sampled decoding: the run's numbers replace the traits
-// (the same ones Python's decode_trace fills), and the figure draws whatever the traits hold.
+// (the same ones Python's decode_trace fills; the run itself is prefill_run.js), and the figure draws
+// whatever the traits hold.
 
-// The page's seeded random numbers: mulberry32, a 32-bit generator small enough to have a Python twin
-// (prefill_decode.mulberry32). Its draws are not torch.Generator's: the page and sample_decode draw
-// from the same distributions, with different random numbers.
-function mulberry32(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;  // in [0, 1)
-  };
-}
-
-// The distribution a sampling step draws from, (V,) from the last position's logits: the twin of
-// encdec.sampling.sampling_probs (topK, topP null: not applied). Temperature first (T = 0: a one-hot on
-// the greedy token), then top-k (keep the k largest, ties with the k-th kept), then top-p (keep a token
-// while the mass ahead of it is short of p); what is kept is renormalised after each cut.
-function samplingProbs(logits, temperature = 1, topK = null, topP = null) {
-  const V = logits.length;
-  if (temperature === 0) {
-    let best = 0;
-    for (let v = 1; v < V; v++) if (logits[v] > logits[best]) best = v;  // argmax: first maximum
-    return Array.from({ length: V }, (_, v) => (v === best ? 1 : 0));
-  }
-  let probs = softmax(Array.from(logits, (x) => x / temperature));
-  const renorm = (keep) => {
-    const kept = probs.map((p, v) => (keep[v] ? p : 0));
-    const total = sum(kept);
-    return kept.map((p) => p / total);
-  };
-  if (topK !== null) {
-    const kth = [...probs].sort((a, b) => b - a)[Math.min(topK, V) - 1];  // the k-th largest
-    probs = renorm(probs.map((p) => p >= kth));
-  }
-  if (topP !== null) {
-    const order = probs.map((_, v) => v).sort((a, b) => probs[b] - probs[a]);  // most probable first
-    const keep = new Array(V).fill(false);
-    let before = 0;  // the mass of the tokens ahead
-    for (const v of order) { keep[v] = before < topP; before += probs[v]; }
-    probs = renorm(keep);
-  }
-  return probs;
-}
-
-// The drawn token: the first of the vocabulary whose cumulative probability passes u (inverse CDF);
-// the last token with any mass if rounding leaves u beyond the total.
-function drawToken(probs, u) {
-  let cum = 0, last = 0;
-  for (let v = 0; v < probs.length; v++) {
-    if (probs[v] > 0) last = v;
-    cum += probs[v];
-    if (u < cum) return v;
-  }
-  return last;
-}
-
-// The multiply-adds of one decoder call (and of the encoder at the prefill), from the shapes alone, as
-// encdec.widgets._base.watch_greedy counts them through hooks: every linear layer's rows x in x out,
-// every attention's scores and weighted values (2 Lq Lk M). t new positions, T cached rows after them.
-function stepWork(config, Kq, t, T, prefill) {
-  const M = config.emb_dim, F = config.feedforward_dim, V = config.vocab_size;
-  const encoder = prefill ? config.num_enc_layers * (4 * Kq * M * M + 2 * Kq * Kq * M + 2 * Kq * M * F) : 0;
-  const perLayer = 4 * t * M * M + 2 * t * T * M  // self-attention: Q, K, V, out; scores and values over T
-    + 2 * t * M * M + 2 * t * Kq * M + (prefill ? 2 * Kq * M * M : 0)  // cross: Q, out; over Kq; its K, V once
-    + 2 * t * M * F;  // the MLP
-  return [encoder, config.num_dec_layers * perLayer + M * V];  // + the readout of the last position
-}
-
-// One generation in the page, as the figure shows it: the question's 9 ids, the forced answer prefix
-// (P ids, BOS first), then the cached loop of greedyGenerate: the prefill feeds the P tokens at once,
-// each decode step the newest one, until EOS or an answer of 5 tokens. Greedy takes the argmax;
-// sample draws from samplingProbs with mulberry32(seed). Returns the stepper's traits, the tokens and
-// each step's logits (V,).
-function pageRun(net, questionIds, prefixIds, { mode = "greedy", temperature = 1, topK = null, topP = null, seed = 0 } = {}) {
-  checkQuestionIds(questionIds);
-  const P = prefixIds.length, K = ANSWER_LEN, M = net.M, Kq = questionIds.length;
-  if (P < 1 || P >= K || prefixIds[0] !== BOS_ID) throw forwardError("bad_prefix", { prefix: JSON.stringify(prefixIds) });
-  const random = mulberry32(seed), sample = mode === "sample";
-  const state = newDecoderState(net, encode(net, questionIds));  // the memory and its cross K, V: once
-  const tokens = [...prefixIds];
-  const out = { steps: [], probs: [], dists: [], self_cache_lens: [], cross_cache_lens: [], work: [], logits: [] };
-  for (let s = 0; s < K - P && !tokens.includes(EOS_ID); s++) {
-    const T = tokens.length, from = state.fed, t = T - from;
-    const pass = decoderPass(net, state, embedAnswer(net, tokens, from, T, K), t);
-    const logits = Array.from(linearRows(net.proj_to_vocab, pass.out.subarray((t - 1) * M, t * M), 1));  // (V,)
-    const p = softmax(sample && temperature > 0 ? logits.map((x) => x / temperature) : logits);
-    let next, q = null, u = null;
-    if (sample) {
-      q = samplingProbs(logits, temperature, topK, topP);
-      u = random();
-      next = drawToken(q, u);
-    } else {
-      next = 0;
-      for (let v = 1; v < logits.length; v++) if (logits[v] > logits[next]) next = v;  // argmax: first maximum
-    }
-    tokens.push(next);
-    out.steps.push(TOKENS[next]);
-    out.probs.push((q || p)[next]);
-    out.dists.push({ p, q, u });
-    out.self_cache_lens.push(state.self.map((c) => c.k.length / M));
-    out.cross_cache_lens.push(state.cross.map((c) => c.k.length / M));
-    out.work.push(stepWork(net.config, Kq, t, T, s === 0));
-    out.logits.push(logits);
-  }
-  return { ...out, tokens };
-}
+import { OPERAND_MAX, TOKENS } from "./constants.js";
+import { fmt, h, keepFocus, liveRegion, push, sourceText, t, tn, watch, widgetRoot } from "./common.js";
+import { loadModel } from "./model_forward.js";
+import { pageRun } from "./prefill_run.js";
+import { parseQuestion, siteWeights, trueAnswer } from "./task.js";
 
 let stepperCount = 0;  // a page may hold several figures: their controls need their own ids
 
-function render({ model, el }) {
-  const root = widgetRoot(el, "PrefillDecodeStepper");
-  const uid = `encdec-stepper-${++stepperCount}`;
-  const inPage = () => model.get("preset") !== "";  // a shipped checkpoint: the page can run it
-  const fromSite = () => model.get("weights_src") !== "";
-  const weights = () => (fromSite() ? window.encdecWeights || {} : model.get("weights"));
-  const ready = () => !fromSite() || Boolean(window.encdecWeights);
-  const nets = {};
-  const net = (preset) => nets[preset] || (nets[preset] = loadModel(weights()[preset]));
-  let loading = false, failed = null;  // the site's weights on their way; what went wrong
-
-  const go = (delta) => () => {
-    const next = Math.max(0, Math.min(model.get("steps").length, model.get("step") + delta));
-    push(model, { step: next });
-  };
-  const back = h("button", { type: "button", class: "encdec-btn", "data-testid": "back", onclick: go(-1) });
-  const next = h("button", { type: "button", class: "encdec-btn primary", "data-testid": "next", onclick: go(1) });
-  const reset = h("button", { type: "button", class: "encdec-btn", "data-testid": "reset", onclick: () => push(model, { step: 0 }) });
-  const label = h("span", { class: "encdec-label", "data-testid": "step-label" });
-  const body = h("div", {});
-
-  // The settings of an in-page run, made once so focus and typing survive a redraw.
+// The settings of an in-page run, made once so focus and typing survive a redraw: the question, the
+// forced prefix, the preset and mode groups, the sampling numbers. act(changes) runs the model on a
+// reader's change; draw() redraws after a number the figure refused.
+function settingsControls(model, uid, act, draw) {
   const control = (tag, key, attrs, onchange) => h(tag, { id: `${uid}-${key}`, "data-testid": key, onchange, ...attrs });
   const labels = {};  // each control's label, by its key
   const labelFor = (key) => (labels[key] = h("label", { for: `${uid}-${key}`, class: "encdec-label" }));
@@ -166,241 +47,276 @@ function render({ model, el }) {
     h("span", { class: "encdec-group" }, labelFor("seed"), seed, again));
   const samplingSlot = h("div", {});  // the sampling settings, there in sample mode only
   const status = h("div", { class: "encdec-note", "data-testid": "status" });
-  const settings = h("div", { class: "encdec-panel encdec-stepper-settings", "data-testid": "settings" },
+  const panel = h("div", { class: "encdec-panel encdec-stepper-settings", "data-testid": "settings" },
     h("div", { class: "encdec-toolbar" }, h("span", { class: "encdec-group" }, labelFor("question-pick"), questionPick, random)),
     h("div", { class: "encdec-toolbar" }, h("span", { class: "encdec-group" }, labelFor("prefix-pick"), prefixPick), presetGroup),
     h("div", { class: "encdec-toolbar" }, modeGroup), samplingSlot, status);
+  return { panel, labels, questionPick, random, prefixPick, presetGroup, modeGroup, temperature, topK, topP, seed, again,
+    sampling, samplingSlot, status };
+}
 
+// The settings as the traits hold them, in the reader's language; `weights` says whether the site's
+// weights are loading or failed ({ loading, failed }).
+function drawSettings(model, c, act, weights) {
+  const question = model.get("question"), prefix = model.get("prefix"), text = question.join(" ");
+  c.labels["question-pick"].textContent = t(model, "prefill_decode.question_label");
+  c.labels["prefix-pick"].textContent = t(model, "prefill_decode.prefix_label");
+  const parsed = parseQuestion(text);
+  const same = (q) => (parseQuestion(q).ids || []).join() === (parsed.ids || []).join();  // "30" or "3 0"
+  const examples = model.get("examples");
+  const options = examples.some(same) ? examples : [text, ...examples];
+  c.questionPick.replaceChildren(...options.map((q) => h("option", { value: q, selected: same(q) }, q)));
+  const truth = parsed.ids ? trueAnswer(parsed.ids).map((id) => TOKENS[id]) : [...prefix, "EOS"];
+  const prefixes = [1, 2, 3, 4].map((P) => truth.slice(0, P).join(" "));
+  if (!prefixes.includes(prefix.join(" "))) prefixes.push(prefix.join(" "));
+  c.prefixPick.replaceChildren(...prefixes.map((p) => h("option", { value: p, selected: p === prefix.join(" ") },
+    t(model, "prefill_decode.prefix_option", { prefix: p, P: p.split(" ").length }))));
+  const preset = model.get("preset"), mode = model.get("mode");
+  c.presetGroup.replaceChildren(h("span", { class: "encdec-label" }, t(model, "prefill_decode.preset_label")),
+    ...model.get("presets").map((p) => h("button", { type: "button", class: "encdec-btn" + (p === preset ? " active" : ""),
+      "aria-pressed": p === preset ? "true" : "false", "data-preset": p, onclick: () => act({ preset: p }) }, p)));
+  c.modeGroup.replaceChildren(h("span", { class: "encdec-label" }, t(model, "prefill_decode.mode_label")),
+    ...["greedy", "sample"].map((m) => h("button", { type: "button", class: "encdec-btn" + (m === mode ? " active" : ""),
+      "aria-pressed": m === mode ? "true" : "false", "data-mode": m, onclick: () => act({ mode: m }) },
+    m === "greedy" ? t(model, "prefill_decode.mode_greedy") : t(model, "prefill_decode.mode_sample"))));
+  if (mode === "sample") c.samplingSlot.replaceChildren(c.sampling);
+  else c.samplingSlot.replaceChildren();
+  const setValue = (input, value) => { if (document.activeElement !== input || input.value === "") input.value = value; };
+  setValue(c.temperature, `${model.get("temperature")}`);
+  setValue(c.topK, `${model.get("top_k") ?? 0}`);
+  setValue(c.topP, `${model.get("top_p") ?? 1}`);
+  setValue(c.seed, `${model.get("seed")}`);
+  c.labels.temperature.textContent = t(model, "prefill_decode.temperature_label");
+  c.labels["top-k"].textContent = t(model, "prefill_decode.top_k_label");
+  c.labels["top-p"].textContent = t(model, "prefill_decode.top_p_label");
+  c.labels.seed.textContent = t(model, "prefill_decode.seed_label");
+  c.random.textContent = t(model, "prefill_decode.random");
+  c.again.textContent = t(model, "prefill_decode.draw_again");
+  c.status.textContent = weights.loading ? t(model, "prefill_decode.loading")
+    : weights.failed ? t(model, "prefill_decode.failed", { why: weights.failed.message || `${weights.failed}` })
+      : model.get("source") === "page" ? t(model, "prefill_decode.ran_in_page", { preset })
+        : t(model, "prefill_decode.not_yet_in_page", { preset });
+}
+
+const SETTINGS = ["question", "prefix", "preset", "mode", "temperature", "top_k", "top_p", "seed"];
+
+// A run in the page on the settings as they stand (the traits) with the reader's pending changes
+// (`wanted`) over them: { changes }, the traits to set, or { failed } for a question of no use.
+function pageChanges(model, net, wanted) {
+  const now = Object.fromEntries(SETTINGS.map((key) => [key, key in wanted ? wanted[key] : model.get(key)]));
+  const text = Array.isArray(now.question) ? now.question.join(" ") : now.question;
+  const parsed = parseQuestion(text);
+  if (!parsed.ids) return { failed: new Error(text) };
+  const truth = trueAnswer(parsed.ids).map((id) => TOKENS[id]);
+  // a new question keeps the prefix's length, with the new question's right tokens
+  const prefix = "question" in wanted && !("prefix" in wanted) ? truth.slice(0, model.get("prefix").length) : now.prefix;
+  const m = net(now.preset);
+  const run = pageRun(m, parsed.ids, prefix.map((tok) => TOKENS.indexOf(tok)),
+    { mode: now.mode, temperature: now.temperature, topK: now.top_k, topP: now.top_p, seed: now.seed });
+  // another question or prefix is another generation: a reader past its start sees its prefill
+  const restart = "question" in wanted || "prefix" in wanted;
+  const c = m.config;
+  return { changes: { ...now, question: parsed.ids.map((id) => TOKENS[id]), prefix,
+    steps: run.steps, probs: run.probs, dists: run.dists, self_cache_lens: run.self_cache_lens,
+    cross_cache_lens: run.cross_cache_lens, work: run.work, num_layers: c.num_dec_layers, num_heads: c.num_heads,
+    emb_dim: c.emb_dim, source: "page", step: Math.min(model.get("step"), restart ? 1 : run.steps.length) } };
+}
+
+// The step label: nothing has run, the prefill, or decode step s.
+function stepLabel(model, s) {
+  const total = model.get("steps").length, P = model.get("prefix").length;
+  return s === 0 ? t(model, "prefill_decode.step_0", { total })
+    : s === 1 ? t(model, "prefill_decode.step_prefill", { total, positions: tn(model, "prefill_decode.positions", P) })
+      : t(model, "prefill_decode.step_decode", { s, total });
+}
+
+const chip = (tok, cls, extra = {}) => h("span", { class: "encdec-chip " + (cls || ""), ...extra }, tok);
+
+// The caches at step s, a row per decoder layer: the self-attention rows so far, the cross rows.
+function cacheTable(model, s, answer) {
+  const P = model.get("prefix").length, rows = (n) => tn(model, "prefill_decode.rows", n);
+  const caches = Array.from({ length: model.get("num_layers") }, (_, l) => {
+    const selfRows = s === 0 ? 0 : model.get("self_cache_lens")[s - 1][l];
+    const crossRows = s === 0 ? 0 : model.get("cross_cache_lens")[s - 1][l];
+    return h("tr", { "data-layer": l },
+      h("th", { class: "encdec-rowhead" }, t(model, "prefill_decode.layer", { n: l + 1 })),
+      h("td", { class: "encdec-left", "data-testid": `self-cache-${l}`, "data-rows": selfRows },
+        answer.slice(0, selfRows).map((tok, k) => chip(tok, s > 0 && (s === 1 || k === selfRows - 1) ? "new" : "kv")),
+        h("span", { class: "encdec-note" }, " ", rows(selfRows))),
+      h("td", { "data-testid": `cross-cache-${l}`, "data-rows": crossRows },
+        h("span", { class: "encdec-note" },
+          crossRows ? t(model, "prefill_decode.cross_rows", { n: crossRows }) : t(model, "prefill_decode.empty"))));
+  });
+  return h("table", { class: "encdec-grid encdec-cache" },
+    h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", {}, t(model, "prefill_decode.th_self_cache", { rows: rows(P) })),
+      h("th", {}, t(model, "prefill_decode.th_cross_cache")))),
+    h("tbody", {}, caches));
+}
+
+// What step s shows: the encoder's memory, the decoder's answer so far and what it was fed, the
+// caches, the distribution the step took its token from, the work of every step, the caption.
+function stepParts(model, s, inPage) {
+  const question = model.get("question"), steps = model.get("steps"), probs = model.get("probs");
+  const prefix = model.get("prefix"), P = prefix.length, Kq = question.length, M = model.get("emb_dim");
+  const answer = [...prefix, ...steps];  // the prefix is fed at step 1, answer[P + s - 2] at step s > 1
+  const known = s === 0 ? 0 : P + s - 1;  // answer tokens inside the decoder at step s
+  const fed = s <= 1 ? null : answer[known - 1];
+  const produced = s === 0 ? null : steps[s - 1];
+  const sampled = model.get("mode") === "sample" && model.get("dists").length > 0;
+  const predict = (token) => (sampled ? t(model, "prefill_decode.drawn", { token }) : t(model, "prefill_decode.predict", { token }));
+  const prob = (k) => (probs.length ? t(model, "prefill_decode.prob", { p: fmt(probs[k]) }) : "");
+  const memory = h("div", { class: "encdec-panel" + (s >= 1 ? " ready" : ""), "data-testid": "memory" },
+    h("div", { class: "encdec-label" }, t(model, "prefill_decode.memory_title", { Kq, M })),
+    h("div", { class: "encdec-row" }, question.map((tok) => chip(tok, s >= 1 ? "mem" : "ghost"))),
+    h("div", { class: "encdec-note", "data-testid": "memory-status" }, s === 0 ? t(model, "prefill_decode.memory_0")
+      : s === 1 ? t(model, "prefill_decode.memory_prefill") : t(model, "prefill_decode.memory_decode", { s })));
+  const source = model.get("source") === "page" ? t(model, "prefill_decode.source_page", { preset: model.get("preset") }) : sourceText(model);
+  return [  // a part with nothing to show is null: left out (replaceChildren would write "null")
+    memory,
+    h("div", { class: "encdec-panel" },
+      h("div", { class: "encdec-label" }, t(model, "prefill_decode.decoder")),
+      h("div", { class: "encdec-row", "data-testid": "answer" }, t(model, "prefill_decode.answer_so_far"), " ",
+        answer.slice(0, known).map((tok, k) => chip(tok, s === 1 || k === known - 1 ? "new" : "kv")),
+        produced ? [" → ", chip(produced, "out", { "data-testid": "produced" })] : null),
+      h("div", { class: "encdec-note", "data-testid": "fed" }, s === 0 ? t(model, "prefill_decode.fed_0")
+        : s === 1 ? t(model, "prefill_decode.fed_prefill", { prefix: prefix.join(" "),
+          positions: tn(model, "prefill_decode.positions", P), one_pass: P > 1 ? t(model, "prefill_decode.one_pass") : "",
+          rows: tn(model, "prefill_decode.rows", P), predict: predict(produced), prob: prob(0) }) +
+          (P === 1 ? t(model, "prefill_decode.one_position_note") : "")
+        : t(model, "prefill_decode.fed_decode", { fed, cached: known - 1, predict: predict(produced), prob: prob(s - 1) }))),
+    cacheTable(model, s, answer),
+    distChart(model, s, produced),
+    workChart(model, s),
+    h("p", { class: "encdec-caption" }, t(model, "prefill_decode.caption", { source }),
+      inPage ? t(model, "prefill_decode.caption_page") : "")].filter((part) => part !== null);
+}
+
+// The distribution step s draws from: the most probable tokens, each with the model's probability
+// (after the temperature) and, when sampling, what top-k and top-p keep of it, renormalised; the
+// token the step took marked, and the random number it drew.
+function distChart(model, s, produced) {
+  const dists = model.get("dists");
+  if (s === 0 || !dists.length) return null;
+  const { p, q, u } = dists[s - 1];
+  const order = p.map((_, v) => v).sort((a, b) => p[b] - p[a]);
+  const shown = order.slice(0, 6);
+  const chosen = TOKENS.indexOf(produced);
+  if (!shown.includes(chosen)) shown.push(chosen);  // a drawn token from the tail is shown too
+  const kept = q ? q.filter((x) => x > 0).length : 1;
+  const bar = (x, cls) => h("div", { class: "encdec-bar-wrap" }, h("div", { class: `encdec-bar ${cls}`, style: `width: ${(100 * x).toFixed(1)}%` }));
+  const rowsShown = shown.map((v) => {
+    const cut = q !== null && q[v] === 0;
+    return h("tr", { "data-token": TOKENS[v], "data-kept": q === null ? null : cut ? "no" : "yes", class: v === chosen ? "encdec-drawn" : null },
+      h("th", { class: "encdec-rowhead" }, h("span", { class: "encdec-chip" + (v === chosen ? " out" : "") }, TOKENS[v])),
+      h("td", { class: "encdec-num encdec-dist-cell", "data-testid": "p" }, fmt(p[v]), bar(p[v], "model")),
+      q === null ? null : h("td", { class: "encdec-num encdec-dist-cell", "data-testid": "q" },
+        cut ? t(model, "prefill_decode.cut") : fmt(q[v]), bar(q[v], "good")),
+      h("td", { class: "encdec-note encdec-wrap" }, v === chosen ? t(model, q === null ? "prefill_decode.taken" : "prefill_decode.drawn_mark") : ""));
+  });
+  const T = model.get("temperature");
+  const head = h("tr", {}, h("th", {}, t(model, "prefill_decode.th_token")),
+    h("th", {}, t(model, q === null ? "prefill_decode.th_p" : "prefill_decode.th_p_temp", { T })),
+    q === null ? null : h("th", {}, t(model, "prefill_decode.th_q")), h("th", {}, ""));
+  const k = model.get("top_k"), topP = model.get("top_p");
+  const what = q === null ? t(model, "prefill_decode.dist_greedy", { token: produced })
+    : t(model, "prefill_decode.dist_sample", { T, k: k ?? t(model, "prefill_decode.off"), p: topP ?? t(model, "prefill_decode.off"),
+      kept, u: fmt(u, 4), token: produced });
+  return h("div", { class: "encdec-panel", "data-testid": "dist", "data-step": s, "data-kept": kept, "data-u": u === null ? null : u },
+    h("div", { class: "encdec-label" }, t(model, q === null ? "prefill_decode.dist_title_greedy" : "prefill_decode.dist_title", { s })),
+    h("div", { class: "encdec-scroll" }, h("table", { class: "encdec-grid encdec-dist" }, h("thead", {}, head), h("tbody", {}, rowsShown))),
+    h("div", { class: "encdec-note", "data-testid": "dist-note" }, what));
+}
+
+// The multiply-adds of every step, the current one marked: the prefill pays for the encoder and
+// the cross-attention keys and values once; a decode step costs one position's work
+function workChart(model, s) {
+  const work = model.get("work");
+  if (!work.length) return null;
+  const most = Math.max(...work.map(([enc, dec]) => enc + dec));
+  const mega = (n) => (n / 1e6).toFixed(2);
+  return h("div", { class: "encdec-panel", "data-testid": "work" },
+    h("div", { class: "encdec-label" }, t(model, "prefill_decode.work_title")),
+    h("div", { class: "encdec-note", "data-testid": "work-legend" },
+      ...[["enc", t(model, "prefill_decode.work_key_enc")], ["dec", t(model, "prefill_decode.work_key_dec")]].flatMap(([part, words]) =>
+        [h("span", { class: `encdec-work-key encdec-work-${part}`, "aria-hidden": "true" }), ` ${words} `])),
+    work.map(([enc, dec], k) => h("div", { class: "encdec-work-row" + (k === s - 1 ? " current" : ""), "data-step": k + 1,
+      "data-enc": enc, "data-dec": dec },
+      h("span", { class: "encdec-work-label" }, t(model, k === 0 ? "prefill_decode.work_prefill" : "prefill_decode.work_step", { s: k + 1 })),
+      h("span", { class: "encdec-work-bar" },
+        h("span", { class: "encdec-work-enc", style: `width:${(100 * enc) / most}%` }),
+        h("span", { class: "encdec-work-dec", style: `width:${(100 * dec) / most}%` })),
+      h("span", { class: "encdec-note" }, enc ? t(model, "prefill_decode.work_both", { total: mega(enc + dec), enc: mega(enc) })
+        : t(model, "prefill_decode.work_decoder", { total: mega(dec) })))));
+}
+
+export function render({ model, el }) {
+  const root = widgetRoot(el, "PrefillDecodeStepper");
+  const uid = `encdec-stepper-${++stepperCount}`;
+  const inPage = () => model.get("preset") !== "";  // a shipped checkpoint: the page can run it
+  const fromSite = () => model.get("weights_src") !== "";
+  const weights = () => (fromSite() ? window.encdecWeights || {} : model.get("weights"));
+  const ready = () => !fromSite() || Boolean(window.encdecWeights);
+  const nets = {};
+  const net = (preset) => nets[preset] || (nets[preset] = loadModel(weights()[preset]));
+  const site = { loading: false, failed: null };  // the site's weights on their way; what went wrong
+  let wanted = {}, quiet = false;  // the reader's changes not yet run; no redraw while a run's traits are set
+
+  const go = (delta) => () => {
+    const next = Math.max(0, Math.min(model.get("steps").length, model.get("step") + delta));
+    push(model, { step: next });
+  };
+  const back = h("button", { type: "button", class: "encdec-btn", "data-testid": "back", onclick: go(-1) });
+  const next = h("button", { type: "button", class: "encdec-btn primary", "data-testid": "next", onclick: go(1) });
+  const reset = h("button", { type: "button", class: "encdec-btn", "data-testid": "reset", onclick: () => push(model, { step: 0 }) });
+  const label = h("span", { class: "encdec-label", "data-testid": "step-label" });
+  const body = h("div", {});
+  const settings = settingsControls(model, uid, (changes) => act(changes), () => draw());
   // a figure of a model the page cannot run (the lesson's example, an untrained model) replays only
-  if (inPage()) root.append(settings);
+  if (inPage()) root.append(settings.panel);
   root.append(h("div", { class: "encdec-toolbar" }, back, next, reset, label), body);
   const live = liveRegion(root);
 
   // A reader's change of setting: the question (text), prefix, preset, mode or a sampling setting. The
   // page runs the model on the new settings, after loading the site's weights on the first change.
-  let wanted = {};
   function act(changes) {
     wanted = { ...wanted, ...changes };
     if (ready()) return runInPage();
-    if (!loading) {
-      loading = true;
-      failed = null;
-      siteWeights(model.get("weights_src")).then(() => { loading = false; runInPage(); },
-        (err) => { loading = false; failed = err; redraw(); });
+    if (!site.loading) {
+      site.loading = true;
+      site.failed = null;
+      siteWeights(model.get("weights_src")).then(() => { site.loading = false; runInPage(); },
+        (err) => { site.loading = false; site.failed = err; redraw(); });
     }
     redraw();
   }
 
-  // The settings as they stand (the traits), with the reader's pending changes over them.
-  function settingsNow() {
-    const get = (key) => (key in wanted ? wanted[key] : model.get(key));
-    return { question: get("question"), prefix: get("prefix"), preset: get("preset"), mode: get("mode"),
-      temperature: get("temperature"), top_k: get("top_k"), top_p: get("top_p"), seed: get("seed") };
-  }
-
   function runInPage() {
-    const now = settingsNow();
-    const text = Array.isArray(now.question) ? now.question.join(" ") : now.question;
-    const parsed = parseQuestion(text);
-    if (!parsed.ids) { failed = new Error(text); wanted = {}; redraw(); return; }
-    const truth = trueAnswer(parsed.ids).map((id) => TOKENS[id]);
-    // a new question keeps the prefix's length, with the new question's right tokens
-    const prefix = "question" in wanted && !("prefix" in wanted) ? truth.slice(0, model.get("prefix").length) : now.prefix;
-    const m = net(now.preset);
-    const run = pageRun(m, parsed.ids, prefix.map((tok) => TOKENS.indexOf(tok)),
-      { mode: now.mode, temperature: now.temperature, topK: now.top_k, topP: now.top_p, seed: now.seed });
-    failed = null;
-    // another question or prefix is another generation: a reader past its start sees its prefill
-    const restart = "question" in wanted || "prefix" in wanted;
+    const run = pageChanges(model, net, wanted);
     wanted = {};
-    const c = m.config;
-    quiet = true;  // one redraw for the whole run, not one per trait
-    push(model, { ...now, question: parsed.ids.map((id) => TOKENS[id]), prefix,
-      steps: run.steps, probs: run.probs, dists: run.dists, self_cache_lens: run.self_cache_lens,
-      cross_cache_lens: run.cross_cache_lens, work: run.work, num_layers: c.num_dec_layers, num_heads: c.num_heads,
-      emb_dim: c.emb_dim, source: "page", step: Math.min(model.get("step"), restart ? 1 : run.steps.length) });
-    quiet = false;
+    site.failed = run.failed || null;
+    if (run.changes) {
+      quiet = true;  // one redraw for the whole run, not one per trait
+      push(model, run.changes);
+      quiet = false;
+    }
     redraw();
   }
 
-  function drawSettings() {
-    if (!inPage()) return;
-    const question = model.get("question"), prefix = model.get("prefix"), text = question.join(" ");
-    questionLabelText();
-    const parsed = parseQuestion(text);
-    const same = (q) => (parseQuestion(q).ids || []).join() === (parsed.ids || []).join();  // "30" or "3 0"
-    const examples = model.get("examples");
-    const options = examples.some(same) ? examples : [text, ...examples];
-    questionPick.replaceChildren(...options.map((q) => h("option", { value: q, selected: same(q) }, q)));
-    const truth = parsed.ids ? trueAnswer(parsed.ids).map((id) => TOKENS[id]) : [...prefix, "EOS"];
-    const prefixes = [1, 2, 3, 4].map((P) => truth.slice(0, P).join(" "));
-    if (!prefixes.includes(prefix.join(" "))) prefixes.push(prefix.join(" "));
-    prefixPick.replaceChildren(...prefixes.map((p) => h("option", { value: p, selected: p === prefix.join(" ") },
-      t(model, "prefill_decode.prefix_option", { prefix: p, P: p.split(" ").length }))));
-    const preset = model.get("preset"), mode = model.get("mode");
-    presetGroup.replaceChildren(h("span", { class: "encdec-label" }, t(model, "prefill_decode.preset_label")),
-      ...model.get("presets").map((p) => h("button", { type: "button", class: "encdec-btn" + (p === preset ? " active" : ""),
-        "aria-pressed": p === preset ? "true" : "false", "data-preset": p, onclick: () => act({ preset: p }) }, p)));
-    modeGroup.replaceChildren(h("span", { class: "encdec-label" }, t(model, "prefill_decode.mode_label")),
-      ...["greedy", "sample"].map((m) => h("button", { type: "button", class: "encdec-btn" + (m === mode ? " active" : ""),
-        "aria-pressed": m === mode ? "true" : "false", "data-mode": m, onclick: () => act({ mode: m }) },
-      m === "greedy" ? t(model, "prefill_decode.mode_greedy") : t(model, "prefill_decode.mode_sample"))));
-    if (mode === "sample") samplingSlot.replaceChildren(sampling);
-    else samplingSlot.replaceChildren();
-    const setValue = (input, value) => { if (document.activeElement !== input || input.value === "") input.value = value; };
-    setValue(temperature, `${model.get("temperature")}`);
-    setValue(topK, `${model.get("top_k") ?? 0}`);
-    setValue(topP, `${model.get("top_p") ?? 1}`);
-    setValue(seed, `${model.get("seed")}`);
-    labels.temperature.textContent = t(model, "prefill_decode.temperature_label");
-    labels["top-k"].textContent = t(model, "prefill_decode.top_k_label");
-    labels["top-p"].textContent = t(model, "prefill_decode.top_p_label");
-    labels.seed.textContent = t(model, "prefill_decode.seed_label");
-    random.textContent = t(model, "prefill_decode.random");
-    again.textContent = t(model, "prefill_decode.draw_again");
-    status.textContent = loading ? t(model, "prefill_decode.loading")
-      : failed ? t(model, "prefill_decode.failed", { why: failed.message || `${failed}` })
-        : model.get("source") === "page" ? t(model, "prefill_decode.ran_in_page", { preset })
-          : t(model, "prefill_decode.not_yet_in_page", { preset });
-  }
-
-  function questionLabelText() {
-    labels["question-pick"].textContent = t(model, "prefill_decode.question_label");
-    labels["prefix-pick"].textContent = t(model, "prefill_decode.prefix_label");
-  }
-
   function draw() {
-    drawSettings();
-    const question = model.get("question"), steps = model.get("steps"), probs = model.get("probs");
-    const s = Math.min(model.get("step"), steps.length), L = model.get("num_layers"), M = model.get("emb_dim");
-    const prefix = model.get("prefix"), P = prefix.length;
-    const Kq = question.length;
-    const rows = (n) => tn(model, "prefill_decode.rows", n);
+    if (inPage()) drawSettings(model, settings, act, site);
+    const steps = model.get("steps"), s = Math.min(model.get("step"), steps.length);
     back.textContent = t(model, "prefill_decode.back");
     next.textContent = t(model, "prefill_decode.next");
     reset.textContent = t(model, "prefill_decode.reset");
     back.disabled = s === 0; next.disabled = s === steps.length;
-    label.textContent = s === 0 ? t(model, "prefill_decode.step_0", { total: steps.length })
-      : s === 1 ? t(model, "prefill_decode.step_prefill",
-        { total: steps.length, positions: tn(model, "prefill_decode.positions", P) })
-      : t(model, "prefill_decode.step_decode", { s, total: steps.length });
-    const answer = [...prefix, ...steps];  // the prefix is fed at step 1, answer[P + s - 2] at step s > 1
-    const known = s === 0 ? 0 : P + s - 1;  // answer tokens inside the decoder at step s
-    const fed = s <= 1 ? null : answer[known - 1];
+    label.textContent = stepLabel(model, s);
     const produced = s === 0 ? null : steps[s - 1];
     const sampled = model.get("mode") === "sample" && model.get("dists").length > 0;
     live.textContent = produced ? t(model, sampled ? "prefill_decode.live_drawn" : "prefill_decode.live", { step: label.textContent, token: produced })
       : label.textContent;
-    const chip = (tok, cls, extra = {}) => h("span", { class: "encdec-chip " + (cls || ""), ...extra }, tok);
-
-    const memory = h("div", { class: "encdec-panel" + (s >= 1 ? " ready" : ""), "data-testid": "memory" },
-      h("div", { class: "encdec-label" }, t(model, "prefill_decode.memory_title", { Kq, M })),
-      h("div", { class: "encdec-row" }, question.map((tok) => chip(tok, s >= 1 ? "mem" : "ghost"))),
-      h("div", { class: "encdec-note", "data-testid": "memory-status" }, s === 0 ? t(model, "prefill_decode.memory_0")
-        : s === 1 ? t(model, "prefill_decode.memory_prefill") : t(model, "prefill_decode.memory_decode", { s })));
-
-    const caches = Array.from({ length: L }, (_, l) => {
-      const selfRows = s === 0 ? 0 : model.get("self_cache_lens")[s - 1][l];
-      const crossRows = s === 0 ? 0 : model.get("cross_cache_lens")[s - 1][l];
-      return h("tr", { "data-layer": l },
-        h("th", { class: "encdec-rowhead" }, t(model, "prefill_decode.layer", { n: l + 1 })),
-        h("td", { class: "encdec-left", "data-testid": `self-cache-${l}`, "data-rows": selfRows },
-          answer.slice(0, selfRows).map((tok, k) => chip(tok, s > 0 && (s === 1 || k === selfRows - 1) ? "new" : "kv")),
-          h("span", { class: "encdec-note" }, " ", rows(selfRows))),
-        h("td", { "data-testid": `cross-cache-${l}`, "data-rows": crossRows },
-          h("span", { class: "encdec-note" },
-            crossRows ? t(model, "prefill_decode.cross_rows", { n: crossRows }) : t(model, "prefill_decode.empty"))));
-    });
-
-    const predict = (token) => (sampled ? t(model, "prefill_decode.drawn", { token }) : t(model, "prefill_decode.predict", { token }));
-    body.replaceChildren(...[  // a part with nothing to show is null: left out (replaceChildren would write "null")
-      memory,
-      h("div", { class: "encdec-panel" },
-        h("div", { class: "encdec-label" }, t(model, "prefill_decode.decoder")),
-        h("div", { class: "encdec-row", "data-testid": "answer" }, t(model, "prefill_decode.answer_so_far"), " ",
-          answer.slice(0, known).map((tok, k) => chip(tok, s === 1 || k === known - 1 ? "new" : "kv")),
-          produced ? [" → ", chip(produced, "out", { "data-testid": "produced" })] : null),
-        h("div", { class: "encdec-note", "data-testid": "fed" }, s === 0 ? t(model, "prefill_decode.fed_0")
-          : s === 1 ? t(model, "prefill_decode.fed_prefill", { prefix: prefix.join(" "),
-            positions: tn(model, "prefill_decode.positions", P), one_pass: P > 1 ? t(model, "prefill_decode.one_pass") : "",
-            rows: rows(P), predict: predict(produced),
-            prob: probs.length ? t(model, "prefill_decode.prob", { p: fmt(probs[0]) }) : "" }) +
-            (P === 1 ? t(model, "prefill_decode.one_position_note") : "")
-          : t(model, "prefill_decode.fed_decode", { fed, cached: known - 1, predict: predict(produced),
-            prob: probs.length ? t(model, "prefill_decode.prob", { p: fmt(probs[s - 1]) }) : "" }))),
-      h("table", { class: "encdec-grid encdec-cache" },
-        h("thead", {}, h("tr", {}, h("th", {}, ""), h("th", {}, t(model, "prefill_decode.th_self_cache", { rows: rows(P) })),
-          h("th", {}, t(model, "prefill_decode.th_cross_cache")))),
-        h("tbody", {}, caches)),
-      distChart(s, produced),
-      workChart(s),
-      h("p", { class: "encdec-caption" }, t(model, "prefill_decode.caption", { source: source() }),
-        inPage() ? t(model, "prefill_decode.caption_page") : "")].filter((part) => part !== null));
+    body.replaceChildren(...stepParts(model, s, inPage()));
   }
 
-  function source() {
-    return model.get("source") === "page" ? t(model, "prefill_decode.source_page", { preset: model.get("preset") }) : sourceText(model);
-  }
-
-  // The distribution step s draws from: the most probable tokens, each with the model's probability
-  // (after the temperature) and, when sampling, what top-k and top-p keep of it, renormalised; the
-  // token the step took marked, and the random number it drew.
-  function distChart(s, produced) {
-    const dists = model.get("dists");
-    if (s === 0 || !dists.length) return null;
-    const { p, q, u } = dists[s - 1];
-    const order = p.map((_, v) => v).sort((a, b) => p[b] - p[a]);
-    const shown = order.slice(0, 6);
-    const chosen = TOKENS.indexOf(produced);
-    if (!shown.includes(chosen)) shown.push(chosen);  // a drawn token from the tail is shown too
-    const kept = q ? q.filter((x) => x > 0).length : 1;
-    const bar = (x, cls) => h("div", { class: "encdec-bar-wrap" }, h("div", { class: `encdec-bar ${cls}`, style: `width: ${(100 * x).toFixed(1)}%` }));
-    const rowsShown = shown.map((v) => {
-      const cut = q !== null && q[v] === 0;
-      return h("tr", { "data-token": TOKENS[v], "data-kept": q === null ? null : cut ? "no" : "yes", class: v === chosen ? "encdec-drawn" : null },
-        h("th", { class: "encdec-rowhead" }, h("span", { class: "encdec-chip" + (v === chosen ? " out" : "") }, TOKENS[v])),
-        h("td", { class: "encdec-num encdec-dist-cell", "data-testid": "p" }, fmt(p[v]), bar(p[v], "model")),
-        q === null ? null : h("td", { class: "encdec-num encdec-dist-cell", "data-testid": "q" },
-          cut ? t(model, "prefill_decode.cut") : fmt(q[v]), bar(q[v], "good")),
-        h("td", { class: "encdec-note encdec-wrap" }, v === chosen ? t(model, q === null ? "prefill_decode.taken" : "prefill_decode.drawn_mark") : ""));
-    });
-    const T = model.get("temperature");
-    const head = h("tr", {}, h("th", {}, t(model, "prefill_decode.th_token")),
-      h("th", {}, t(model, q === null ? "prefill_decode.th_p" : "prefill_decode.th_p_temp", { T })),
-      q === null ? null : h("th", {}, t(model, "prefill_decode.th_q")), h("th", {}, ""));
-    const k = model.get("top_k"), topP = model.get("top_p");
-    const what = q === null ? t(model, "prefill_decode.dist_greedy", { token: produced })
-      : t(model, "prefill_decode.dist_sample", { T, k: k ?? t(model, "prefill_decode.off"), p: topP ?? t(model, "prefill_decode.off"),
-        kept, u: fmt(u, 4), token: produced });
-    return h("div", { class: "encdec-panel", "data-testid": "dist", "data-step": s, "data-kept": kept, "data-u": u === null ? null : u },
-      h("div", { class: "encdec-label" }, t(model, q === null ? "prefill_decode.dist_title_greedy" : "prefill_decode.dist_title", { s })),
-      h("div", { class: "encdec-scroll" }, h("table", { class: "encdec-grid encdec-dist" }, h("thead", {}, head), h("tbody", {}, rowsShown))),
-      h("div", { class: "encdec-note", "data-testid": "dist-note" }, what));
-  }
-
-  // the multiply-adds of every step, the current one marked: the prefill pays for the encoder and
-  // the cross-attention keys and values once; a decode step costs one position's work
-  function workChart(s) {
-    const work = model.get("work");
-    if (!work.length) return null;
-    const most = Math.max(...work.map(([enc, dec]) => enc + dec));
-    const mega = (n) => (n / 1e6).toFixed(2);
-    return h("div", { class: "encdec-panel", "data-testid": "work" },
-      h("div", { class: "encdec-label" }, t(model, "prefill_decode.work_title")),
-      h("div", { class: "encdec-note", "data-testid": "work-legend" },
-        ...[["enc", t(model, "prefill_decode.work_key_enc")], ["dec", t(model, "prefill_decode.work_key_dec")]].flatMap(([part, words]) =>
-          [h("span", { class: `encdec-work-key encdec-work-${part}`, "aria-hidden": "true" }), ` ${words} `])),
-      work.map(([enc, dec], k) => h("div", { class: "encdec-work-row" + (k === s - 1 ? " current" : ""), "data-step": k + 1,
-        "data-enc": enc, "data-dec": dec },
-        h("span", { class: "encdec-work-label" }, t(model, k === 0 ? "prefill_decode.work_prefill" : "prefill_decode.work_step", { s: k + 1 })),
-        h("span", { class: "encdec-work-bar" },
-          h("span", { class: "encdec-work-enc", style: `width:${(100 * enc) / most}%` }),
-          h("span", { class: "encdec-work-dec", style: `width:${(100 * dec) / most}%` })),
-        h("span", { class: "encdec-note" }, enc ? t(model, "prefill_decode.work_both", { total: mega(enc + dec), enc: mega(enc) })
-          : t(model, "prefill_decode.work_decoder", { total: mega(dec) })))));
-  }
-
-  let quiet = false;
   const redrawNow = keepFocus(root, draw);
   const redraw = () => { if (!quiet) redrawNow(); };
   draw();

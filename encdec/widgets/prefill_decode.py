@@ -19,7 +19,7 @@ from __future__ import annotations
 import traitlets as t
 
 from ..data import VOCAB
-from ._base import LESSON_ANSWER, LESSON_QUESTION, LESSON_QUESTION_TEXT, BookWidget, esm, question_ids, watch_greedy
+from ._base import LESSON_ANSWER, LESSON_QUESTION, LESSON_QUESTION_TEXT, BookWidget, question_ids, watch_greedy
 from .ask_model import EXAMPLES
 from .export_weights import PRESETS, figure_weights
 
@@ -173,7 +173,6 @@ class PrefillDecodeStepper(BookWidget):
     sampling, ``temperature``, ``top_k`` and ``top_p`` (None: not applied) and ``seed``.
     """
 
-    _esm = esm("prefill_decode.js", "model_forward.js", "task.js")
     _section = "prefill_decode"
     question = t.List(t.Unicode()).tag(sync=True)
     prefix = t.List(t.Unicode(), default_value=["BOS"]).tag(sync=True)  # the decoder's prefill input

@@ -1,7 +1,9 @@
 // QuickCheck: questions the page marks itself. A click on an option, or a typed number and
 // Check, is marked right or wrong here in the browser (as encdec.widgets.quick_check.is_right).
 
-function isRight(q, response) {
+import { h, keepFocus, liveRegion, push, t, watch, widgetRoot } from "./common.js";
+
+export function isRight(q, response) {
   if (response === null || response === undefined || response === "") return null;
   if (q.kind === "choice") return Number(response) === q.answer;
   const text = String(response).trim().replace(/^\+/, "");
@@ -12,23 +14,23 @@ function isRight(q, response) {
 }
 
 // `code` spans of a prompt or explanation become <code>; the rest stays text.
-function richText(text) {
+export function richText(text) {
   return String(text).split("`").map((part, k) => (k % 2 ? h("code", {}, part) : part));
 }
 
-function numberText(x) {
+export function numberText(x) {
   return Number.isInteger(x) ? String(x) : String(Number(x.toPrecision(6)));
 }
 
 // The line under a question (as encdec.widgets.quick_check.QuickCheck.status says it in Python).
-function statusText(model, state, response) {
+export function statusText(model, state, response) {
   if (state === "right") return t(model, "quick_check.status_right");
   if (state === "wrong") return t(model, "quick_check.status_wrong");
   if (state === "revealed") return t(model, "quick_check.status_revealed");
   return response !== null && response !== undefined && response !== "" ? t(model, "quick_check.status_not_a_number") : "";
 }
 
-function render({ model, el }) {
+export function render({ model, el }) {
   const root = widgetRoot(el, "QuickCheck");
   const body = h("div", {});
   root.append(body);

@@ -18,7 +18,7 @@ import re
 
 import traitlets as t
 
-from ._base import BookWidget, esm
+from ._base import BookWidget
 
 KINDS = ("choice", "number")
 NUMBER = re.compile(r"-?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?", re.IGNORECASE)  # what a reader may type, as in the JS
@@ -80,7 +80,6 @@ class QuickCheck(BookWidget):
     text of a number, or None); ``revealed`` which answers the reader chose to see.
     """
 
-    _esm = esm("quick_check.js")
     _section = "quick_check"
     title = t.Unicode("").tag(sync=True)  # empty: the string table's title, in the page's language
     questions = t.List(t.Dict()).tag(sync=True)

@@ -1,6 +1,8 @@
 // ShiftTeacherForcing: decoder input, label and readable answer tokens per position; leaks light up.
 
-function teacherForcingTable(tokens, shift, causal) {
+import { h, liveRegion, push, t, watch, widgetRoot } from "./common.js";
+
+export function teacherForcingTable(tokens, shift, causal) {
   const K = tokens.length;
   const inputs = Array.from({ length: shift ? K - 1 : K }, (_, t) => t);
   return inputs.map((inp, t) => {
@@ -10,7 +12,7 @@ function teacherForcingTable(tokens, shift, causal) {
   });
 }
 
-function render({ model, el }) {
+export function render({ model, el }) {
   const root = widgetRoot(el, "ShiftTeacherForcing");
   const toggle = (name) => {
     const box = h("input", { type: "checkbox", "data-testid": `toggle-${name}` });

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import traitlets as t
 
-from ._base import LESSON_ANSWER, BookWidget, esm
+from ._base import LESSON_ANSWER, BookWidget
 
 
 def teacher_forcing_table(tokens: Sequence[str], shift: bool = True, causal_mask: bool = True) -> list[dict]:
@@ -47,7 +47,6 @@ class ShiftTeacherForcing(BookWidget):
     positions read later ground-truth tokens.
     """
 
-    _esm = esm("shift_teacher_forcing.js")
     _section = "shift_teacher_forcing"
     tokens = t.List(t.Unicode(), default_value=list(LESSON_ANSWER)).tag(sync=True)
     shift = t.Bool(True).tag(sync=True)

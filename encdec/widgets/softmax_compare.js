@@ -1,14 +1,16 @@
 // SoftmaxMaskCompare: one reader's row; mask-then-softmax beside softmax-then-zero.
 
+import { fmt, h, keepFocus, liveRegion, maskedSoftmaxRow, push, softmax, sum, t, watch, widgetRoot } from "./common.js";
+
 // The caption follows the reader: the first reads only itself, the last has no future to mask.
-function captionOf(model, tokens, reader, wrongSum) {
+export function captionOf(model, tokens, reader, wrongSum) {
   const token = tokens[reader];
   if (reader === tokens.length - 1) return t(model, "softmax_compare.caption_last", { i: reader, token });
   const may = t(model, reader === 0 ? "softmax_compare.may_read_first" : "softmax_compare.may_read", { i: reader, token });
   return t(model, "softmax_compare.caption", { may, sum: h("b", {}, fmt(wrongSum)) });
 }
 
-function render({ model, el }) {
+export function render({ model, el }) {
   const root = widgetRoot(el, "SoftmaxMaskCompare");
   // Controls are built once (a slider replaced mid-drag would stop following the mouse).
   const slider = h("input", { type: "range", min: -4, max: 10, step: 0.1,

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import traitlets as t
 
-from ._base import LESSON_DECODER_INPUT, BookWidget, esm, masked_softmax_row, softmax
+from ._base import LESSON_DECODER_INPUT, BookWidget, masked_softmax_row, softmax
 
 
 def future_row(scores: Sequence[float], reader: int, future_score: float) -> list[float]:
@@ -38,7 +38,6 @@ class SoftmaxMaskCompare(BookWidget):
     reader has no future and both orders agree there.
     """
 
-    _esm = esm("softmax_compare.js")
     _section = "softmax_compare"
     tokens = t.List(t.Unicode()).tag(sync=True)
     scores = t.List(t.Float()).tag(sync=True)

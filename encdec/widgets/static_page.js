@@ -6,7 +6,7 @@
 // jupyter.widget-view+json"> where each view goes. Every widget of the book is an anywidget
 // (encdec/widgets/_base.py): its state holds its ES module (`_esm`) and its CSS (`_css`), and its
 // module needs only get / set / on / off / save_changes from a model. In the built book a state
-// names its module's parts instead, which the site serves once (moduleText). So this file stands in for
+// names its widget instead, whose module the site serves once (moduleText). So this file stands in for
 // the Jupyter widgets HTML manager (3.6 MB with RequireJS and its fonts) in a few kB: one model
 // per saved state, local to the page (a change is never sent anywhere: there is no kernel), and
 // one import of each module from a blob URL, which works from file:// too.
@@ -50,33 +50,34 @@
     return modules.get(esm);
   }
 
-  // A widget's module in the built book: "encdec-esm:" and its parts' paths from the site's root
-  // (encdec.widgets._base.site_esm). Each part is a classic script (it loads from file:// too) that
-  // adds its text to self.ENCDEC_ESM under its path; loaded once per page, joined as esm() joins them.
-  const PARTS = "encdec-esm:";
-  const PART_PATH = /^[\w./-]+\.js$/;
-  const parts = new Map();
-  function loadPart(path) {
-    if (!parts.has(path)) {
-      parts.set(path, new Promise((resolve, reject) => {
-        if (!PART_PATH.test(path) || path.includes("..")) throw new Error(`not a module part of the site: ${path}`);
+  // A widget's module in the built book: "encdec-esm:" and the widget's name (encdec.widgets._base.
+  // SITE_ESM_NAME), looked up in the map of the registered widgets' module scripts, which the build
+  // writes in here (encdec.widgets._base.renderer_js): a name not in it loads nothing. Each script is a
+  // classic one (it loads from file:// too) that adds its bundle's text to self.ENCDEC_ESM under its path.
+  const NAMED = "encdec-esm:";
+  const MODULES = {};
+  const scripts = new Map();
+  function loadScript(path) {
+    if (!scripts.has(path)) {
+      scripts.set(path, new Promise((resolve, reject) => {
         const root = document.documentElement.dataset.content_root || "";
         const script = Object.assign(document.createElement("script"), { src: root + path });
         script.onload = () => {
           const text = (self.ENCDEC_ESM || {})[path];
           if (typeof text === "string") resolve(text);
-          else reject(new Error(`${path} did not define its module part`));
+          else reject(new Error(`${path} did not define its module`));
         };
         script.onerror = () => reject(new Error(`could not load ${path}`));
         document.head.append(script);
       }));
     }
-    return parts.get(path);
+    return scripts.get(path);
   }
   async function moduleText(esm) {
-    if (!esm.startsWith(PARTS)) return esm;
-    const paths = esm.slice(PARTS.length).split(" ").filter(Boolean);
-    return (await Promise.all(paths.map(loadPart))).join("\n");
+    if (!esm.startsWith(NAMED)) return esm;
+    const name = esm.slice(NAMED.length);
+    if (!Object.prototype.hasOwnProperty.call(MODULES, name)) throw new Error(`not a widget of the site: ${name}`);
+    return loadScript(MODULES[name]);
   }
 
   // A widget's CSS: its text, or in the built book the path of the site's one stylesheet, relative

@@ -2,12 +2,11 @@
 // (ask_model.js, break_it.js): token ids of a question and of its right answer, what a reader typed,
 // and the one weights script of the built site, loaded once on a reader's first request.
 
-const SIGN_IDS = { POSITIVE: 10, NEGATIVE: 11 }, OP_IDS = { add: 12, subtract: 13 };
-const TOKENS = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "POSITIVE", "NEGATIVE", "add", "subtract", "BOS", "EOS"];
-const OPERAND_MAX = 49;
+import { BOS_ID, EOS_ID, OPERAND_MAX, OP_IDS, QUESTION_LEN, SIGN_IDS, TOKENS } from "./constants.js";
+import { checkQuestionIds } from "./model_forward.js";
 
 // The question ids of one operand: sign and two digits (zero is POSITIVE 00).
-function operandIds(value) {
+export function operandIds(value) {
   const a = Math.abs(value);
   return [value < 0 ? SIGN_IDS.NEGATIVE : SIGN_IDS.POSITIVE, Math.floor(a / 10), a % 10];
 }
@@ -16,7 +15,7 @@ function operandIds(value) {
 // The codes: no_text, bad_format (not a question of the task), out_of_range (an operand beyond ±49).
 // "-30 - -34", "12 + 7", "12 add -7", "−30 subtract −34", or the tokens "NEGATIVE 30 subtract NEGATIVE 34"
 // with or without BOS and EOS. The twin of ask_model.parse_question.
-function parseQuestion(text) {
+export function parseQuestion(text) {
   const clean = String(text ?? "").replace(/[\u2212\u2013]/g, "-").trim();
   if (!clean) return { error: "no_text", values: {} };
   const arith = clean.match(/^([+-]?)\s*(\d+)\s*(\+|-|add|subtract)\s*([+-]?)\s*(\d+)$/i);
@@ -55,7 +54,7 @@ function parseQuestion(text) {
 }
 
 // The right answer's ids for question ids: BOS sign d d EOS.
-function trueAnswer(ids) {
+export function trueAnswer(ids) {
   const operand = (k) => (ids[k] === SIGN_IDS.NEGATIVE ? -1 : 1) * (10 * ids[k + 1] + ids[k + 2]);
   const value = ids[4] === OP_IDS.add ? operand(1) + operand(5) : operand(1) - operand(5);
   return [BOS_ID, ...operandIds(value), EOS_ID];
@@ -64,7 +63,7 @@ function trueAnswer(ids) {
 // The weights: a figure's own (a notebook), or, in the built book, one script per site (weights_src,
 // relative to the site's root: a classic <script> loads from file://), loaded once, and only when the
 // reader first asks a model something: until then the page carries none of it.
-function siteWeights(src) {
+export function siteWeights(src) {
   if (window.encdecWeights) return Promise.resolve(window.encdecWeights);
   if (!window.encdecWeightsLoading) {
     const root = document.documentElement.dataset.content_root || "";
