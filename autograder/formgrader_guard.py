@@ -1,0 +1,45 @@
+"""The formgrader's addresses are plain names, or no page: a Jupyter server extension of the course
+(enabled in every Jupyter server of the environment: ``make venv`` installs
+``deploy/jupyter-config/``'s file into its ``etc/jupyter``).
+
+nbgrader's formgrader writes parts of its URL path into its pages with no escape: into the page's
+text (``<li class="active">{{ assignment_id }}</li>``) and into a script (``var student_id =
+"{{ student_id }}";``, where even an escaped string could carry ``\\u003c`` to a later use). So a link
+to ``/formgrader/manage_students/<img src=x onerror=...>`` ran script in the instructor's origin.
+
+**Invariant: no string from a formgrader URL reaches a page.** Every formgrader address (its pages,
+its API, its files) whose path holds a character outside ``PLAIN`` (letters, digits, ``_``, ``.``,
+``-`` and the ``/`` between names; a percent sign, so every escape, is outside) is answered here
+with a 404 in plain text that shows nothing of the address, before nbgrader's handler sees the request. The
+names the course makes are plain (assignments: ``autograder/edition.py``; students: account names;
+their full names: ``autograder/roster.py``), so no honest address is refused.
+
+The rule is added when the server loads this extension, before nbgrader's formgrader (extensions load
+in the order of their names, and a request goes to the first rule that matches it).
+"""
+from __future__ import annotations
+
+from jupyter_server.utils import url_path_join
+from tornado import web
+
+PLAIN = "A-Za-z0-9_./-"  # the characters of a formgrader address (nbgrader's `/formgrader/...` routes)
+REFUSED = rf"/formgrader/[{PLAIN}]*[^{PLAIN}].*"  # matched on the raw path: `%3C` holds a `%`
+
+
+class NotPlain(web.RequestHandler):
+    """A formgrader address that names something with a character outside ``PLAIN``: not found, in
+    words of its own (nothing of the address is shown)."""
+
+    def prepare(self):
+        self.set_status(404)
+        self.set_header("Content-Type", "text/plain; charset=UTF-8")
+        self.finish("Not found: the formgrader's addresses hold letters, digits, '_', '.', '-' and '/' only.\n")
+
+
+def _jupyter_server_extension_points():
+    return [{"module": "autograder.formgrader_guard"}]
+
+
+def _load_jupyter_server_extension(serverapp) -> None:
+    web_app = serverapp.web_app
+    web_app.add_handlers(".*$", [(url_path_join(web_app.settings["base_url"], REFUSED), NotPlain)])
