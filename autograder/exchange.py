@@ -17,7 +17,8 @@ owned by someone else than the student it names. Here:
   student's work. ``Collect.do_copy`` copies through ``autograder/collected.py`` instead: only the
   student's own regular files, opened without following links, within ``collected.Bounds`` (which
   stand for nbgrader's ``max_file_size`` and ``max_dir_size``); what it leaves behind is said in the
-  log and recorded for the feedback;
+  log and recorded for the feedback, and a folder left with no notebook gets the release's, with no
+  answers, so that every submission collected is graded (0, and the reason in its feedback);
 - and times each submission by the server's clock (the latest status change of its folder and
   files, ``collected.py``), never by the time in its name or its ``timestamp.txt``, which the student
   sets: the late policy and the choice of the newest submission read the server's.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import shutil
 import stat
 from datetime import datetime, timezone
 
@@ -109,6 +111,7 @@ class Collect(ExchangeCollect):
             return
         finally:
             os.close(parent)
+        left += self._blank_release(dest)
         records = collected.said(left)
         when = datetime.fromtimestamp(changed[0] / 1e9, timezone.utc)  # the server's clock, not the name's
         collected.write(dest, when.strftime("%Y-%m-%d %H:%M:%S.%f UTC"), records)
@@ -119,3 +122,14 @@ class Collect(ExchangeCollect):
         for r in records:
             self.log.error("Left behind in %r: %d item(s), %s: %s", name, r["count"], r["key"],
                            ", ".join(map(repr, r["files"])))
+
+    def _blank_release(self, dest: str) -> list[tuple[str, str]]:
+        """A collected folder that holds no notebook (its only one was a link, say) is graded as the
+        release's notebooks with no answers, copied in: the records say why (``no_notebook``)."""
+        if any(n.endswith(".ipynb") for n in os.listdir(dest)):
+            return []
+        release = self.coursedir.format_path(self.coursedir.release_directory, ".", self.coursedir.assignment_id)
+        blank = sorted(n for n in os.listdir(release) if n.endswith(".ipynb")) if os.path.isdir(release) else []
+        for n in blank:
+            shutil.copyfile(os.path.join(release, n), os.path.join(dest, n))
+        return [(n, "no_notebook") for n in blank]
