@@ -14,12 +14,20 @@ with a 404 in plain text that shows nothing of the address, before nbgrader's ha
 names the course makes are plain (assignments: ``autograder/edition.py``; students: account names;
 their full names: ``autograder/roster.py``), so no honest address is refused.
 
-The rule is added when the server loads this extension, before nbgrader's formgrader (extensions load
+nbgrader's ``/formgrader?path=<folder>`` (JupyterLab's "Formgrader (local)") makes the formgrader load
+and run ``<folder>/nbgrader_config.py``: a link to a folder of a student's ran the student's Python as
+the instructor. ``LocalFormgrader`` takes such a folder only inside the server's root folder (the
+instructor's, where no student writes), links resolved; any other is not found.
+
+The rules are added when the server loads this extension, before nbgrader's formgrader (extensions load
 in the order of their names, and a request goes to the first rule that matches it).
 """
 from __future__ import annotations
 
+import os
+
 from jupyter_server.utils import url_path_join
+from nbgrader.server_extensions.formgrader.handlers import FormgraderHandler
 from tornado import web
 
 PLAIN = "A-Za-z0-9_./-"  # the characters of a formgrader address (nbgrader's `/formgrader/...` routes)
@@ -36,10 +44,22 @@ class NotPlain(web.RequestHandler):
         self.finish("Not found: the formgrader's addresses hold letters, digits, '_', '.', '-' and '/' only.\n")
 
 
+class LocalFormgrader(FormgraderHandler):
+    """nbgrader's entry to the formgrader, with a course folder (``?path=``) inside the server's root only."""
+
+    def get(self):
+        root, path = os.path.realpath(self.settings["server_root_dir"]), self.get_argument("path", "")
+        if path and os.path.commonpath([root, os.path.realpath(path)]) != root:
+            raise web.HTTPError(404)
+        return super().get()
+
+
 def _jupyter_server_extension_points():
     return [{"module": "autograder.formgrader_guard"}]
 
 
 def _load_jupyter_server_extension(serverapp) -> None:
     web_app = serverapp.web_app
-    web_app.add_handlers(".*$", [(url_path_join(web_app.settings["base_url"], REFUSED), NotPlain)])
+    base = web_app.settings["base_url"]
+    web_app.add_handlers(".*$", [(url_path_join(base, REFUSED), NotPlain),
+                                 (url_path_join(base, "/formgrader/?"), LocalFormgrader)])

@@ -141,7 +141,8 @@ def test_no_address_or_name_runs_script(course):
     """Every crafted address of autograder/fixtures/page_markup.py (markup in the path a formgrader
     page writes into its text or a script) is refused (a 404 in plain text) by the course's
     guard (autograder/formgrader_guard.py), and nothing of it runs on load, on a hover of every element
-    or a click of every element of the refused page; the honest addresses still answer. A student's name that is markup (in the gradebook,
+    or a click of every element of the refused page; the honest addresses still answer. A link to the
+    formgrader with a course folder outside the server's root (`?path=`) runs nothing of that folder. A student's name that is markup (in the gradebook,
     whoever put it there) is text in the lists that show it."""
     from nbgrader.api import Gradebook
 
@@ -172,5 +173,12 @@ def test_no_address_or_name_runs_script(course):
             page.wait_for_timeout(100)
             if page.evaluate("() => window.__fired"):
                 fired.append(path)
+        # a course folder outside the server's root (a student's): its nbgrader_config.py is never run
+        outside = Path(tempfile.mkdtemp(prefix="elsewhere-", dir=course.parent))
+        (outside / "nbgrader_config.py").write_text(f"open({str(outside / 'ran')!r}, 'w').close()\n")
+        for where in (outside, course / "solutions" / ".." / ".." / outside.name):
+            assert page.goto(f"{base}/formgrader?path={where}").status == 404, where
+        assert page.goto(f"{base}/formgrader?path={course}").ok and page.url.endswith("/formgrader/manage_assignments")
         context.close()
-    assert fired == []
+    assert fired == [] and not (outside / "ran").exists()
+    shutil.rmtree(outside)
