@@ -138,7 +138,7 @@ def test_a_planted_entry_is_left_behind_and_said(tmp_path, gradebook, row):
     assert any("Left behind" in line and f"left_behind_{row.key}" in line for line in lines), lines
     # the only notebook left behind: the release's own, with no answers, graded in its place and said
     blank = record(folder).get("left_behind_no_notebook")
-    assert (blank and blank["files"]) == ([NOTEBOOK] if row.name == "notebook_link" else None), row.name
+    assert (blank and blank["files"]) == ([NOTEBOOK] if row.left == NOTEBOOK else None), row.name
     assert blank or (row.left not in got and not (folder / row.left).exists())
     assert got[NOTEBOOK] == (ROOT / "exercises" / ASSIGNMENT / NOTEBOOK).read_bytes()
 
