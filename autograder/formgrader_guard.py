@@ -14,6 +14,10 @@ with a 404 in plain text that shows nothing of the address, before nbgrader's ha
 names the course makes are plain (assignments: ``autograder/edition.py``; students: account names;
 their full names: ``autograder/roster.py``), so no honest address is refused.
 
+**No string of the gradebook reaches the grading page unescaped.** nbgrader's page of one submission
+(``/formgrader/submissions/<id>``) writes the student's id and names and the notebook's name into its
+markup and scripts as they are; ``GradingPage`` hands its template those strings escaped.
+
 nbgrader's ``/formgrader?path=<folder>`` (JupyterLab's "Formgrader (local)") makes the formgrader load
 and run ``<folder>/nbgrader_config.py``: a link to a folder of a student's ran the student's Python as
 the instructor. ``LocalFormgrader`` takes such a folder only inside the server's root folder (the
@@ -24,10 +28,11 @@ in the order of their names, and a request goes to the first rule that matches i
 """
 from __future__ import annotations
 
+import html
 import os
 
 from jupyter_server.utils import url_path_join
-from nbgrader.server_extensions.formgrader.handlers import FormgraderHandler
+from nbgrader.server_extensions.formgrader.handlers import FormgraderHandler, SubmissionHandler
 from tornado import web
 
 PLAIN = "A-Za-z0-9_./-"  # the characters of a formgrader address (nbgrader's `/formgrader/...` routes)
@@ -54,6 +59,27 @@ class LocalFormgrader(FormgraderHandler):
         return super().get()
 
 
+def _escaped(resources: dict) -> dict:
+    return {k: html.escape(v) if isinstance(v, str) else v for k, v in resources.items()}
+
+
+class GradingPage(SubmissionHandler):
+    """nbgrader's page of one submission, drawn from the gradebook's strings escaped (its template and
+    its page for a missing file write them as they are)."""
+
+    @property
+    def exporter(self):
+        exporter = super().exporter
+
+        class Escaping:
+            def from_filename(self, filename, resources=None, **kw):
+                return exporter.from_filename(filename, resources=_escaped(resources or {}), **kw)
+        return Escaping()
+
+    def render(self, name, **ns):
+        return super().render(name, **{k: _escaped(v) if k == "resources" else v for k, v in ns.items()})
+
+
 def _jupyter_server_extension_points():
     return [{"module": "autograder.formgrader_guard"}]
 
@@ -62,4 +88,5 @@ def _load_jupyter_server_extension(serverapp) -> None:
     web_app = serverapp.web_app
     base = web_app.settings["base_url"]
     web_app.add_handlers(".*$", [(url_path_join(base, REFUSED), NotPlain),
-                                 (url_path_join(base, "/formgrader/?"), LocalFormgrader)])
+                                 (url_path_join(base, "/formgrader/?"), LocalFormgrader),
+                                 (url_path_join(base, r"/formgrader/submissions/([^/]+)/?"), GradingPage)])

@@ -143,19 +143,21 @@ def test_no_address_or_name_runs_script(course):
     guard (autograder/formgrader_guard.py), and nothing of it runs on load, on a hover of every element
     or a click of every element of the refused page; the honest addresses still answer. A link to the
     formgrader with a course folder outside the server's root (`?path=`) runs nothing of that folder. A student's name that is markup (in the gradebook,
-    whoever put it there) is text in the lists that show it."""
+    whoever put it there) is text in the lists and on the grading page that show it."""
     from nbgrader.api import Gradebook
 
     with Gradebook(grading_state(course).db_url) as gb:
         gb.update_or_create_student("wrong_block", first_name=f"<img src=x onerror={FIRE}>",
-                                    last_name=f'";{FIRE};"')
+                                    last_name=f'<svg onload={FIRE}>')
+        graded = f"submissions/{gb.find_submission_notebook('decoder_block', 'decoder_block', 'wrong_block').id}"
     fired = []
     with jupyterlab(course, timeout_s=120) as base, browser() as chromium:
         context = chromium.new_context()
         context.route(MATHJAX_CDN, lambda route: route.fulfill(body=MATHJAX_STAND_IN, content_type="text/javascript"))
         page = context.new_page()
         page.on("dialog", lambda dialog: (fired.append(dialog.message), dialog.dismiss()))
-        for path in FORMGRADER_URLS + FORMGRADER_PLAIN + ["manage_students", "gradebook/decoder_block/decoder_block"]:
+        for path in FORMGRADER_URLS + FORMGRADER_PLAIN + ["manage_students", "gradebook/decoder_block/decoder_block",
+                                                          graded]:
             answer = page.goto(f"{base}/formgrader/{path}")
             page.wait_for_load_state("load")
             if path in FORMGRADER_URLS:
