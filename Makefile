@@ -23,7 +23,8 @@ $(PY) -m pip install -q --no-deps "torch==$(TORCH_VERSION)+cpu" 2>/dev/null \
   || $(PY) -m pip install -q --no-deps --index-url $(TORCH_CPU_INDEX) "torch==$(TORCH_VERSION)+cpu"
 endef
 
-$(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
+FORMGRADER_GUARD := deploy/jupyter-config/autograder.formgrader_guard.json
+$(VENV)/.installed: requirements.txt constraints.txt pyproject.toml $(FORMGRADER_GUARD)
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "Python 3.11 or newer is needed (found $$($(PYTHON) --version 2>&1)): set PYTHON=/path/to/python3.11"; exit 1; }
 	@test -x $(PY) || $(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || { echo "$(PYTHON) has no venv module with pip: install python3-venv (Debian/Ubuntu: apt-get install python3-venv)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +32,8 @@ $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
 	$(if $(filter cpu-Linux-x86_64,$(TORCH)-$(shell uname -s)-$(shell uname -m)),$(INSTALL_TORCH_CPU))
 	$(PY) -m pip install -q -r requirements.txt -c constraints.txt
 	$(PY) -m pip install -q --no-deps --no-build-isolation --config-settings editable_mode=compat -e .
+	@# every Jupyter server of the environment loads the formgrader's guard (autograder/formgrader_guard.py)
+	install -D -m 644 $(FORMGRADER_GUARD) $(VENV)/etc/jupyter/jupyter_server_config.d/$(notdir $(FORMGRADER_GUARD))
 	touch $@
 # solutions/ (reference solutions, hidden tests) unreadable by other users of the machine: a
 # checkout is made with the user's umask, and grading refuses to start while it is open

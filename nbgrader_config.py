@@ -38,6 +38,7 @@ if os.environ.get("ENCDEC_EXCHANGE"):
 # the students' side is encdec/exchange.py).
 c.ExchangeFactory.release_assignment = "autograder.exchange.ReleaseAssignment"
 c.ExchangeFactory.collect = "autograder.exchange.Collect"
+c.ExchangeFactory.release_feedback = "autograder.exchange.ReleaseFeedback"  # each page readable by its student only
 c.CourseDirectory.source_directory = "solutions"
 c.CourseDirectory.release_directory = "exercises"
 c.CourseDirectory.submitted_directory = str(GRADING.submitted)

@@ -33,7 +33,8 @@ from dataclasses import asdict, dataclass
 
 RECORD = ".left-behind.json"  # in the collected folder, written by collect only (a student's is never copied)
 TIMESTAMP = "timestamp.txt"  # nbgrader's name
-KEYS = ("link", "not_regular", "not_yours", "past_limits", "unreadable")  # why an entry was left behind
+# why an entry was left behind; no_notebook: the release's blank notebook graded in place of none (exchange.py)
+KEYS = ("link", "not_regular", "not_yours", "past_limits", "unreadable", "no_notebook")
 NAMES_SAID = 10  # names listed per key (the count says how many in all)
 _OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # a FIFO opens without waiting
 

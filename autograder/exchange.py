@@ -17,22 +17,30 @@ owned by someone else than the student it names. Here:
   student's work. ``Collect.do_copy`` copies through ``autograder/collected.py`` instead: only the
   student's own regular files, opened without following links, within ``collected.Bounds`` (which
   stand for nbgrader's ``max_file_size`` and ``max_dir_size``); what it leaves behind is said in the
-  log and recorded for the feedback;
+  log and recorded for the feedback, and a folder left with no notebook gets the release's, with no
+  answers, so that every submission collected is graded (0, and the reason in its feedback);
+- ``ReleaseFeedback`` makes each feedback page in the exchange readable by its student only (0600,
+  and a POSIX ACL entry that lets that student's account read it), as a submission is; nbgrader's
+  leaves it 0644, closed only by the secret in its name;
 - and times each submission by the server's clock (the latest status change of its folder and
   files, ``collected.py``), never by the time in its name or its ``timestamp.txt``, which the student
   sets: the late policy and the choice of the newest submission read the server's.
 """
 from __future__ import annotations
 
+import glob
 import os
 import pwd
+import shutil
 import stat
+import struct
 from datetime import datetime, timezone
 
 from autograder import collected
 from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.exchange.default.release_assignment import ExchangeReleaseAssignment
-from nbgrader.utils import parse_utc
+from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback
+from nbgrader.utils import notebook_hash, parse_utc
 
 
 class ReleaseAssignment(ExchangeReleaseAssignment):
@@ -43,6 +51,37 @@ class ReleaseAssignment(ExchangeReleaseAssignment):
         mode = stat.S_IMODE(os.stat(self.inbound_path).st_mode)
         if not mode & stat.S_ISVTX:
             os.chmod(self.inbound_path, mode | stat.S_ISVTX)
+
+
+# a POSIX access ACL as Linux stores it (acl_ea.h): version 2, then (tag, permissions, id) entries in
+# tag order; the owner reads and writes, the named user (the student) reads, nobody else anything
+_ACL = "system.posix_acl_access"
+_USER_OBJ, _USER, _GROUP_OBJ, _MASK, _OTHER, _UNNAMED = 0x01, 0x02, 0x04, 0x10, 0x20, 0xFFFFFFFF
+
+
+def readable_by(path: str, uid: int) -> None:
+    """``path`` (the caller's file) readable by its owner and the user ``uid`` only."""
+    os.chmod(path, 0o600)
+    entries = [(_USER_OBJ, 6, _UNNAMED), (_USER, 4, uid), (_GROUP_OBJ, 0, _UNNAMED), (_MASK, 4, _UNNAMED),
+               (_OTHER, 0, _UNNAMED)]
+    os.setxattr(path, _ACL, struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in entries))
+
+
+class ReleaseFeedback(ExchangeReleaseFeedback):
+    """nbgrader's release of feedback, each page readable by its student only."""
+
+    def copy_files(self):
+        super().copy_files()
+        for page in glob.glob(os.path.join(self.src_path, "*.html")):  # nbgrader's feedback/<student>/<assignment>/
+            folder = os.path.dirname(page)
+            with open(os.path.join(folder, "submission_secret.txt")) as f:
+                name = notebook_hash(secret=f.read(), notebook_id=os.path.basename(page)[:-len(".html")])
+            released, student = os.path.join(self.dest_path, f"{name}.html"), os.path.basename(os.path.dirname(folder))
+            try:
+                if os.path.isfile(released):
+                    readable_by(released, pwd.getpwnam(student).pw_uid)
+            except (KeyError, OSError) as error:  # no such account, no ACLs on this file system: as nbgrader left it
+                self.log.warning("Feedback %s left as nbgrader released it (%s)", released, type(error).__name__)
 
 
 def _owner(path: str) -> str | None:
@@ -109,6 +148,7 @@ class Collect(ExchangeCollect):
             return
         finally:
             os.close(parent)
+        left += self._blank_release(dest)
         records = collected.said(left)
         when = datetime.fromtimestamp(changed[0] / 1e9, timezone.utc)  # the server's clock, not the name's
         collected.write(dest, when.strftime("%Y-%m-%d %H:%M:%S.%f UTC"), records)
@@ -119,3 +159,14 @@ class Collect(ExchangeCollect):
         for r in records:
             self.log.error("Left behind in %r: %d item(s), %s: %s", name, r["count"], r["key"],
                            ", ".join(map(repr, r["files"])))
+
+    def _blank_release(self, dest: str) -> list[tuple[str, str]]:
+        """A collected folder that holds no notebook (its only one was a link, say) is graded as the
+        release's notebooks with no answers, copied in: the records say why (``no_notebook``)."""
+        if any(n.endswith(".ipynb") for n in os.listdir(dest)):
+            return []
+        release = self.coursedir.format_path(self.coursedir.release_directory, ".", self.coursedir.assignment_id)
+        blank = sorted(n for n in os.listdir(release) if n.endswith(".ipynb")) if os.path.isdir(release) else []
+        for n in blank:
+            shutil.copyfile(os.path.join(release, n), os.path.join(dest, n))
+        return [(n, "no_notebook") for n in blank]

@@ -68,7 +68,8 @@ class Term:
         cfg.Exchange.root = str(self.base / "exchange")
         cfg.CourseDirectory.update(course_id="course", assignment_id=ASSIGNMENT, root=str(self.base / "instructor"),
                                    db_url=self.gradebook,
-                                   submitted_directory=into, ignore=[".ipynb_checkpoints", collected.RECORD])
+                                   submitted_directory=into, release_directory=str(ROOT / "exercises"),
+                                   ignore=[".ipynb_checkpoints", collected.RECORD])
         log = logging.getLogger(f"test-collect-{secrets.token_hex(4)}")
         lines: list[str] = []
         handler = logging.Handler()
@@ -134,10 +135,12 @@ def test_a_planted_entry_is_left_behind_and_said(tmp_path, gradebook, row):
         return
     said = record(folder)[f"left_behind_{row.key}"]
     assert row.left in said["files"] or said["count"] > len(said["files"]) == collected.NAMES_SAID, said
-    assert row.left not in got and not (folder / row.left).exists()
     assert any("Left behind" in line and f"left_behind_{row.key}" in line for line in lines), lines
-    if row.name != "notebook_link":
-        assert got[NOTEBOOK] == (ROOT / "exercises" / ASSIGNMENT / NOTEBOOK).read_bytes()
+    # the only notebook left behind: the release's own, with no answers, graded in its place and said
+    blank = record(folder).get("left_behind_no_notebook")
+    assert (blank and blank["files"]) == ([NOTEBOOK] if row.left == NOTEBOOK else None), row.name
+    assert blank or (row.left not in got and not (folder / row.left).exists())
+    assert got[NOTEBOOK] == (ROOT / "exercises" / ASSIGNMENT / NOTEBOOK).read_bytes()
 
 
 def test_nothing_of_the_students_own_record_or_time_is_read(tmp_path, gradebook):
@@ -186,8 +189,23 @@ def test_the_feedback_states_what_was_left_behind(tmp_path, gradebook):
     for lang in language.LANGUAGES:
         words = notice(records, lang)
         assert all(name in words for name in ("warmup.ipynb", MARKUP, "pipe.ipynb")) and words.count("\n- ") == 2
+        assert "{" not in words  # every parameter given
         shown, _ = SanitizeOutputs().preprocess_cell(nbformat.v4.new_markdown_cell(words), {}, 0)
         assert "onerror" not in shown.source and "warmup.ipynb" in shown.source  # an <img> left, inert
+
+
+def test_a_submission_whose_only_notebook_was_left_behind_is_graded_blank_and_said(tmp_path, gradebook):
+    """Its only notebook a link: the release's own notebook, with no answers, is graded in its place,
+    and the records say both (the link, and the blank), in both languages."""
+    term = Term(tmp_path, gradebook)
+    ROWS["notebook_link"].plant(term.folder, term.secret, term.user.pw_uid, term.user.pw_gid)
+    folder, lines = term.collect()
+    output, _ = HandedInExporter().from_filename(str(folder / NOTEBOOK))
+    records = repairs(nbformat.reads(output, as_version=4))
+    assert [(r["key"], r["files"]) for r in records] == [("left_behind_link", NOTEBOOK), ("left_behind_no_notebook", NOTEBOOK)]
+    assert any("left_behind_no_notebook" in line for line in lines), lines
+    for lang in language.LANGUAGES:
+        assert "{" not in notice(records, lang) and notice(records, lang).count(NOTEBOOK) == 2
 
 
 def test_a_folder_with_no_time_in_its_name_stops_no_collect(tmp_path, gradebook):

@@ -21,6 +21,7 @@ import pytest
 
 from autograder import assignments
 from autograder.fixtures.make import BUILT
+from autograder.fixtures.page_markup import FIRE, FORMGRADER_PLAIN, FORMGRADER_URLS
 from autograder.state import grading_state
 
 from browser_support import PageLog, block_external, browser, jupyterlab, watch_page
@@ -134,3 +135,52 @@ def test_formgrader_review_adjust_export(course):
     with open(export, newline="") as f:
         scores = {r[3]: r[4 + 1 + ASSIGNMENTS.index("decoder_block")] for r in list(csv.reader(f))[2:]}
     assert scores == {"pass_all": "11", "wrong_block": "5", "flagged": "3"}
+
+
+def test_no_address_or_name_runs_script(course):
+    """Every crafted address of autograder/fixtures/page_markup.py (markup in the path a formgrader
+    page writes into its text or a script) is refused (a 404 in plain text) by the course's
+    guard (autograder/formgrader_guard.py), and nothing of it runs on load, on a hover of every element
+    or a click of every element of the refused page; the honest addresses still answer. A link to the
+    formgrader with a course folder outside the server's root (`?path=`) runs nothing of that folder. A student's name that is markup (in the gradebook,
+    whoever put it there) is text in the lists and on the grading page that show it."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(grading_state(course).db_url) as gb:
+        gb.update_or_create_student("wrong_block", first_name=f"<img src=x onerror={FIRE}>",
+                                    last_name=f'<svg onload={FIRE}>')
+        graded = f"submissions/{gb.find_submission_notebook('decoder_block', 'decoder_block', 'wrong_block').id}"
+    fired = []
+    with jupyterlab(course, timeout_s=120) as base, browser() as chromium:
+        context = chromium.new_context()
+        context.route(MATHJAX_CDN, lambda route: route.fulfill(body=MATHJAX_STAND_IN, content_type="text/javascript"))
+        page = context.new_page()
+        page.on("dialog", lambda dialog: (fired.append(dialog.message), dialog.dismiss()))
+        for path in FORMGRADER_URLS + FORMGRADER_PLAIN + ["manage_students", "gradebook/decoder_block/decoder_block",
+                                                          graded]:
+            answer = page.goto(f"{base}/formgrader/{path}")
+            page.wait_for_load_state("load")
+            if path in FORMGRADER_URLS:
+                assert answer.status == 404, (path, answer.status)
+            else:
+                page.wait_for_load_state("networkidle")  # the lists are filled from the API
+                assert answer.ok and (path not in FORMGRADER_PLAIN
+                                      or path.rsplit("/", 1)[-1] in page.locator("body").inner_text()), path
+            if page.locator("text=Show All Names").count():
+                page.get_by_text("Show All Names").click()
+            # every element hovered; on a refused page clicked too (an honest page's buttons grade and release)
+            page.evaluate("""refused => { for (const el of document.querySelectorAll('body *')) { try {
+                el.dispatchEvent(new Event('mouseover', {bubbles: true})); if (refused) el.click(); } catch (e) {} } }""",
+                          path in FORMGRADER_URLS)
+            page.wait_for_timeout(100)
+            if page.evaluate("() => window.__fired"):
+                fired.append(path)
+        # a course folder outside the server's root (a student's): its nbgrader_config.py is never run
+        outside = Path(tempfile.mkdtemp(prefix="elsewhere-", dir=course.parent))
+        (outside / "nbgrader_config.py").write_text(f"open({str(outside / 'ran')!r}, 'w').close()\n")
+        for where in (outside, course / "solutions" / ".." / ".." / outside.name):
+            assert page.goto(f"{base}/formgrader?path={where}").status == 404, where
+        assert page.goto(f"{base}/formgrader?path={course}").ok and page.url.endswith("/formgrader/manage_assignments")
+        context.close()
+    assert fired == [] and not (outside / "ran").exists()
+    shutil.rmtree(outside)

@@ -1,7 +1,8 @@
 """Bounded at intake (issue 37, autograder/handed_in.py): a notebook handed in past the intake limits
 (``Intake``: its bytes, its cells) is never read whole; it is graded 0 as the release with no
 answers, the limit and the size found stated in the gradebook and the feedback, through stock
-`nbgrader autograde` and through the driver, and the file handed in stays as it is."""
+`nbgrader autograde` and through the driver, and the file handed in stays as it is. So is a
+submission whose only notebook the exchange's collect left behind (issue 49)."""
 from __future__ import annotations
 
 import json
@@ -135,6 +136,7 @@ def test_the_driver_grades_them_zero_and_goes_on(tmp_path):
         sub = grading_state(course).submitted / name / "decoder_block"
         sub.mkdir(parents=True)
         (sub / "decoder_block.ipynb").write_bytes(graded_notebook(name).read_bytes())
+    linker = collected_link(tmp_path, course)
     run = subprocess.run([PY, "-m", "autograder.driver", "decoder_block", "--json", "r.json"], cwd=course,
                          capture_output=True, text=True, timeout=900)
     results = {r["student"]: r for r in json.loads((course / "r.json").read_text())}
@@ -146,3 +148,33 @@ def test_the_driver_grades_them_zero_and_goes_on(tmp_path):
         handed = grading_state(course).submitted / name / "decoder_block" / "decoder_block.ipynb"
         assert handed.read_bytes() == graded_notebook(name).read_bytes()  # kept as it was
     assert (results["db_pass_all"]["status"], results["db_pass_all"]["score"]) == ("graded", 11)
+    # handed in as a link only, collected by the exchange's collect: the blank graded, 0, both said
+    assert (results[linker]["status"], results[linker]["score"]) == ("graded", 0), results[linker]
+    graded = grading_state(course).autograded / linker / "decoder_block" / "decoder_block.ipynb"
+    assert [r["key"] for r in repairs(nbformat.read(graded, nbformat.NO_CONVERT))] == \
+        ["left_behind_link", "left_behind_no_notebook"]
+
+
+def collected_link(tmp_path: Path, course: Path) -> str:
+    """A submission whose only notebook is a link to the solutions (autograder/fixtures/inbound.py's
+    notebook_link), handed in by this process's user and collected into ``course`` by the course's
+    ``Collect`` as ``nbgrader collect`` runs it; returns the student's name."""
+    import pwd
+
+    from nbgrader.auth import Authenticator
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import Config
+
+    from autograder.exchange import Collect
+
+    student = pwd.getpwuid(os.getuid()).pw_name
+    handed = tmp_path / "exchange" / "course" / "inbound" / f"{student}+decoder_block+2026-12-06 10:00:00.000000 UTC+x"
+    handed.mkdir(parents=True)
+    (handed / "decoder_block.ipynb").symlink_to(ROOT / "solutions" / "decoder_block" / "decoder_block.ipynb")
+    cfg = Config()
+    cfg.Exchange.root = str(tmp_path / "exchange")
+    state = grading_state(course)
+    cfg.CourseDirectory.update(course_id="course", assignment_id="decoder_block", root=str(course), db_url=state.db_url,
+                               submitted_directory=str(state.submitted), release_directory=str(course / "exercises"))
+    Collect(coursedir=CourseDirectory(config=cfg), authenticator=Authenticator(config=cfg), config=cfg).start()
+    return student

@@ -8,11 +8,13 @@ JupyterHub with deploy/hub/jupyterhub_config.py on free ports of 127.0.0.1. Then
 
     instructor: generate_assignment, release_assignment     (as the instructor's user)
     students:   fetch_assignment, work (one solves, one leaves the stub), validate, submit; one
-                plants a link to the instructor's solutions in their submission
-    instructor: collect (the link left behind, and said in that student's feedback); autograde one student with nbgrader, the other with the formgrader's
+                hands in a link to the instructor's solutions as their notebook, one two download
+                copies of it instead
+    instructor: collect (the link left behind, the release's blank graded in its place, and said in
+                that student's feedback; the copies graded as one); autograde one student with nbgrader, the other with the formgrader's
                 Autograde button in Chromium, logged in through the hub; generate_feedback,
-                release_feedback
-    students:   fetch_feedback
+                release_feedback (each page readable by its student only)
+    students:   fetch_feedback (another student reads none of theirs)
 
 Grading runs as the instructor's user, not root (the hub's case): `make sandbox-check` passes as
 that user once setup-hub.sh has delegated its kernel cgroups. The scores are read from the
@@ -51,6 +53,8 @@ import pytest
 from autograder import assignments, collected
 from autograder.fixtures.inbound import ROWS
 from autograder.fixtures.make import solution_sources
+from autograder.repairs import repairs
+from encdec.grading import language
 
 from browser_support import browser
 from test_unprivileged import course_group, traversable
@@ -71,7 +75,9 @@ STUDENTS = {"ehub-ada": True, "ehub-bob": False, "ehub-cy": True}  # (the issue'
 FULL_NAMES = {"ehub-ada": ("Ada Lovelace", ("Ada", "Lovelace")),
               "ehub-bob": ("Jean-Luc O'Brien", ("Jean-Luc", "O'Brien")),
               "ehub-cy": ("<img src=x onerror=document.title='named'>", (None, None))}
-PLANTER = "ehub-bob"  # plants a link to the solutions in their submission (autograder/fixtures/inbound.py)
+PLANTER = "ehub-bob"  # hands in a link to the solutions as their notebook (autograder/fixtures/inbound.py)
+COPIER = "ehub-cy"  # hands in two download copies of the notebook instead of it (autograder/handed_in.py)
+COPIES = (f"{ASSIGNMENT} (1).ipynb", f"{ASSIGNMENT}-Copy1.ipynb")
 GROUPS = {"ENCDEC_STUDENTS_GROUP": "ehub-students", "ENCDEC_INSTRUCTORS_GROUP": "ehub-instructors"}
 PASSWORD = "hub-test-Pw-7"  # the test's own users, removed afterwards
 WAIT_S = 90  # the longest a server may take to answer
@@ -465,22 +471,29 @@ def test_round_trip(hub):
         assert ("Success!" in validated.stdout) == solves, (student, validated.stdout[-2000:])
         nbgrader(hub, student, "submit", ASSIGNMENT)
     hub.timed("students: fetch, work, validate, submit", t)
-    # a student who plants a link (issue 49): beside their notebook, warmup.ipynb, a link to the
-    # instructor's solutions, which the instructor's collect can read; collect copies data, not links
+    # a student who plants a link (issue 49): their notebook replaced by a link to the instructor's
+    # solutions, which the instructor's collect can read; collect copies data, not links, and grades
+    # the release's blank notebook in its place, saying why
     solutions = course / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
-    planted = ROWS["extra_link"].left
-    ok(as_user(hub, PLANTER, ["python", "-c", "import os, sys; os.symlink(*sys.argv[1:])", str(solutions),
-                              str(submission(hub, PLANTER) / planted)]), f"{PLANTER} plants a link")
+    planted = ROWS["notebook_link"].left
+    ok(as_user(hub, PLANTER, ["python", "-c", "import os, sys; os.remove(sys.argv[2]); os.symlink(*sys.argv[1:])",
+                              str(solutions), str(submission(hub, PLANTER) / planted)]), f"{PLANTER} plants a link")
+    # a student who hands in two download copies instead of the notebook (issue 49): graded from one
+    ok(as_user(hub, COPIER, ["python", "-c", "import os, shutil, sys; os.rename(*sys.argv[1:3]); "
+                             "shutil.copyfile(*sys.argv[2:])", *(str(submission(hub, COPIER) / n)
+                                                                  for n in (f"{ASSIGNMENT}.ipynb", *COPIES))]),
+       f"{COPIER} hands in copies")
 
     t = time.monotonic()
     nbgrader(hub, INSTRUCTOR, "collect", ASSIGNMENT, cwd=course)
     for student in STUDENTS:
-        assert (course / "grading" / "submitted" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file()
+        handed_in = COPIES if student == COPIER else (f"{ASSIGNMENT}.ipynb",)
+        assert all((course / "grading" / "submitted" / student / ASSIGNMENT / n).is_file() for n in handed_in)
     kept = course / "grading" / "submitted" / PLANTER / ASSIGNMENT
-    assert not (kept / planted).exists(), f"{planted} collected"
+    assert (kept / planted).read_bytes() == (course / "exercises" / ASSIGNMENT / planted).read_bytes()  # the blank
     assert solutions.read_bytes() not in [p.read_bytes() for p in kept.rglob("*") if p.is_file()]
     assert [(r["key"], r["files"]) for r in json.loads((kept / collected.RECORD).read_text())] == \
-        [("left_behind_link", [planted])]
+        [("left_behind_link", [planted]), ("left_behind_no_notebook", [planted])]
     by_button = "ehub-bob"  # the formgrader's Autograde button grades one student, nbgrader the others
     by_cli = [s for s in STUDENTS if s != by_button]
     for student in by_cli:
@@ -494,10 +507,13 @@ def test_round_trip(hub):
     nbgrader(hub, INSTRUCTOR, "generate_feedback", ASSIGNMENT, cwd=course, timeout=600)
     nbgrader(hub, INSTRUCTOR, "release_feedback", ASSIGNMENT, cwd=course)
     feedback = {}
-    for student in STUDENTS:
+    released = {p.read_bytes(): p for p in (hub.exchange / COURSE_ID / "feedback").glob("*.html")}
+    for student, other in zip(STUDENTS, [*list(STUDENTS)[1:], next(iter(STUDENTS))]):
         nbgrader(hub, student, "fetch_feedback", ASSIGNMENT)
         (html,) = (home(student) / ASSIGNMENT / "feedback").glob(f"*/{ASSIGNMENT}.html")
         feedback[student] = html.read_text()
+        # the page in the exchange is its student's only (issue 52), as a submission is
+        assert attempt(hub, other, "read", released[html.read_bytes()]) == "PermissionError", (other, student)
     hub.timed("feedback: generate, release, fetch", t)
 
     # the scores: the gradebook against the graded notebooks, the formgrader and the feedback
@@ -522,8 +538,16 @@ def test_round_trip(hub):
     for student, (_, name) in FULL_NAMES.items():
         assert scores[student]["name"] == name, (student, scores[student]["name"])
         assert names_shown.get(student) == (f"{name[1]}, {name[0]}" if name[0] else "None, None"), names_shown
-    # the planted link, named at the top of that student's feedback only
-    assert [planted in unescape(feedback[s]) for s in STUDENTS] == [s == PLANTER for s in STUDENTS]
+    # the planted link, and the blank graded in its place, said at the top of that student's feedback only;
+    # the copies graded as one, said in that student's
+    for student in STUDENTS:
+        graded = nbformat.read(course / "grading" / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", 4)
+        assert [r["key"] for r in repairs(graded)] == {PLANTER: ["left_behind_link", "left_behind_no_notebook"],
+                                                       COPIER: ["copies"]}.get(student, []), student
+    with language.speaking("en"):
+        said = language.text("repair_left_behind_no_notebook", files=planted)
+    assert [said in unescape(feedback[s]) for s in STUDENTS] == [s == PLANTER for s in STUDENTS]
+    assert [COPIES[1] in unescape(feedback[s]) for s in STUDENTS] == [s == COPIER for s in STUDENTS]
     print("scores:", {s: f"{v['score']:g} / {v['max_score']:g}" for s, v in scores.items()},
           "formgrader screenshot:", hub.screenshot)
 

@@ -16,6 +16,8 @@ LEFT_BEHIND = {
                                            "deep, {limit_entries} names in all) and were not collected: `{files}`."),
         "repair_left_behind_unreadable": "{count} item(s) of your submission could not be read and were not "
                                          "collected: `{files}`.",
+        "repair_left_behind_no_notebook": ("No notebook of your submission could be collected: the assignment's own "
+                                           "notebook with no answers, `{files}`, was graded in its place."),
     },
     "zh": {
         "repair_left_behind_link": "你的提交中有 {count} 项是符号链接，没有被收取（提交的是文件本身，而不是指向文件的链接）：`{files}`。",
@@ -25,5 +27,6 @@ LEFT_BEHIND = {
         "repair_left_behind_past_limits": ("你的提交中有 {count} 项超出了提交的限制（最多 {limit_files} 个文件、{limit_megabytes} MB、"
                                            "文件夹最多 {limit_depth} 层、总共 {limit_entries} 个名字），没有被收取：`{files}`。"),
         "repair_left_behind_unreadable": "你的提交中有 {count} 项无法读取，没有被收取：`{files}`。",
+        "repair_left_behind_no_notebook": "你的提交中没有可以收取的笔记本：作业本身未作答的笔记本 `{files}` 代替它被评分。",
     },
 }
