@@ -31,7 +31,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from autograder.sandbox import cgroups, kernel_site, sandbox, seccomp
+from autograder.sandbox import cgroups, sandbox, seccomp
 from autograder.sandbox.policy import BWRAP_NAMESPACES, Limits, Policy
 from autograder.sandbox.sandbox import UID_BASE, UID_SLOTS, UidSlot, bwrap_command, readonly_paths
 
@@ -74,7 +74,7 @@ def test_policy_drives_the_bwrap_command(tmp_path, monkeypatch):
     for kind, *paths in rules.mounts(readonly_paths(), []):
         if kind in ("ro-bind", "symlink"):
             assert (f"--{kind}", *paths) in pairs, (kind, paths)
-    for path in kernel_site.files((sandbox._tools()["setpriv"],)):  # the system, file by file, read-only
+    for path in sandbox.kernel_site.files((sandbox._tools()["setpriv"],)):  # the system, file by file, read-only
         assert ("--ro-bind", os.path.realpath(path), os.path.realpath(path)) in pairs, path
     assert not any(kind == "--ro-bind" and src in ("/usr", "/etc", "/lib", "/bin") for kind, src, _ in pairs)
     assert args[-1] == "python"

@@ -148,7 +148,8 @@ class Policy:
         rows = [
             ("namespaces", ", ".join(self.namespaces) + f" and mount; hostname `{self.hostname}`"),
             ("system, read-only", "only the interpreter, its standard library, the shared libraries these, the "
-                                  "allowed distributions and `setpriv` (without root: `prlimit`) link against (their ELF closure), "
+                                  "allowed distributions and `setpriv` (without root: `prlimit`) link against "
+                                  "(their ELF closure), "
                                   + ", ".join(f"`{p}`" for p in self.etc) + " and the links "
                                   + ", ".join(f"`{p}`" for p in self.links) + "; nothing else of `/usr` or `/etc` "
                                   "(`kernel_site.py`)"),
