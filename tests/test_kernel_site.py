@@ -1,9 +1,10 @@
 """A graded kernel can import only what the exercises need (issue: honest scores by construction):
 Python's standard library, numpy, torch (its ready-made layers removed: test_edition.py) and the
-grading edition of the course package, with ipykernel to be a kernel. Invariant: a graded kernel's
-import path holds the standard library and those distributions only, whatever the virtual
-environment, the base interpreter or Debian has installed: every other installed library is absent
-from the kernel's file system, by construction of its mounts (autograder/sandbox/kernel_site.py),
+grading edition of the course package, with ipykernel to be a kernel. Invariant: a graded kernel sees,
+of the machine's Python code, only the standard library of the interpreter it runs and the files of
+those distributions; whatever the virtual environment, the base interpreter, Debian or /usr hold
+(another library, a program's own Python tree under /usr/lib or /usr/share), no other module is
+importable or even readable, by construction of its mounts (autograder/sandbox/kernel_site.py),
 whatever name, alias, path, loader or interpreter a notebook uses for it."""
 from __future__ import annotations
 
@@ -140,9 +141,22 @@ def attack_args(folders: list[Path]) -> tuple[dict, set[str]]:
         pycs += [str(p) for p in sorted(folder.glob("__pycache__/*.pyc")) if p.name.split(".")[0] not in allowed][:2]
     pythons = sorted({p for p in glob.glob("/usr/bin/python3*") + glob.glob("/usr/local/bin/python3*")
                       + [getattr(sys, "_base_executable", sys.executable)] if not p.endswith("-config")})
+    files += usr_code()
     args = {"names": sorted(names), "folders": [str(f) for f in folders], "files": files, "libs": libs,
             "archives": archives, "pycs": pycs, "pythons": pythons}
     return args, outside_venv
+
+
+def usr_code(n: int = 200) -> list[str]:
+    """Up to ``n`` of the Python files under /usr outside the kernel's standard library, spread evenly
+    over all of them in name order (Debian's Python's own library, programs' vendored trees)."""
+    std = [str(p) + "/" for p in kernel_site.stdlib()]
+    found = []
+    for folder, dirs, names in os.walk("/usr"):
+        dirs.sort()
+        found += [f for f in (os.path.join(folder, name) for name in sorted(names) if name.endswith(".py"))
+                  if not f.startswith(tuple(std))]
+    return found[:: max(1, len(found) // n)][:n]
 
 
 def test_the_kernel_sees_the_closure_of_what_it_needs_and_nothing_else():
@@ -159,11 +173,10 @@ def test_the_kernel_sees_the_closure_of_what_it_needs_and_nothing_else():
 
 def test_every_folder_of_packages_the_sandbox_shows_is_emptied_then_only_its_entries_bound_back():
     readonly = readonly_paths()
-    sites = kernel_site.sites(Policy().trees(readonly), tuple(readonly))
-    # every folder of packages the machine has in the kernel's view is covered, the base Python's and Debian's too
-    trees = [t.resolve() for t in Policy().trees(readonly)]
-    visible = [f for f in machine_folders() if any(f == t or t in f.parents for t in trees)]
-    assert visible and set(visible) <= set(sites), sorted(set(visible) - set(sites))
+    sites = kernel_site.sites(tuple(readonly), tuple(readonly))
+    # every folder of packages of the machine in a tree the kernel sees whole is covered, and the environment's
+    visible = [f for f in machine_folders() if any(f == t or t in f.parents for t in readonly)]
+    assert Path(sysconfig.get_path("purelib")).resolve() in sites and set(visible) <= set(sites), visible
     rows = Policy().mounts(readonly, [], sites)
     # a folder several distributions share (__pycache__) is not bound whole: only the allowed files of it
     assert all(p.parent.name != "__pycache__" or p.suffix == ".pyc" for kept in sites.values() for p in kept)
@@ -188,16 +201,39 @@ def test_what_the_sandbox_binds_in_a_folder_of_packages_is_bound_back():
     readonly = readonly_paths()
     venv = Path(sysconfig.get_path("purelib")).resolve()
     package = venv / "encdec"  # where a plain `pip install .` puts it
-    sites = kernel_site.sites(Policy().trees(readonly), (*readonly, package))
-    assert package in sites[venv] and package not in kernel_site.sites(Policy().trees(readonly), tuple(readonly))[venv]
+    sites = kernel_site.sites(tuple(readonly), (*readonly, package))
+    assert package in sites[venv] and package not in kernel_site.sites(tuple(readonly), tuple(readonly))[venv]
 
 
-def test_a_pth_file_adds_a_folder_to_cover(tmp_path):
-    """A folder a .pth file names is a folder of packages too (an editable install, a vendored tree)."""
-    site_folder, elsewhere = tmp_path / "site-packages", tmp_path / "vendored"
-    site_folder.mkdir(), elsewhere.mkdir()
-    (site_folder / "x.pth").write_text(f"# a comment\nimport os\n{elsewhere}\n../vendored\n")
-    assert kernel_site._pth_paths(site_folder) == [elsewhere, site_folder / "../vendored"]
+def test_the_view_binds_folders_only_of_the_standard_library_the_package_and_allowed_entries():
+    """Of the system, file by file: the interpreter, the shared libraries (the loader's own among them)
+    and a few files of /etc; no folder of /usr or /etc is bound, and nothing that is not an ELF file,
+    a link on the way to one, or the interpreter's configuration."""
+    readonly = readonly_paths()
+    sites = kernel_site.sites(tuple(readonly), tuple(readonly))
+    files = kernel_site.files(("/usr/bin/setpriv",))
+    rows = Policy().mounts(readonly, [], sites, files)
+    entries = {str(p) for kept in sites.values() for p in kept}
+    binds = [r[1] for r in rows if r[0] == "ro-bind" and r[1] not in entries and Path(r[1]) not in readonly]
+    assert not [b for b in binds if os.path.isdir(b)], [b for b in binds if os.path.isdir(b)]
+    assert all(kernel_site._elf(b) or b.endswith("pyvenv.cfg") or b.startswith(("/etc/", "/usr/share/zoneinfo/"))
+               for b in binds), binds
+    assert any(os.path.basename(b).startswith("libc.so") for b in binds) and "/etc/ld.so.cache" in binds
+    loader = kernel_site._elf(os.path.realpath(sys.executable))[1]
+    assert ("ro-bind", os.path.realpath(loader), os.path.realpath(loader)) in rows
+    assert not any(r[0] == "ro-bind" and r[1] in ("/usr", "/etc", "/usr/lib", "/usr/share") for r in rows)
+
+
+def test_a_chain_of_links_is_made_as_on_the_host(tmp_path):
+    from autograder.sandbox.policy import _chain
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "lib.so.1.2").write_text("")
+    (tmp_path / "top").symlink_to("real")
+    (tmp_path / "real" / "lib.so.1").symlink_to("../top/lib.so.1.2")
+    assert _chain(str(tmp_path / "top" / "lib.so.1")) == [
+        ("symlink", "real", str(tmp_path / "top")), ("symlink", "../top/lib.so.1.2", str(tmp_path / "real" / "lib.so.1")),
+        ("ro-bind", str(tmp_path / "real" / "lib.so.1.2"), str(tmp_path / "real" / "lib.so.1.2"))]
 
 
 def _kernel_round_trip(prefork: bool, cwd: Path, code: str) -> str:
@@ -222,6 +258,17 @@ def _kernel_round_trip(prefork: bool, cwd: Path, code: str) -> str:
     return "".join(printed)
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the fork server needs root")
+def test_a_forked_kernel_whose_folder_is_in_the_course_keeps_its_view():
+    """The fork server mounts a fresh tmpfs over the deepest folder of a kernel's working path that
+    it has: with nbgrader run from the course root, the course itself, where the environment and the
+    package are. What of the view is there (links, files, folders of packages) is put back."""
+    work = Path(__file__).resolve().parents[1] / "build" / "kernel-site-work"
+    work.mkdir(parents=True, exist_ok=True)
+    printed = _kernel_round_trip(True, work, "import sys, numpy, torch, encdec.model\nprint('VIEW', sys.executable)")
+    assert f"VIEW {sys.executable}" in printed, printed[-3000:]
+
+
 # the fork server needs root; as a plain user both rows are the per-kernel sandbox, so one is run
 @pytest.mark.parametrize("prefork", [True, False] if os.geteuid() == 0 else [False])
 def test_a_graded_kernel_cannot_reach_another_library(prefork, tmp_path):
@@ -244,7 +291,7 @@ def test_a_graded_kernel_cannot_reach_another_library(prefork, tmp_path):
     for exe, answer in seen["pythons"].items():  # another Python of the machine, run from the kernel
         assert answer == "absent" or (isinstance(answer, dict) and answer["found"] == []), (exe, answer)
     readonly = readonly_paths()
-    sites = kernel_site.sites(Policy().trees(readonly), tuple(readonly))
+    sites = kernel_site.sites(tuple(readonly), tuple(readonly))
     for folder, kept in sites.items():  # each folder of packages holds the allowed entries alone
         tops = sorted({p.relative_to(folder).parts[0] for p in kept})
         assert seen["listing"].get(str(folder), tops) == tops, folder

@@ -139,17 +139,12 @@ class Cgroup:
         return None
 
     def _freeze(self, frozen: bool) -> bool:
-        state = self._file("cgroup.freeze") if self.version == 2 else self._file("freezer.state")
-        if state is None:
-            return False
+        v2 = self.version == 2
+        state = self._file("cgroup.freeze" if v2 else "freezer.state")
         try:
-            if self.version == 2:
-                state.write_text("1" if frozen else "0")
-            else:
-                state.write_text("FROZEN" if frozen else "THAWED")
+            return state is not None and state.write_text((("0", "1") if v2 else ("THAWED", "FROZEN"))[frozen]) > 0
         except OSError:
             return False
-        return True
 
     def kill(self, timeout: float = 5.0) -> bool:
         """SIGKILL everything in the cgroup (v2: `cgroup.kill`; v1: freeze, kill, thaw); True once empty."""
@@ -181,22 +176,19 @@ class Cgroup:
 
     def remove(self, timeout: float = 5.0) -> bool:
         """Remove the folders (retried while dying processes leave); True when all are gone."""
-        deadline = time.monotonic() + timeout
-        left = list(self.dirs)
-        while left:
+        deadline, left = time.monotonic() + timeout, list(self.dirs)
+        while True:
             for d in list(left):
                 try:
                     d.rmdir()
-                    left.remove(d)
                 except FileNotFoundError:
-                    left.remove(d)
-                except OSError:
                     pass
-            if left and time.monotonic() > deadline:
-                return False
-            if left:
-                time.sleep(0.02)
-        return True
+                except OSError:  # not empty yet
+                    continue
+                left.remove(d)
+            if not left or time.monotonic() > deadline:
+                return not left
+            time.sleep(0.02)
 
     def close(self) -> bool:
         """Kill what is left and remove the cgroup, whatever the kill achieved."""

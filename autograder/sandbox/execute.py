@@ -32,19 +32,6 @@ MAX_DEPTH = 32  # a message nested deeper than this is not measured: it is refus
 TOO_DEEP = 1 << 62
 
 
-def _content_size(content, depth: int = 0) -> int:
-    """Characters of text in a message's content (strings, nested in dicts and lists), cheaply."""
-    if isinstance(content, str):
-        return len(content)
-    if depth > MAX_DEPTH:
-        return TOO_DEEP
-    if isinstance(content, dict):
-        return sum(len(str(k)) + _content_size(v, depth + 1) for k, v in content.items())
-    if isinstance(content, (list, tuple)):
-        return sum(_content_size(v, depth + 1) for v in content)
-    return 8
-
-
 def _text_cost(s: str) -> int:
     """What a string can cost where it is written: its JSON form in the notebook (escapes, one
     indented line per line of text), or its HTML form on the feedback page (``&lt;``, ``&amp;``;
@@ -53,16 +40,18 @@ def _text_cost(s: str) -> int:
             + 5 * sum(s.count(c) for c in "&<>\"'"))
 
 
-def _cost(content, depth: int = 0) -> int:
-    """The bytes a message's content can add to the notebook or the feedback page (``_text_cost``)."""
+def _measure(content, text=len, item: int = 0, depth: int = 0) -> int:
+    """A message's content, cheaply: ``text`` of each string (keys too), ``item`` more per list item, 8
+    per other value. ``len``: its characters of text; ``_text_cost``, 2: the bytes it can add to the
+    notebook or the feedback page."""
     if isinstance(content, str):
-        return _text_cost(content)
+        return text(content)
     if depth > MAX_DEPTH:
         return TOO_DEEP
     if isinstance(content, dict):
-        return sum(_text_cost(str(k)) + _cost(v, depth + 1) for k, v in content.items())
+        return sum(text(str(k)) + _measure(v, text, item, depth + 1) for k, v in content.items())
     if isinstance(content, (list, tuple)):
-        return sum(2 + _cost(v, depth + 1) for v in content)
+        return sum(item + _measure(v, text, item, depth + 1) for v in content)
     return 8
 
 
@@ -196,10 +185,10 @@ class SandboxedExecute(Execute):
         copies = rewrites + (msg_type != "update_display_data")
         cell_left = self.max_output_bytes - self._output_bytes.get(cell_index, 0)
         notebook_left = self.max_notebook_output_bytes - self._notebook_bytes
-        chars, raw = _content_size(content), sum(len(b) for b in msg.get("buffers") or ())
+        chars, raw = _measure(content), sum(len(b) for b in msg.get("buffers") or ())
         cost = None  # the cheap count first: only a message that may fit is measured exactly
         if (chars + raw) * max(1, copies) <= min(cell_left, notebook_left):
-            cost = max(MESSAGE_COST, (OUTPUT_FIELDS + _cost(content) + 2 * raw) * max(1, copies))
+            cost = max(MESSAGE_COST, (OUTPUT_FIELDS + _measure(content, _text_cost, 2) + 2 * raw) * max(1, copies))
         if cost is not None and cost <= min(cell_left, notebook_left):
             self._output_bytes[cell_index] = self._output_bytes.get(cell_index, 0) + cost
             self._notebook_bytes += cost

@@ -75,8 +75,11 @@ class Policy:
     limits: Limits = dataclasses.field(default_factory=Limits)
     namespaces: tuple[str, ...] = ("pid", "net", "ipc", "uts", "cgroup")  # unshared (and a mount namespace)
     hostname: str = "sandbox"
-    # read-only, as on the host: a top-level link stays a link, a missing folder is skipped
-    system: tuple[str, ...] = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+    # of the system, only what kernel_site.py lists (the interpreter, its standard library, the
+    # allowed distributions, the shared libraries they need), these files of /etc, and the top-level
+    # links of a merged /usr (/lib64 -> usr/lib64: the loader's path), kept as links
+    etc: tuple[str, ...] = ("/etc/ld.so.cache", "/etc/localtime")
+    links: tuple[str, ...] = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
     tmp: str = "/tmp"  # a private tmpfs of limits.tmp_mb, mode 1777
     seccomp_eperm: tuple[str, ...] = (  # refused with EPERM (seccomp.py says why)
         "add_key", "request_key", "keyctl", "io_uring_setup", "io_uring_enter", "io_uring_register",
@@ -105,35 +108,26 @@ class Policy:
     def seccomp_program(self) -> bytes:
         return seccomp.assemble(self.seccomp_eperm, self.seccomp_enosys, self.seccomp_clone_flags)
 
-    def mounts(self, readonly: list[Path], extra: list[Path],
-               sites: dict[Path, list[Path]] | None = None) -> list[tuple[str, ...]]:
-        """The system view of a kernel, as rows (kind, path...): the read-only system, its own
-        /proc, /dev and /tmp, the parents that `readonly` and `extra` paths need, `readonly`; then
-        each folder of installed packages in `sites` emptied (`empty`: a small read-only-owned
-        tmpfs) with only its listed entries bound back (kernel_site.py), in the folders they need."""
-        rows: list[tuple[str, ...]] = []
-        bound = []
-        for top in map(Path, self.system):
-            if top.is_symlink():
-                rows.append(("symlink", os.readlink(top), str(top)))
-            elif top.is_dir():
-                rows.append(("ro-bind", str(top), str(top)))
-                bound.append(top)
+    def mounts(self, readonly: list[Path], extra: list[Path], sites: dict[Path, list[Path]] | None = None,
+               files: list[str] = ()) -> list[tuple[str, ...]]:
+        """The view of a kernel, as rows (kind, path...): the top-level links, its own /proc, /dev and
+        /tmp, the parents its paths need, `readonly` trees; `files` and `etc` one by one, each with the
+        links on its way (`_chain`); then each folder of installed packages in `sites` emptied
+        (`empty`: a small read-only-owned tmpfs) with only its listed entries bound back
+        (kernel_site.py), in the folders they need. Nothing else of the host is there."""
+        rows: list[tuple[str, ...]] = [("symlink", os.readlink(p), p) for p in self.links if os.path.islink(p)]
         rows += [("proc", "/proc"), ("dev", "/dev"), ("tmpfs", self.tmp)]
-        for parent in _ancestors_to_create(readonly + extra, bound, [Path(self.tmp)]):
-            rows.append(("dir", str(parent)))
+        chains = list(dict.fromkeys(r for f in [*files, *self.etc] if os.path.lexists(f) for r in _chain(f)))
+        places = [*readonly, *extra, *(sites or {}), *(Path(r[-1]) for r in chains)]
+        rows += [("dir", str(parent)) for parent in _ancestors_to_create(places, readonly, [Path(self.tmp)])]
         rows += [("ro-bind", str(p), str(p)) for p in readonly]
+        rows += [r for r in chains if r not in rows]
         for folder, kept in (sites or {}).items():
             rows.append(("empty", str(folder)))
             for parent in dict.fromkeys(p.parent for p in kept if p.parent != folder):  # made 0755, not bwrap's 0700
                 rows.append(("dir", str(parent)))
             rows += [("ro-bind", str(p), str(p)) for p in kept]
         return rows
-
-    def trees(self, readonly: list[Path]) -> tuple[Path, ...]:
-        """The folders whose whole trees a kernel sees: the system's (not its links) and ``readonly``."""
-        tops = [Path(top) for top in self.system if not Path(top).is_symlink() and Path(top).is_dir()]
-        return tuple(tops + [Path(p) for p in readonly])
 
     def bwrap_namespaces(self) -> list[str]:
         return [BWRAP_NAMESPACES[ns] for ns in self.namespaces] + ["--hostname", self.hostname]
@@ -153,10 +147,15 @@ class Policy:
         flags = "CLONE_NEWUSER" if flags == seccomp.CLONE_NEWUSER else f"flags {flags:#x}"
         rows = [
             ("namespaces", ", ".join(self.namespaces) + f" and mount; hostname `{self.hostname}`"),
-            ("system, read-only", ", ".join(f"`{p}`" for p in self.system) + " (a link stays a link)"),
-            ("folders of packages", "every site-packages and dist-packages folder of every Python the kernel "
-                                    "sees (and what `.pth` files add): emptied; only the files of ipykernel, numpy, "
-                                    "torch and what they require bound back, read-only (`kernel_site.py`)"),
+            ("system, read-only", "only the interpreter, its standard library, the shared libraries these, the "
+                                  "allowed distributions and `setpriv` (without root: `prlimit`) link against "
+                                  "(their ELF closure), "
+                                  + ", ".join(f"`{p}`" for p in self.etc) + " and the links "
+                                  + ", ".join(f"`{p}`" for p in self.links) + "; nothing else of `/usr` or `/etc` "
+                                  "(`kernel_site.py`)"),
+            ("folders of packages", "the interpreter's own and those of the allowed distributions: emptied; only "
+                                    "the files of ipykernel, numpy, torch and what they require bound back, "
+                                    "read-only (`kernel_site.py`)"),
             (f"`{self.tmp}`", f"private tmpfs of {lim.tmp_mb} MiB"),
             ("working folder", f"tmpfs of {lim.work_mb} MiB and {lim.work_files} files and folders of its own, "
                                "empty at the start (no file handed in reaches the kernel); unmounted after the kernel"),
@@ -191,13 +190,34 @@ def _ancestors_to_create(paths: list[Path], bound: list[Path], empty: list[Path]
     """
     out: list[Path] = []
     for p in paths:
-        for parent in reversed(p.parents):
+        for parent in reversed(Path(p).parents):
             if parent == Path("/") or parent in out or parent in empty:
                 continue
             if any(parent == q or q in parent.parents for q in bound):
                 continue
             out.append(parent)
     return out
+
+
+def _chain(path: str) -> list[tuple[str, ...]]:
+    """The rows that make ``path`` resolve in the sandbox as on the host: each link on its way (with
+    its target as written), then the file it comes to, bound read-only at its own path."""
+    rows, here, todo, hops = [], "/", [p for p in path.split("/") if p], 0
+    while todo:
+        part = todo.pop(0)
+        if part == "..":
+            here = os.path.dirname(here)
+        elif part != "." and os.path.islink(there := os.path.join(here, part)):
+            hops += 1
+            if hops > 40:
+                raise OSError(f"too many links on the way to {path}")
+            target = os.readlink(there)
+            rows += [("symlink", target, there)] if ("symlink", target, there) not in rows else []
+            todo[:0] = [p for p in target.split("/") if p]
+            here = "/" if target.startswith("/") else here
+        elif part != ".":
+            here = os.path.join(here, part)
+    return rows + [("ro-bind", here, here)]
 
 
 def kernel_environment(limits: dict, prefix: str, package: Path | None = None) -> dict[str, str]:

@@ -30,8 +30,9 @@ gets its own uid from a small range, held by a lock file, so one student's fork 
 up the process budget of another student's kernel running beside it. Slots rotate (a counter
 under the lock folder), so two kernels in a row never share a uid.
 
-Inside, the kernel sees: the system (`/usr`, `/etc`), the Python installation and the virtual
-environment (read-only); where the `encdec` package is, its assignment's grading edition
+Inside, the kernel sees, read-only: of the system and the Python installation only the interpreter,
+its standard library, the allowed distributions and the shared libraries they need
+(kernel_site.py); where the `encdec` package is, its assignment's grading edition
 (autograder/edition.py: the package without the exercise's targets, read-only, so `import encdec`
 works and cannot reach the answers); over torch's files that define its ready-made Transformer
 layers, their edition without them (autograder/torch_edition.py); its own working folder (read-write, mounted at nbgrader's working folder's path, and empty: the
@@ -102,16 +103,24 @@ def package_path() -> Path:
 
 
 def readonly_paths() -> list[Path]:
-    """What the kernel must read: Python, the virtual environment and the `encdec` package folder."""
-    paths = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), package_path()}
-    # Drop paths already inside another one (a venv inside the repo, say).
+    """The folders a kernel sees whole: the standard library's and the `encdec` package folder (the
+    rest of its view is file by file, kernel_site.py)."""
+    paths = {*kernel_site.stdlib(), package_path()}
+    # Drop paths already inside another one.
     return sorted(p for p in paths if not any(q != p and q in p.parents for q in paths))
 
 
-def _system_mounts(policy: Policy, readonly: list[Path], extra: list[Path]) -> list[str]:
-    """bwrap arguments shared by kernels and the zygote: `policy.mounts`, one option per row."""
+def _view(policy: Policy, readonly: list[Path], extra: list[Path]) -> list[tuple[str, ...]]:
+    """The rows of the view shared by kernels and the zygote (`Policy.mounts`, kernel_site.py)."""
+    inside = _tools()["setpriv" if privileged() else "prlimit"]  # the tool that runs inside the sandbox
+    sites = kernel_site.sites(tuple(readonly), tuple(readonly))
+    return policy.mounts(readonly, extra, sites, kernel_site.files((inside,)))
+
+
+def _system_mounts(rows: list[tuple[str, ...]], policy: Policy) -> list[str]:
+    """bwrap arguments of the view's ``rows``, one option per row."""
     cmd: list[str] = []
-    for kind, *paths in policy.mounts(readonly, extra, kernel_site.sites(policy.trees(readonly), tuple(readonly))):
+    for kind, *paths in rows:
         if kind == "tmpfs":
             cmd += ["--perms", "1777", "--size", str(policy.limits.tmp_mb * 1024 * 1024), "--tmpfs", *paths]
         elif kind == "empty":
@@ -151,14 +160,16 @@ def zygote_command(stage_root: Path, sockbase: Path, control: Path, editions: Pa
            "--cap-add", "ALL", "--clearenv"]
     for key, value in kernel_environment(dataclasses.asdict(policy.limits), sys.prefix, package_path()).items():
         cmd += ["--setenv", key, value]
-    cmd += _system_mounts(policy, readonly, [sockbase])
+    rows = _view(policy, readonly, [sockbase])
+    cmd += _system_mounts(rows, policy)
     cmd += _torch_mounts(torch_files)  # after the venv's own bind: they win
     cmd += ["--bind", str(sockbase), str(sockbase),
             "--bind", str(stage_root), "/staging/work", "--bind", str(sockbase), "/staging/sock",
             "--ro-bind", str(editions), "/staging/editions",
             *(arg for name in ("zygote.py", "mounts.py")
               for arg in ("--ro-bind", str(here / name), f"{opt}/{name}")),
-            "--chdir", "/", "--", sys.executable, f"{opt}/zygote.py", str(control)]
+            "--chdir", "/", "--", sys.executable, f"{opt}/zygote.py", str(control),
+            json.dumps(sorted({row[-1] for row in rows if row[0] in ("ro-bind", "symlink", "empty")}))]
     return cmd
 
 
@@ -192,7 +203,7 @@ def bwrap_command(policy: dict, kernel_argv: list[str], seccomp_fd: int) -> list
     env = kernel_environment(dataclasses.asdict(rules.limits), sys.prefix, package)
     for key, value in env.items():
         cmd += ["--setenv", key, value]
-    cmd += _system_mounts(rules, readonly, [workdir, sockdir])
+    cmd += _system_mounts(_view(rules, readonly, [workdir, sockdir]), rules)
     if policy.get("overlay"):
         edition, package = policy["overlay"]
         cmd += ["--ro-bind", str(edition), str(package)]  # after the package's own bind: it wins

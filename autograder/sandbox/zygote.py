@@ -38,6 +38,7 @@ import resource
 import select
 import signal
 import socket
+import stat
 import sys
 import threading
 
@@ -55,6 +56,7 @@ def _sibling(name):
 
 
 mounts = _sibling("mounts")  # standard library only
+VIEW = []  # the places of the kernel's view (sandbox.zygote_command), set at start
 NAMESPACES = {"pid": mounts.CLONE_NEWPID, "net": mounts.CLONE_NEWNET, "ipc": mounts.CLONE_NEWIPC,
               "uts": mounts.CLONE_NEWUTS, "cgroup": mounts.CLONE_NEWCGROUP}  # the names of sandbox.Policy.namespaces
 _libc, _check = mounts.libc, mounts.check
@@ -117,17 +119,28 @@ def _namespaces(req):
     # working folder would show later kernels its path (other students' names), and the socket
     # base holds every kernel's socket folder. So each kernel gets fresh tmpfs mounts of its own:
     # /tmp, the deepest folder on the way to its working folder that exists (or the course's
-    # top folder, made once, the same name for every kernel), and the socket base. Read-only
-    # trees under them (a checkout under /tmp: the venv, the package) are held open first and
-    # bound back on top.
+    # top folder, made once, the same name for every kernel), and the socket base. What of the
+    # view lies under them (the environment and the package in the course's folder, a checkout
+    # under /tmp) is held open first and put back on top: each place (VIEW) a folder or file
+    # bound with all under it, or a link made again.
     fresh = _private_mounts(work, policy.get("sockbase") or os.path.dirname(sockdir), tmp)
-    held = [(p, os.open(p, os.O_PATH | os.O_DIRECTORY)) for p in policy.get("readonly", [])
-            if any(_inside(p, top) for top in fresh)]
+    held = []
+    for p in sorted({*policy.get("readonly", []), *VIEW}):
+        if any(_inside(p, top) for top in fresh) and not any(_inside(p, q) for q, _, _ in held):
+            link = os.readlink(p) if os.path.islink(p) else None
+            held.append((p, link, None if link is not None else os.open(p, os.O_PATH | os.O_NOFOLLOW)))
     for top in fresh:
         size = f"size={sandbox['tmp_mb']}m,mode=1777" if top == tmp else "size=1m,mode=0755"
         mounts.mount("tmpfs", top, "tmpfs", mounts.MS_NOSUID | mounts.MS_NODEV, size)
-    for path, fd in held:
-        _makedirs_traversable(path)
+    for path, link, fd in held:
+        _makedirs_traversable(os.path.dirname(path))
+        if link is not None:
+            os.symlink(link, path)
+            continue
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            _makedirs_traversable(path)
+        else:
+            open(path, "a").close()
         mounts.bind(f"/proc/self/fd/{fd}", path, readonly=True)
         os.close(fd)
     edition_rel = os.path.normpath(req["edition_rel"])
@@ -273,4 +286,5 @@ def serve(control):
 
 
 if __name__ == "__main__":
+    VIEW.extend(json.loads(sys.argv[2]))  # the places of the view (sandbox.zygote_command): what _namespaces puts back
     serve(sys.argv[1])
