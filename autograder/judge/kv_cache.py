@@ -339,14 +339,6 @@ def _prefill_variants(inputs) -> dict:
     return {k: {"tokens": v[0].numpy()} for k, v in out.items()}
 
 
-def _judge_prefill(check):
-    """The tokens of one run decide; the known prefill mistake they show is named over every run of
-    the item (``_judge_runs``)."""
-    def judge(got, ref, inputs):
-        return compare(check, "the generated tokens", got.get("tokens"), ref["tokens"], exact=True)
-    return judge
-
-
 for _cid, _hidden, _seed, _title in (
     ("kv_cache.prefill", False, 1305, "stretch: prefill of a decoder prefix, then cached decoding"),
     ("kv_cache.prefill_hidden", True, 0, "stretch: prefill of a decoder prefix on a fresh model"),
@@ -358,5 +350,6 @@ for _cid, _hidden, _seed, _title in (
                runs={p: (lambda s, p=p: D.build_run(p, s, prefix=True)) for p in ("prefill", "cache")},
                lesson=_lesson_prefill)
     _c.judge_failed = _failed_decode(_c)
-    _c.judge = _judge_runs(_c, _judge_prefill(_c), _prefill_variants)
+    # the tokens of one run decide (a prefix is no answer to replay); a mistake is named over every run
+    _c.judge = _judge_runs(_c, _judge_tokens(_c, lambda inputs: {}), _prefill_variants)
     CHECKS.append(_c)

@@ -302,18 +302,20 @@ def _sdpa_ref(mistake: str | None = None):
     return ref
 
 
+def _sdpa_variants(inputs) -> dict[str, dict]:
+    return {m: _sdpa_ref(m)(inputs) for m in ("sdpa_mask_not_inverted", "mask_not_bool")}
+
+
 def _judge_sdpa(check):
     def judge(got, ref, inputs):
         cases = [f"mask {tuple(m.shape)}" for m in inputs["masks"]]
-        return by_case(check, "the attn_mask", "attn_mask", cases, got, ref,
-                       lambda: {m: _sdpa_ref(m)(inputs) for m in ("sdpa_mask_not_inverted", "mask_not_bool")}, True)
+        return by_case(check, "the attn_mask", "attn_mask", cases, got, ref, lambda: _sdpa_variants(inputs), True)
     return judge
 
 
 for _cid, _hidden, _seed in (("warmup.sdpa_mask", False, 4007), ("warmup.sdpa_mask_hidden", True, 0)):
     add(CHECKS, _cid, _hidden, _seed, title="sdpa_mask", task="sdpa_mask(mask)", kind="sdpa_mask", build=_build_sdpa,
         wire=lambda inp: ({"cases": len(inp["masks"])}, {wire.case("mask", i): m.numpy() for i, m in enumerate(inp["masks"])}),
-        reference=_sdpa_ref(), variants=lambda inp: {m: _sdpa_ref(m)(inp) for m in ("sdpa_mask_not_inverted", "mask_not_bool")},
-        judge=_judge_sdpa)
+        reference=_sdpa_ref(), variants=_sdpa_variants, judge=_judge_sdpa)
 
 CHECKS += sampling.CHECKS
