@@ -70,11 +70,13 @@ REFERENCE = {
                                               "scores": (N, H, Lq, Lk), "out": (N, Lq, M)},
     "warmup.padding_mask": lambda L, Tq, Tk: warmup_padding(L, Tq, Tk),
     "warmup.sampling": lambda logits, **settings: sampling_probs(logits, **settings),
+    "warmup.sdpa_mask": lambda mask: ~mask,  # SDPA's attn_mask: True = may attend
     "kv_cache.prefill": lambda model, ques, prefix, n: greedy_decode(model, ques, n, prefix=prefix),
 }
 # visible checks whose exercise is not in any graded kernel's package (no target to call by name):
-# the shapes are numbers, and encdec.padding and encdec.sampling are left out of every edition
-NO_PACKAGE_TARGET = {"warmup.shapes", "warmup.padding_mask", "warmup.sampling"}
+# the shapes are numbers, SDPA's mask is the course's inverted, and encdec.padding and encdec.sampling
+# are left out of every edition
+NO_PACKAGE_TARGET = {"warmup.shapes", "warmup.padding_mask", "warmup.sampling", "warmup.sdpa_mask"}
 
 
 def warmup_padding(L, Tq, Tk):
