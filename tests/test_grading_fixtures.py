@@ -256,10 +256,10 @@ def test_cheats_score_the_same_through_the_batch_driver(tmp_path):
 
 
 # The items judged by cost read the kernel's CPU time from outside it, and the driver's zygote starts
-# kernels otherwise than stock nbgrader: an honest decoding in another style keeps full marks and a
-# quadratic one loses its structure parts, as through stock nbgrader (the other structure rows, and
-# the prefill's, through the driver in the matrix above).
-STRUCTURE = ["kv_row_by_row", "cheat_kv_quadratic"]
+# kernels otherwise than stock nbgrader. One notebook shows both ways a reading could go wrong: a
+# prefill fed one token a call loses the prefill part (the cost is seen) and keeps every other
+# structure part (no more is counted than the kernel spent); every structure row in the matrix above.
+STRUCTURE = ["kv_prefill_token_by_token"]
 
 
 def test_the_structure_items_score_the_same_through_the_batch_driver(tmp_path):
