@@ -166,6 +166,16 @@ def test_stub_reports_not_implemented(workdir):
     assert "not implemented" in verdict.message and err is not None
 
 
+def test_a_folded_given_part_says_whose_exercise_it_is(workdir):
+    """In an assessed term a given part can be another exercise's answer, folded out: the student's
+    own run passes on what its NotImplementedError says (autograder/assessed.py's stub)."""
+    def given_part_folded(*args):
+        raise NotImplementedError("DecoderBlock.forward is yours to write in the decoder_block exercise")
+
+    with pytest.raises(AssertionError, match="yours to write in the decoder_block exercise"):
+        own_run("target_slicing.shift", given_part_folded, workdir)
+
+
 def test_verify_without_saved_outputs_scores_zero():
     verdict = J.verify("decoder_block.output", None, J.graded_inputs("decoder_block.output", SEED))
     assert not verdict.ok and "did not run" in verdict.message
