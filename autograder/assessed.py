@@ -4,7 +4,7 @@ The self-study release ships ``encdec/`` whole, reference answers included. In a
 (``ASSESSED=1`` for ``make student-release`` and ``make book``) the student wheel and the book's
 code listings are made from this edition instead: the whole package, comments and all, where the
 body of every graded answer is replaced by the exercise release's stub, ``raise
-NotImplementedError(...)`` naming the exercises that ask for it (signature kept, docstring dropped:
+NotImplementedError(...)`` naming the exercises that ask for it, in both languages (``stub``) (signature kept, docstring dropped:
 it can state the answer, as the grading edition's does). A graded answer is
 
 - every target of every assignment (``encdec.targets`` of ``solutions/<a>/<a>.ipynb``, read by
@@ -31,6 +31,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from encdec.grading.messages import MESSAGES
+
 from . import edition
 
 # Package code whose body answers a graded part of an assignment under another name or signature.
@@ -55,8 +57,10 @@ def answers(solutions: Path = edition.SOLUTIONS) -> dict[str, tuple[str, ...]]:
 
 
 def stub(name: str, where: tuple[str, ...]) -> str:
-    """The statement that stands for an answer's body."""
-    said = f"{name.rsplit('.', 1)[1]}: an exercise of this term ({', '.join(where)}); write it in its notebook"
+    """The statement that stands for an answer's body: it names the exercise that asks for it, in
+    every language of the course (the wheel serves both editions; words: ``messages.yours_to_write``)."""
+    short, exercises = ".".join(name.split(".")[2:]), ", ".join(where)
+    said = " / ".join(MESSAGES[lang]["yours_to_write"].format(name=short, exercises=exercises) for lang in MESSAGES)
     return f"raise NotImplementedError({said!r})"
 
 

@@ -34,6 +34,20 @@ from book_repository import repository_url  # noqa: E402  (the buttons' own reso
 
 CELL_ID = "install-course-package"  # fixed, so that rebuilding a copy changes nothing
 
+# What a reader of a copy meets in an assessed term (ASSESSED=1: the wheel folds the graded answers out,
+# autograder/assessed.py), said before any cell runs, in the copy's language (book/zh/: Chinese)
+TERM_NOTE = {
+    "en": """\
+# In an assessed term this package leaves out the functions the exercises ask you to write: a cell
+# of this chapter that calls one stops with NotImplementedError, which names its exercise; the
+# book's page shows what that cell prints.
+""",
+    "zh": """\
+# 计分学期的课程包里没有练习要你自己写的函数：本章调用其中之一的单元会以 NotImplementedError 停下，
+# 错误信息写明是哪个练习；书中的页面给出了这个单元的输出。
+""",
+}
+
 INSTALL = '''\
 # Launched from the course book (Colab, Binder, a JupyterHub): install the course package from the
 # book's site, the student wheel that carries the trained checkpoints (pip adds only those of its
@@ -80,14 +94,14 @@ def wheel_url(root: Path = ROOT) -> str | None:
     return f"{site_url(repository)}student/{wheel_name(root)}" if repository else None
 
 
-def install_source(url: str | None, root: Path = ROOT) -> str:
-    return INSTALL.format(url=url) if url else INSTALL_BY_HAND.format(wheel=wheel_name(root))
+def install_source(url: str | None, root: Path = ROOT, lang: str = "en") -> str:
+    return TERM_NOTE[lang] + (INSTALL.format(url=url) if url else INSTALL_BY_HAND.format(wheel=wheel_name(root)))
 
 
 def add_install_cell(path: Path, url: str | None) -> None:
     """Put the install cell first in the notebook at ``path`` (replacing an older one)."""
     nb = nbformat.read(path, as_version=4)
-    cell = nbformat.v4.new_code_cell(install_source(url), id=CELL_ID)
+    cell = nbformat.v4.new_code_cell(install_source(url, lang="zh" if path.parent.name == "zh" else "en"), id=CELL_ID)
     cell.metadata["tags"] = ["launch-setup"]
     # the build's own checks (cells tagged remove-cell: hidden from the page) are no part of a copy
     kept = [c for c in nb.cells if c.get("id") != CELL_ID and "remove-cell" not in c.metadata.get("tags", [])]

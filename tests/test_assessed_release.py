@@ -64,6 +64,18 @@ def test_a_later_release_folds_out_only_the_open_assignments_answers(tmp_path):
     assert "encdec.model.DecoderBlock.forward" in held and "encdec.generate.greedy_decode" not in held
 
 
+def test_a_stub_names_the_exercise_that_asks_for_it_in_every_language():
+    """What a launched chapter's cell shows when it calls a folded answer: whose exercise it is."""
+    from encdec.grading.messages import MESSAGES
+
+    space: dict = {}
+    exec(f"def greedy_decode(*args):\n    {assessed.stub('encdec.generate.greedy_decode', ('kv_cache',))}", space)
+    with pytest.raises(NotImplementedError) as raised:
+        space["greedy_decode"]()
+    for lang in MESSAGES:
+        assert MESSAGES[lang]["yours_to_write"].format(name="greedy_decode", exercises="kv_cache") in str(raised.value)
+
+
 @pytest.fixture(scope="module")
 def package(release, tmp_path_factory) -> Path:
     """The assessed wheel unpacked: a folder to put on PYTHONPATH."""

@@ -218,3 +218,14 @@ def test_the_downloaded_notebook_keeps_its_outputs_after_a_cache_hit(tmp_path):
     restored = nbformat.read(tmp_path / "written.ipynb", as_version=4)
     assert restored.cells[1].outputs[0]["text"] == "2\n" and restored.cells[0].source == "prose, edited"
     assert not executed_notebook_with_outputs(tmp_path / "written.ipynb", tmp_path / "cache")  # already whole
+
+
+@pytest.mark.parametrize("page", COPIES + [f"zh/{p}" for p in COPIES])
+def test_launch_copy_says_first_what_an_assessed_term_leaves_out(page):
+    """In an assessed term the wheel's graded answers raise (autograder/assessed.py): the copy says so
+    before any cell runs, in its own language, and each such error names its exercise."""
+    spec = importlib.util.spec_from_file_location("launch_copies", BOOK / "launch_copies.py")
+    launch_copies = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(launch_copies)
+    note = launch_copies.TERM_NOTE["zh" if page.startswith("zh/") else "en"]
+    assert install_cell(page).startswith(note) and "NotImplementedError" in note, page

@@ -70,11 +70,13 @@ REFERENCE = {
                                               "scores": (N, H, Lq, Lk), "out": (N, Lq, M)},
     "warmup.padding_mask": lambda L, Tq, Tk: warmup_padding(L, Tq, Tk),  # noqa: PLW0108 (defined below)
     "warmup.sampling": sampling_probs,
+    "warmup.sdpa_mask": lambda mask: ~mask,  # SDPA's attn_mask: True = may attend
     "kv_cache.prefill": lambda model, ques, prefix, n: greedy_decode(model, ques, n, prefix=prefix),
 }
 # visible checks whose exercise is not in any graded kernel's package (no target to call by name):
-# the shapes are numbers, and encdec.padding and encdec.sampling are left out of every edition
-NO_PACKAGE_TARGET = {"warmup.shapes", "warmup.padding_mask", "warmup.sampling"}
+# the shapes are numbers, SDPA's mask is the course's inverted, and encdec.padding and encdec.sampling
+# are left out of every edition
+NO_PACKAGE_TARGET = {"warmup.shapes", "warmup.padding_mask", "warmup.sampling", "warmup.sdpa_mask"}
 
 
 def warmup_padding(L, Tq, Tk):
@@ -162,6 +164,16 @@ def test_stub_reports_not_implemented(workdir):
         own_run("target_slicing.shift", stub, workdir)
     verdict, err = graded("target_slicing.shift", stub, workdir)
     assert "not implemented" in verdict.message and err is not None
+
+
+def test_a_folded_given_part_says_whose_exercise_it_is(workdir):
+    """In an assessed term a given part can be another exercise's answer, folded out: the student's
+    own run passes on what its NotImplementedError says (autograder/assessed.py's stub)."""
+    def given_part_folded(*args):
+        raise NotImplementedError("DecoderBlock.forward is yours to write in the decoder_block exercise")
+
+    with pytest.raises(AssertionError, match="yours to write in the decoder_block exercise"):
+        own_run("target_slicing.shift", given_part_folded, workdir)
 
 
 def test_verify_without_saved_outputs_scores_zero():

@@ -35,7 +35,7 @@ ATTACKS = ("cheat_", "tamper_", "broken_", "hostile_")
 # The warm-up's cheats are judged in process too; the helper file handed in beside the notebook is
 # handed to stock nbgrader, since only the sandbox shows that no file but the notebook reaches the kernel.
 WARMUP_SAMPLE = ("wu_pass_all", "wu_stub", "wu_bug_kv_length_from_queries", "wu_bug_mask_after_softmax",
-                 "wu_bug_padding_on_queries", "wu_bug_top_p_crossing_token", "cheat_wu_helper_file",
+                 "wu_bug_padding_on_queries", "wu_bug_sdpa_not_inverted", "wu_bug_top_p_crossing_token", "cheat_wu_helper_file",
                  "wu_download_copies")  # two downloads: which one stock nbgrader grades (autograder/handed_in.py)
 IN_FULL = os.environ.get("ENCDEC_FIXTURES_ALL") == "1"
 # Of the kernels that send the grader too much (autograder/fixtures/big_messages.py), one of each cut.
@@ -210,12 +210,9 @@ def _node(nb: dict):
     return nbformat.from_dict(nb)
 
 
-# The matrix (`make test-all`): the driver grades with the same unit and single writer as the
-# queue's workers; `make test` has the driver on the hostile batch (tests/test_sandbox_hostile.py)
-# and the writer's integrity flags through the queue (tests/test_grading_queue.py).
-@pytest.mark.matrix
-def test_cheats_score_the_same_through_the_batch_driver(tmp_path):
-    """The same fixtures through `python -m autograder.driver` (parallel workers, the zygote)."""
+def through_the_driver(tmp_path, names: list[str]) -> None:
+    """Fixtures through `python -m autograder.driver` (parallel workers, the zygote): each gets its
+    expected score and flag."""
     import shutil
     import subprocess
     import sys
@@ -226,7 +223,6 @@ def test_cheats_score_the_same_through_the_batch_driver(tmp_path):
     from test_sandbox_hostile import make_course
 
     course = make_course(tmp_path)
-    names = sorted(n for n in MANIFEST if n.startswith("cheat_")) + ["db_pass_all", "ts_style", "kv_style"]
     assignments = sorted({MANIFEST[n]["assignment"] for n in names})
     for a in assignments:
         subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", a, "--force"], cwd=course,
@@ -247,6 +243,27 @@ def test_cheats_score_the_same_through_the_batch_driver(tmp_path):
             score = gb.find_submission(spec["assignment"], n).score
             assert score == spec["expected_score"], f"{n}: {score}\n{run.stdout[-2000:]}"
             assert (spec["flag"] in flags.get(n, "")) if spec["flag"] else n not in flags, n
+
+
+# The matrix (`make test-all`): the driver grades with the same unit and single writer as the
+# queue's workers; `make test` has the driver on the hostile batch (tests/test_sandbox_hostile.py),
+# on the structure items below, and the writer's integrity flags through the queue
+# (tests/test_grading_queue.py).
+@pytest.mark.matrix
+def test_cheats_score_the_same_through_the_batch_driver(tmp_path):
+    through_the_driver(tmp_path, sorted(n for n in MANIFEST if n.startswith("cheat_")) + [
+        "db_pass_all", "ts_style", "kv_style", "kv_float64_preallocated", "kv_prefill_token_by_token"])
+
+
+# The items judged by cost read the kernel's CPU time from outside it, and the driver's zygote starts
+# kernels otherwise than stock nbgrader. One notebook shows both ways a reading could go wrong: a
+# prefill fed one token a call loses the prefill part (the cost is seen) and keeps every other
+# structure part (no more is counted than the kernel spent); every structure row in the matrix above.
+STRUCTURE = ["kv_prefill_token_by_token"]
+
+
+def test_the_structure_items_score_the_same_through_the_batch_driver(tmp_path):
+    through_the_driver(tmp_path, STRUCTURE)
 
 
 def test_no_active_content_from_a_submission_reaches_the_formgrader_or_the_feedback(graded):

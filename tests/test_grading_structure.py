@@ -158,3 +158,53 @@ def test_a_run_that_was_not_measured_or_ran_over_its_bound_fails(workdir):
     over = {"encoder": {"saved": None, "cpu": 10.0, "lesson": 0.1, "bound": budget.bound(0.1)}}
     verdict = J.verify("kv_cache.encoder_once", over, inputs)
     assert not verdict.ok and verdict.label == "encoder_every_step" and "100.0" in verdict.message
+
+
+@torch.no_grad()
+def prefill_positions_restarted(model, ques_b, prefix, n):
+    """The lesson's prefill, then each new token placed from position 0 again (Var.PREFILL's
+    ``prefill_pos_restarted``): one call of P positions, one position a step, the wrong tokens."""
+    from autograder.judge import variants as Var
+
+    return Var.prefill_decode(model, ques_b, prefix, n, "prefill_pos_restarted")[0]
+
+
+# a token mistake on structure runs: named by the tokens when every run agrees, as the token items do
+TOKEN_MISTAKES = {
+    "kv_cache.structure_hidden": (cached_decoder(position=lambda t: t + 1), "pos_ahead"),
+    "kv_cache.prefill": (prefill_positions_restarted, "prefill_pos_restarted"),
+}
+
+
+@pytest.mark.parametrize("check_id", TOKEN_MISTAKES)
+def test_wrong_tokens_on_the_structure_runs_name_their_mistake(check_id, workdir):
+    decode, key = TOKEN_MISTAKES[check_id]
+    verdict, _ = graded(check_id, decode, workdir, seed=seed(check_id))
+    assert not verdict.ok and verdict.label == key and set(verdict.missed) == set(verdict_parts(check_id)), \
+        verdict.message
+
+
+def verdict_parts(check_id: str) -> list[str]:
+    """Every part of the item: wrong tokens fail each run, however cheap."""
+    return [J.kv_cache.PARTS[p] for p in J.CHECKS[check_id].runs]
+
+
+def test_a_mistake_that_fits_one_run_only_is_not_named():
+    """Agreement of every run (cases.agreeing): tokens a mistake gives on one run only name nothing."""
+    from autograder.judge.kv_cache import _named_by_runs
+    from encdec.grading import wire
+
+    check = J.CHECKS["kv_cache.structure_hidden"]
+    runs = J.graded_inputs(check.id, 5)["runs"]
+    tokens = {p: r["tokens"].numpy() for p, r in runs.items()}  # the student's: the lesson's on every run
+    saved = {p: {"saved": wire.to_bytes({"status": "ok"}, {"tokens": t})} for p, t in tokens.items()}
+    mistake = {p: t + 1 for p, t in tokens.items()}  # a mistake's tokens, run by run
+
+    def variants_of(run):
+        return {"pos_ahead": {"tokens": mistake[next(p for p in runs if runs[p] is run)]}}
+
+    assert _named_by_runs(check, saved, {"runs": runs}, variants_of) is None
+    mistake["encoder"] = tokens["encoder"]
+    assert _named_by_runs(check, saved, {"runs": runs}, variants_of) is None  # one run of two
+    mistake["cache"] = tokens["cache"]
+    assert _named_by_runs(check, saved, {"runs": runs}, variants_of) == "pos_ahead"

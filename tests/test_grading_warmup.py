@@ -17,7 +17,7 @@ from grading_support import graded
 
 pytestmark = pytest.mark.grading
 SEEDS = range(8)
-HIDDEN = ("shapes", "causal_mask", "causal_softmax", "padding_mask", "combined_mask", "sampling")
+HIDDEN = ("shapes", "causal_mask", "causal_softmax", "padding_mask", "combined_mask", "sdpa_mask", "sampling")
 
 
 def _outputs(check_id: str, seed: int) -> tuple[dict, dict, dict]:
@@ -43,9 +43,12 @@ def test_every_known_mistake_changes_the_outputs_on_every_seed(name):
 
 
 def test_the_hidden_sizes_keep_the_rules_the_notebook_states():
+    visible = J.CHECKS["warmup.shapes"]
+    first = visible.build(visible.seed)["cases"][0]  # the student's own run: N != H from its first case
+    assert first["N"] != first["H"] and first["Lq"] != first["H"], first
     for seed in SEEDS:
         cases = J.graded_inputs("warmup.shapes_hidden", seed)["cases"]
-        assert all(c["Lq"] != c["Lk"] and c["M"] % c["H"] == 0 for c in cases), seed
+        assert all(c["Lq"] != c["Lk"] and c["M"] % c["H"] == 0 and c["N"] != c["H"] for c in cases), seed
         assert {c["H"] == 1 for c in cases} == {True, False}, seed  # one head and several
         for check_id in ("warmup.padding_mask_hidden", "warmup.combined_mask_hidden"):
             inputs = J.graded_inputs(check_id, seed)

@@ -19,6 +19,7 @@ from . import stages as St
 from . import properties as Prop
 from . import variants as Var
 from .draws import normal
+from .cases import agreeing
 from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, named_by_property, state_arrays
 
 CHECKS: list[Check] = []
@@ -99,6 +100,16 @@ def _ref_decode(inputs):
 
 def _decode_variants(inputs) -> dict:
     out = Var.decode_variants(inputs["model"], inputs["ques"], inputs["n"])
+    return {k: {"tokens": v[0].numpy()} for k, v in out.items()}
+
+
+# On a structure run: no EOS wins (a decoder that ignores it returns the lesson's tokens), and a prefix
+# re-fed into the cache is over the bound long before its tokens could be read (and dear to replay)
+_ON_RUNS = tuple(m for m in Var.DECODE if m not in ("ignores_done", "prefix_refed_into_cache"))
+
+
+def _run_variants(inputs) -> dict:
+    out = Var.decode_variants(inputs["model"], inputs["ques"], inputs["n"], _ON_RUNS)
     return {k: {"tokens": v[0].numpy()} for k, v in out.items()}
 
 
@@ -216,17 +227,38 @@ PARTS = {"encoder": "the encoder runs once", "cache": "one new token per decoder
 WRONG = {"encoder": "encoder_every_step", "cache": "no_cache", "prefill": "prefill_not_one_call"}
 
 
-def _judge_runs(check, by_tokens):
+def _judge_runs(check, by_tokens, variants_of):
     """Every run of the item: its tokens (``by_tokens``, the item's own judge), then its cost; an
-    item of several runs earns the parts whose run passed."""
+    item of several runs earns the parts whose run passed. Wrong tokens name a known mistake
+    (``variants_of``: a run's inputs -> its mistakes' tokens) only when it gives the student's tokens
+    on every run (``cases.agreeing``), as the warm-up's cases do."""
     def judge(results, _ref, inputs):
         verdicts = [(PARTS[p], _judge_run(check, p, by_tokens, results.get(p) or {}, inputs["runs"][p]))
                     for p in check.runs]
         if all(v.ok for _, v in verdicts):
             return Verdict(True, words("ok", title=check.title))
         failed = first_failure(*[v for _, v in verdicts])
-        return dataclasses.replace(failed, parts=tuple((p, v.ok) for p, v in verdicts) if len(verdicts) > 1 else ())
+        failed = dataclasses.replace(failed, parts=tuple((p, v.ok) for p, v in verdicts) if len(verdicts) > 1 else ())
+        return failed if failed.words.diagnoses() else named_by_property(failed, _named_by_runs(check, results, inputs, variants_of))
     return judge
+
+
+def _named_by_runs(check, results: dict, inputs: dict, variants_of) -> str | None:
+    """The known mistake whose tokens are the student's on every run of the item; None when a run
+    returned no tokens (it raised, or was stopped at its bound) or no mistake fits them all."""
+    from . import loaded
+
+    got = {}
+    for p in check.runs:
+        saved = loaded(check, (results.get(p) or {}).get("saved"), inputs["runs"][p])
+        if isinstance(saved, Verdict) or not isinstance(saved.get("tokens"), np.ndarray):
+            return None
+        got[p] = saved["tokens"]
+    candidates: dict[str, dict] = {}
+    for p in check.runs:
+        for name, outs in variants_of(inputs["runs"][p]).items():
+            candidates.setdefault(name, {})[p] = outs["tokens"]
+    return agreeing(got, candidates, list(check.runs), exact=True)
 
 
 def _judge_run(check, part: str, by_tokens, result: dict, inputs: dict) -> Verdict:
@@ -278,8 +310,9 @@ for _cid, _hidden, _seed, _parts, _title in (
                when_larger={"encoder_calls": "encoder_every_step", "decoder_lengths": "no_cache"},
                runs={p: (lambda s, p=p: D.build_run(p, s)) for p in _parts}, lesson=_lesson_decode)
     _c.judge_failed = _failed_decode(_c)
-    # a structure run's tokens name no mistake: its inputs are drawn for their cost (the token items name them)
-    _c.judge = _judge_runs(_c, _judge_tokens(_c, lambda inputs: {})) if _parts else _judge_tokens(_c, _decode_variants)
+    # a structure run's tokens name a mistake only when every run agrees (its inputs are drawn for their cost)
+    _c.judge = _judge_runs(_c, _judge_tokens(_c, lambda inputs: {}), _run_variants) if _parts \
+        else _judge_tokens(_c, _decode_variants)
     CHECKS.append(_c)
 
 
@@ -306,15 +339,6 @@ def _prefill_variants(inputs) -> dict:
     return {k: {"tokens": v[0].numpy()} for k, v in out.items()}
 
 
-def _judge_prefill(check):
-    """The tokens decide and name a known prefill mistake (each one's differ from the reference's
-    and from each other's on these inputs)."""
-    def judge(got, ref, inputs):
-        return compare(check, "the generated tokens", got.get("tokens"), ref["tokens"], exact=True,
-                       candidates=lambda: {k: v["tokens"] for k, v in _prefill_variants(inputs).items()})
-    return judge
-
-
 for _cid, _hidden, _seed, _title in (
     ("kv_cache.prefill", False, 1305, "stretch: prefill of a decoder prefix, then cached decoding"),
     ("kv_cache.prefill_hidden", True, 0, "stretch: prefill of a decoder prefix on a fresh model"),
@@ -326,5 +350,6 @@ for _cid, _hidden, _seed, _title in (
                runs={p: (lambda s, p=p: D.build_run(p, s, prefix=True)) for p in ("prefill", "cache")},
                lesson=_lesson_prefill)
     _c.judge_failed = _failed_decode(_c)
-    _c.judge = _judge_runs(_c, _judge_prefill(_c))
+    # the tokens of one run decide (a prefix is no answer to replay); a mistake is named over every run
+    _c.judge = _judge_runs(_c, _judge_tokens(_c, lambda inputs: {}), _prefill_variants)
     CHECKS.append(_c)

@@ -151,9 +151,14 @@ def update_variants(steps: list[tuple[Tensor, Tensor]]) -> dict[str, list[Tensor
     return out
 
 
+DECODE = ("pos_not_advanced", "pos_ahead", "prefix_refed_into_cache", "cache_overwrites", "ignores_done")
+
+
 @torch.no_grad()
-def decode_variants(model: nn.Module, ques_b: Tensor, max_new_tokens: int) -> dict[str, tuple[Tensor, Tensor]]:
-    """Buggy cached decoders: token ids (N, 1+n) and each step's last-position logits (n, N, V)."""
+def decode_variants(model: nn.Module, ques_b: Tensor, max_new_tokens: int,
+                    modes: tuple[str, ...] = DECODE) -> dict[str, tuple[Tensor, Tensor]]:
+    """Buggy cached decoders (``modes`` of ``DECODE``): token ids (N, 1+n) and each step's
+    last-position logits (n, N, V)."""
 
     def loop(mode: str) -> tuple[Tensor, Tensor]:
         N = ques_b.shape[0]
@@ -187,7 +192,6 @@ def decode_variants(model: nn.Module, ques_b: Tensor, max_new_tokens: int) -> di
             tokens = torch.cat([tokens, nxt[:, None]], dim=1)
         return tokens, torch.stack(steps)
 
-    modes = ("pos_not_advanced", "pos_ahead", "prefix_refed_into_cache", "cache_overwrites", "ignores_done")
     return _run_all({m: (lambda m=m: loop(m)) for m in modes})
 
 

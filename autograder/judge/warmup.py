@@ -35,12 +35,14 @@ def attention_shapes(N: int, Lq: int, Lk: int, M: int, H: int, mistake: str | No
     and values of length Lk), or the ones a known mistake gives."""
     Dh = M if mistake == "heads_not_split" else M // H
     Lkv = Lq if mistake == "kv_length_from_queries" else Lk
+    if mistake == "heads_after_length":  # (N, L, H, Dh): the view before its transpose(1, 2)
+        return {"Q": (N, Lq, H, Dh), "K": (N, Lk, H, Dh), "V": (N, Lk, H, Dh), "scores": (N, H, Lq, Lk), "out": (N, Lq, M)}
     return {"Q": (N, H, Lq, Dh), "K": (N, H, Lkv, Dh), "V": (N, H, Lkv, Dh),
             "scores": (N, H, Lk, Lq) if mistake == "scores_transposed" else (N, H, Lq, Lkv),
             "out": (N, H, Lq, Dh) if mistake == "heads_not_merged" else (N, Lq, M)}
 
 
-SHAPE_MISTAKES = ("scores_transposed", "heads_not_split", "kv_length_from_queries", "heads_not_merged")
+SHAPE_MISTAKES = ("scores_transposed", "heads_not_split", "kv_length_from_queries", "heads_not_merged", "heads_after_length")
 
 
 def _build_shapes(seed: int) -> dict:
@@ -50,7 +52,9 @@ def _build_shapes(seed: int) -> dict:
         Lq = ints(g, 2, 12)
         Lk = Lq + ints(g, 1, 8) * (1 if ints(g, 0, 2) else -1)  # never the queries' length
         Lk = Lk if Lk >= 1 else Lq + 1
-        cases.append({"N": ints(g, 1, 7), "Lq": Lq, "Lk": Lk, "M": H * ints(g, 2, 9), "H": H})
+        N = ints(g, 1, 6)
+        N = N + 1 if N >= H else N  # never the number of heads: (N, H, ...) and (H, N, ...) differ
+        cases.append({"N": N, "Lq": Lq, "Lk": Lk, "M": H * ints(g, 2, 9), "H": H})
     return {"cases": cases}
 
 
@@ -279,5 +283,39 @@ for _combined, _name, _task, _seeds in ((False, "padding_mask", "padding_mask(ke
         add(CHECKS, _cid, _hidden, _seed, title=_task.split("(")[0], task=_task, kind=_name,
             build=(lambda s, c=_combined: _build_padding(s, c)), wire=_padding_wire(_combined),
             reference=_padding_ref(_combined), variants=_padding_variants(_combined), judge=_judge_padding(_combined))
+
+
+# --- part 3 (stretch), masks in the wild: the course's mask in F.scaled_dot_product_attention's convention
+
+def _build_sdpa(seed: int) -> dict:
+    """A padding mask (Tq != Tk) and a causal padding mask of the course (True = forbidden)."""
+    p = _build_padding(seed, combined=False)
+    (L0, L1), ((Tq, Tk), (_, T)) = p["lengths"], p["sizes"]
+    return {"masks": [padding_mask(L0, Tq, Tk), causal_padding_mask(L1, T)]}
+
+
+def _sdpa_ref(mistake: str | None = None):
+    """SDPA's boolean attn_mask, True = may attend; or what a known mistake gives."""
+    def ref(inputs):
+        made = {None: lambda m: ~m, "sdpa_mask_not_inverted": lambda m: m, "mask_not_bool": lambda m: (~m).float()}
+        return {wire.case("attn_mask", i): made[mistake](m).numpy() for i, m in enumerate(inputs["masks"])}
+    return ref
+
+
+def _sdpa_variants(inputs) -> dict[str, dict]:
+    return {m: _sdpa_ref(m)(inputs) for m in ("sdpa_mask_not_inverted", "mask_not_bool")}
+
+
+def _judge_sdpa(check):
+    def judge(got, ref, inputs):
+        cases = [f"mask {tuple(m.shape)}" for m in inputs["masks"]]
+        return by_case(check, "the attn_mask", "attn_mask", cases, got, ref, lambda: _sdpa_variants(inputs), True)
+    return judge
+
+
+for _cid, _hidden, _seed in (("warmup.sdpa_mask", False, 4007), ("warmup.sdpa_mask_hidden", True, 0)):
+    add(CHECKS, _cid, _hidden, _seed, title="sdpa_mask", task="sdpa_mask(mask)", kind="sdpa_mask", build=_build_sdpa,
+        wire=lambda inp: ({"cases": len(inp["masks"])}, {wire.case("mask", i): m.numpy() for i, m in enumerate(inp["masks"])}),
+        reference=_sdpa_ref(), variants=_sdpa_variants, judge=_judge_sdpa)
 
 CHECKS += sampling.CHECKS

@@ -9,6 +9,12 @@ decomposition. The refusal is a kernel registered in torch's dispatcher (``torch
 its autograd and the composite keys of each such operator, found by what the operator is (its name in the
 dispatcher), not by how a cell spells it; it is removed when the call returns, so the given parts of
 the other checks (the decoder's attention) are untouched. The student's own run and a graded run alike.
+
+A kernel of the student's own registered over a refused operator is written by hand, and earns the item:
+it replaces the refusal for the keys it is registered at, a redispatch past it finds it again (torch's
+own kernel is no longer in the table), and every other operator of attention or a masked softmax it
+could call instead still refuses, so what runs is the mask and the softmax the student wrote (fixture
+rows ``wu_own_attention_kernel``, full marks, and ``cheat_wu_kernel_redispatch``).
 """
 
 from __future__ import annotations

@@ -293,16 +293,36 @@ def call_causal_softmax(impl, meta, a) -> dict:
             for i in range(int(meta["cases"]))}
 
 
+def _as_used(mask: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """A mask as attention uses it: broadcast to the asked ``shape`` when it broadcasts (a (B, 1, 1, Tk)
+    padding mask hides the same keys from every reader as its (B, 1, Tq, Tk) expansion); else as it came."""
+    try:
+        return np.ascontiguousarray(np.broadcast_to(mask, shape)) if mask.ndim <= len(shape) else mask
+    except ValueError:
+        return mask
+
+
 def call_padding_mask(impl, meta, a) -> dict:
     out = {}
     for i, (Tq, Tk) in enumerate(meta["sizes"]):
-        out[case("mask", i)] = as_array(impl(_t(a[case("lengths", i)]), int(Tq), int(Tk)), "padding_mask(key_lengths, Tq, Tk)")
+        L = _t(a[case("lengths", i)])
+        m = as_array(impl(L, int(Tq), int(Tk)), "padding_mask(key_lengths, Tq, Tk)")
+        out[case("mask", i)] = _as_used(m, (len(L), 1, int(Tq), int(Tk)))
     return out
 
 
 def call_combined_mask(impl, meta, a) -> dict:
-    return {case("mask", i): as_array(impl(_t(a[case("lengths", i)]), int(T)), "causal_padding_mask(key_lengths, T)")
-            for i, T in enumerate(meta["sizes"])}
+    out = {}
+    for i, T in enumerate(meta["sizes"]):
+        L = _t(a[case("lengths", i)])
+        m = as_array(impl(L, int(T)), "causal_padding_mask(key_lengths, T)")
+        out[case("mask", i)] = _as_used(m, (len(L), 1, int(T), int(T)))
+    return out
+
+
+def call_sdpa_mask(impl, meta, a) -> dict:
+    return {case("attn_mask", i): as_array(impl(_t(a[case("mask", i)])), "sdpa_mask(mask)")
+            for i in range(int(meta["cases"]))}
 
 
 def call_sampling(impl, meta, a) -> dict:
@@ -318,7 +338,7 @@ CALLS: dict[str, Callable[[Any, dict, dict], dict]] = {
     "forward": call_forward, "loss": call_loss, "update": call_update, "decode": call_decode,
     "shapes": call_shapes, "causal_mask": call_causal_mask, "causal_softmax": call_causal_softmax,
     "padding_mask": call_padding_mask, "combined_mask": call_combined_mask, "sampling": call_sampling,
-    "prefill": call_prefill,
+    "prefill": call_prefill, "sdpa_mask": call_sdpa_mask,
 }
 
 

@@ -90,11 +90,12 @@ def _call(check_id: str, task: str, meta: dict, arrays: dict, impl: Any, save_to
     __tracebackhide__ = True
     try:
         return call(meta, arrays, impl)
-    except NotImplementedError:
+    except NotImplementedError as exc:
         if save_to is not None:
             wire.save(save_to, {"status": "not_implemented"}, {})
+        # a part an assessed term's package folds out says whose exercise it is (autograder/assessed.py)
         _fail(language.text("not_implemented", check_id=check_id, task=task)
-              + language.text("not_implemented_hint"))
+              + language.text("not_implemented_hint") + (f"\n{exc}" if str(exc) else ""))
     except Exception as exc:  # noqa: BLE001 (the student's code may raise anything)
         partial = exc if isinstance(exc, PartialRun) else None
         exc = partial.error if partial else exc

@@ -27,6 +27,10 @@ MESSAGES = {
         "raised": "{check_id}: {task} raised {msg}",
         "not_implemented": "{check_id}: not implemented yet: {task} still raises NotImplementedError.",
         "not_implemented_hint": " Replace `raise NotImplementedError()` with your code and run the cell again.",
+        # the stub that stands for a graded answer in an assessed term's package (autograder/assessed.py)
+        "yours_to_write": ("{name} is yours to write in the {exercises} exercise of this term: the package of "
+                           "an assessed term leaves it out, so a cell that calls it stops here (the book shows "
+                           "what the cell prints)"),
         "did_not_run": ("{check_id}: this check did not run to the end (its cell was deleted, the kernel died "
                         "or timed out before it, or an earlier error stopped it), so it scores 0."),
         "not_defined": ("{check_id}: {name} is not defined in the notebook: the cell that defines it is missing "
@@ -248,6 +252,8 @@ MESSAGES = {
         "raised": "{check_id}：{task} 抛出了 {msg}",
         "not_implemented": "{check_id}：尚未实现：{task} 仍然抛出 NotImplementedError。",
         "not_implemented_hint": "请把 `raise NotImplementedError()` 换成你的代码，再运行一次这个单元。",
+        "yours_to_write": ("{name} 要你在本学期的 {exercises} 练习里自己写：计分学期的课程包里没有它，"
+                           "所以调用它的单元在这里停下（书中的页面给出了这个单元的输出）"),
         "did_not_run": ("{check_id}：这项检查没有运行到最后（它的单元被删除了，内核在它之前崩溃或超时，"
                         "或者前面的错误让它停了下来），因此得 0 分。"),
         "not_defined": ("{check_id}：notebook 中没有定义 {name}：定义它的单元不见了（被删除，或者被改成了另一种单元），"

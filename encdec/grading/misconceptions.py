@@ -295,6 +295,11 @@ MISCONCEPTIONS = {
         "the heads were not merged: attention's output joins the H heads back into width M and projects "
         "it, (N, H, Lq, Dh) -> (N, Lq, M), one vector per query position."
     ),
+    "heads_after_length": (
+        "the heads were split as (N, L, H, Dh), the view before its transpose: this course's attention "
+        "(and torch's scaled_dot_product_attention) wants the heads before the length, (N, H, L, Dh), so "
+        "that each head multiplies an (L, Dh) block of queries by its keys; view(N, L, H, Dh).transpose(1, 2)."
+    ),
     "padding_on_queries": (
         "the padding mask hides query rows instead of key columns: a padding position must not be "
         "*read*, so it is forbidden in the key axis (the last one, j >= length), for every reader."
@@ -310,6 +315,11 @@ MISCONCEPTIONS = {
     "padding_no_head_axis": (
         "the padding mask has no head axis: make it (B, 1, Tq, Tk), so that it broadcasts over the H "
         "heads of the scores (B, H, Tq, Tk)."
+    ),
+    "sdpa_mask_not_inverted": (
+        "the mask kept this course's convention: F.scaled_dot_product_attention's boolean attn_mask is True "
+        "where a reader *may* attend, the opposite of ours (True = forbidden), so it is ~mask; passed as it "
+        "was, every reader would read only the padding and its future."
     ),
     "masks_combined_with_and": (
         "the two masks were combined with AND: a position is forbidden when it is in the future OR it is "

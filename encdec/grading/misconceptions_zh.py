@@ -266,6 +266,11 @@ MISCONCEPTIONS_ZH = {
         "没有把头合并：注意力的输出要把 H 个头拼回宽度 M 并投影，(N, H, Lq, Dh) -> (N, Lq, M)，"
         "每个查询位置一个向量。"
     ),
+    "heads_after_length": (
+        "分头后的形状写成了 (N, L, H, Dh)，也就是转置之前的 view：本课程的注意力（以及 torch 的 "
+        "scaled_dot_product_attention）要求头在长度之前，(N, H, L, Dh)，这样每个头用一块 (L, Dh) 的查询去乘它的键；"
+        "view(N, L, H, Dh).transpose(1, 2)。"
+    ),
     "padding_on_queries": (
         "填充掩码遮住的是查询的行，而不是键的列：填充位置不能被*读取*，所以要在键轴（最后一个轴，"
         "j >= 长度）上对每个查询都禁止它。"
@@ -278,6 +283,10 @@ MISCONCEPTIONS_ZH = {
     ),
     "padding_no_head_axis": (
         "填充掩码缺少头的轴：要做成 (B, 1, Tq, Tk)，这样它才能在分数 (B, H, Tq, Tk) 的 H 个头上广播。"
+    ),
+    "sdpa_mask_not_inverted": (
+        "掩码沿用了本课程的约定：F.scaled_dot_product_attention 的布尔 attn_mask 在读者*可以*关注的地方为 True，"
+        "与我们的约定（True 表示禁止）相反，所以要取反（~mask）；原样传入，每个读者就只读填充和它的未来。"
     ),
     "masks_combined_with_and": (
         "两个掩码用“与”合并了：一个位置只要在未来，或者是填充，就被禁止（causal | padding），"
