@@ -285,8 +285,8 @@ MISCONCEPTIONS_ZH = {
         "填充掩码缺少头的轴：要做成 (B, 1, Tq, Tk)，这样它才能在分数 (B, H, Tq, Tk) 的 H 个头上广播。"
     ),
     "sdpa_mask_not_inverted": (
-        "掩码沿用了本课程的约定：F.scaled_dot_product_attention 的布尔 attn_mask 在读者*可以*关注的地方为 True，"
-        "与我们的约定（True 表示禁止）相反，所以要取反（~mask）；原样传入，每个读者就只读填充和它的未来。"
+        "掩码沿用了本课程的约定：F.scaled_dot_product_attention 的布尔 attn_mask 在查询*可以*关注的地方为 True，"
+        "与我们的约定（True 表示禁止）相反，所以要取反（~mask）；原样传入，每个查询就只读填充和它的未来。"
     ),
     "masks_combined_with_and": (
         "两个掩码用“与”合并了：一个位置只要在未来，或者是填充，就被禁止（causal | padding），"
