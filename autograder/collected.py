@@ -30,6 +30,7 @@ import json
 import os
 import stat
 from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
 
 RECORD = ".left-behind.json"  # in the collected folder, written by collect only (a student's is never copied)
 TIMESTAMP = "timestamp.txt"  # nbgrader's name
@@ -142,6 +143,21 @@ def _copy_entry(fd, name, path, dest, depth, dev, uid, bounds, budget, left, ign
     finally:
         os.close(out)
     return None
+
+
+def collect(parent_fd: int, name: str, dest: str, uid: int, ignore: tuple[str, ...] = (),
+            include: tuple[str, ...] = ("*",)) -> tuple[datetime, list[dict]]:
+    """The submission folder ``name`` of ``parent_fd`` (an inbound folder) collected into ``dest``:
+    copied as ``copy_submission`` copies, then timed by the server's clock and its left-behind
+    records written (``write``); returns that time and those records. Nbgrader's ``collect``
+    (``exchange.Collect``) and the feedback service (``autograder/ontime.py``) both collect this way.
+    Raises ``OSError`` as ``copy_submission`` does."""
+    changed: list[int] = []
+    left = copy_submission(parent_fd, name, dest, uid, ignore=ignore, include=include, changed=changed)
+    records = said(left)
+    when = datetime.fromtimestamp(changed[0] / 1e9, timezone.utc)  # the server's clock, not the name's
+    write(dest, when.strftime("%Y-%m-%d %H:%M:%S.%f UTC"), records)
+    return when, records
 
 
 def said(left: list[tuple[str, str]], bounds: Bounds = BOUNDS) -> list[dict]:

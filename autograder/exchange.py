@@ -99,19 +99,15 @@ class Collect(ExchangeCollect):
         name = os.path.basename(src)
         student = self._path_to_record(src)["username"]
         parent = os.open(self.inbound_path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        changed: list[int] = []
         try:
-            left = collected.copy_submission(parent, name, dest, pwd.getpwnam(student).pw_uid,
-                                             ignore=tuple(self.coursedir.ignore), include=tuple(self.coursedir.include),
-                                             changed=changed)
+            when, records = collected.collect(parent, name, dest, pwd.getpwnam(student).pw_uid,
+                                              ignore=tuple(self.coursedir.ignore),
+                                              include=tuple(self.coursedir.include))
         except (KeyError, OSError) as error:
             self.log.error("Not collected: %r is no folder of %s's own (%s)", name, student, type(error).__name__)
             return
         finally:
             os.close(parent)
-        records = collected.said(left)
-        when = datetime.fromtimestamp(changed[0] / 1e9, timezone.utc)  # the server's clock, not the name's
-        collected.write(dest, when.strftime("%Y-%m-%d %H:%M:%S.%f UTC"), records)
         named = parse_utc(name.rsplit("+", 3)[2]).replace(tzinfo=timezone.utc)
         if abs((when - named).total_seconds()) > 120:
             self.log.warning("%r: handed in at %s by the server's clock; its name says %s (not used)",
