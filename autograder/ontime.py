@@ -170,13 +170,16 @@ class Service:
         done = 0
         for (student, assignment), (name, fp) in list(self.busy.items()):
             if published(self.cd, assignment, student, fp) is not None:
+                seen = time.time()  # the times say where a hand-in's wait went (bench_feedback_latency.py)
                 results = apply(self.config, assignment, student, fp)
+                applied = time.time()
                 made = self.api.generate_feedback(assignment, student)
                 released = self.api.release_feedback(assignment, student) if made["success"] else made
                 if not released["success"]:
                     log.error("feedback of %r: %s", name, released.get("error") or released.get("log"))
                 outcome = {"outcome": "graded" if released["success"] else "failed",
-                           "score": sum(r.score for r in results), "released": time.time()}
+                           "score": sum(r.score for r in results), "published": seen, "applied": applied,
+                           "released": time.time()}
             else:
                 try:
                     status = Job.fetch(job_id(self.cd.course_id, str(self.root), assignment, student, fp),
