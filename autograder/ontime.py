@@ -238,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         while wanted:
+            if any(w.poll() is not None for w in workers):  # the hub starts the service (and them) again
+                raise SystemExit("autograder.ontime: a queue worker stopped (its log is above)")
             if not service.step():
                 time.sleep(args.poll)
         return 0

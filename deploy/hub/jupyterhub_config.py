@@ -145,7 +145,7 @@ def feedback_service(grader: str) -> dict:
     if account.pw_uid == 0 or not in_group(grader, S["ENCDEC_INSTRUCTORS_GROUP"]):
         raise ValueError(f"ENCDEC_GRADER={grader}: an instructor of the course, never root")
     checkout = Path(account.pw_dir) / S["ENCDEC_CHECKOUT"]
-    venv = checkout / ".venv" / "bin"
+    venv = (checkout / ".venv").resolve() / "bin"  # where it is: the sandbox shows kernels that path, not the home's
     keep = ("ENCDEC_FEEDBACK_AT_SUBMISSION", "ENCDEC_ATTEMPTS", "ENCDEC_REDIS_URL", "ENCDEC_COURSE_ID")
     return {"name": "feedback-at-submission", "user": grader, "cwd": str(checkout),
             "command": [str(venv / "python"), "-m", "autograder.ontime", "--workers", S["ENCDEC_GRADER_WORKERS"]],
