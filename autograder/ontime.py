@@ -8,7 +8,8 @@ It runs as the instructor (a JupyterHub ``services`` entry, ``deploy/hub/jupyter
 never as root, and adds no grading of its own: each poll lists the exchange's inbound folder (at
 most ``LISTED`` names), and for each hand-in not seen before
 
-- collects it as nbgrader's ``collect`` does (``collected.collect``: the student's own regular files,
+- once nothing in it changed for ``QUIET_S`` (a submit writes the folder in steps), collects it as
+  nbgrader's ``collect`` does (``collected.collect``: the student's own regular files,
   no link followed, within bounds, timed by the server's clock) into the course's submitted folder,
   one hand-in of a student and assignment at a time;
 - queues one grading unit (``taskqueue.jobs.enqueue``: the key is the student, the assignment and the
@@ -49,6 +50,7 @@ ASSIGNMENTS = "ENCDEC_FEEDBACK_AT_SUBMISSION"  # the assignments graded at submi
 ATTEMPTS = "ENCDEC_ATTEMPTS"  # graded hand-ins per student and assignment
 DEFAULT_ATTEMPTS = 5
 LISTED = 10_000  # names of the inbound folder looked at per poll: a flood is taken in turns
+QUIET_S = 2.0  # a hand-in is taken once nothing in it changed for this long (submit writes it in steps)
 RECORD = "ontime.json"  # in the queue's state folder: every hand-in seen, its attempt and outcome
 # the page a hand-in that is not graded gets instead of feedback (words last, from the record's data)
 PAGES = {
@@ -133,7 +135,7 @@ class Service:
         that student's previous hand-in of the assignment is still being graded."""
         from autograder.keep import replace_folder
 
-        if (h.student, h.assignment) in self.busy:
+        if (h.student, h.assignment) in self.busy or time.time_ns() - h.ctime_ns < QUIET_S * 1e9:
             return False
         entry = {"student": h.student, "assignment": h.assignment, "handed_in": h.ctime_ns / 1e9}
         attempt = 1 + sum(1 for e in self.record.values() if e["outcome"] != "refused" and
@@ -143,12 +145,14 @@ class Service:
             try:
                 if not h.own:
                     raise PermissionError("not a folder of the student's own")
-                collected.collect(fd, h.name, dest, pwd.getpwnam(h.student).pw_uid,
-                                  ignore=tuple(self.cd.ignore), include=tuple(self.cd.include))
+                when, _ = collected.collect(fd, h.name, dest, pwd.getpwnam(h.student).pw_uid,
+                                            ignore=tuple(self.cd.ignore), include=tuple(self.cd.include))
             except (KeyError, OSError) as error:  # as collect refuses it: logged, never graded
                 log.error("Not graded: %r is no folder of %s's own (%s)", h.name, h.student, type(error).__name__)
                 self._settle(h.name, {**entry, "outcome": "refused"})
                 return False
+            if time.time() - when.timestamp() < QUIET_S:
+                return False  # still being written: taken again at a later poll
             if attempt > self.attempts:
                 self._page(Path(dest), "over_limit", h.assignment, attempt=attempt, limit=self.attempts)
                 self._settle(h.name, {**entry, "attempt": attempt, "outcome": "over_limit"})
