@@ -28,8 +28,10 @@ import fnmatch
 import itertools
 import json
 import os
+import shutil
 import stat
 from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
 
 RECORD = ".left-behind.json"  # in the collected folder, written by collect only (a student's is never copied)
 TIMESTAMP = "timestamp.txt"  # nbgrader's name
@@ -143,6 +145,28 @@ def _copy_entry(fd, name, path, dest, depth, dev, uid, bounds, budget, left, ign
     finally:
         os.close(out)
     return None
+
+
+def collect(parent_fd: int, name: str, dest: str, uid: int, ignore: tuple[str, ...] = (),
+            include: tuple[str, ...] = ("*",), release: str | None = None) -> tuple[datetime, list[dict]]:
+    """The submission folder ``name`` of ``parent_fd`` (an inbound folder) collected into ``dest``:
+    copied as ``copy_submission`` copies, then timed by the server's clock and its left-behind
+    records written (``write``); returns that time and those records. A folder left with no
+    notebook (its only one was a link, say) gets the blank notebooks of ``release`` (the
+    assignment's release folder), graded with no answers, and the records say why
+    (``no_notebook``): every hand-in ends graded. Nbgrader's ``collect`` (``exchange.Collect``) and
+    the feedback service (``autograder/ontime.py``) both collect this way. Raises ``OSError`` as
+    ``copy_submission`` does."""
+    changed: list[int] = []
+    left = copy_submission(parent_fd, name, dest, uid, ignore=ignore, include=include, changed=changed)
+    if release and os.path.isdir(release) and not any(n.endswith(".ipynb") for n in os.listdir(dest)):
+        for blank in sorted(n for n in os.listdir(release) if n.endswith(".ipynb")):
+            shutil.copyfile(os.path.join(release, blank), os.path.join(dest, blank))
+            left.append((blank, "no_notebook"))
+    records = said(left)
+    when = datetime.fromtimestamp(changed[0] / 1e9, timezone.utc)  # the server's clock, not the name's
+    write(dest, when.strftime("%Y-%m-%d %H:%M:%S.%f UTC"), records)
+    return when, records
 
 
 def said(left: list[tuple[str, str]], bounds: Bounds = BOUNDS) -> list[dict]:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import glob
 import os
 import pwd
-import shutil
 import stat
 import struct
 from datetime import datetime, timezone
@@ -138,20 +137,15 @@ class Collect(ExchangeCollect):
         name = os.path.basename(src)
         student = self._path_to_record(src)["username"]
         parent = os.open(self.inbound_path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        changed: list[int] = []
         try:
-            left = collected.copy_submission(parent, name, dest, pwd.getpwnam(student).pw_uid,
-                                             ignore=tuple(self.coursedir.ignore), include=tuple(self.coursedir.include),
-                                             changed=changed)
+            when, records = collected.collect(parent, name, dest, pwd.getpwnam(student).pw_uid,
+                                              ignore=tuple(self.coursedir.ignore),
+                                              include=tuple(self.coursedir.include), release=self._release())
         except (KeyError, OSError) as error:
             self.log.error("Not collected: %r is no folder of %s's own (%s)", name, student, type(error).__name__)
             return
         finally:
             os.close(parent)
-        left += self._blank_release(dest)
-        records = collected.said(left)
-        when = datetime.fromtimestamp(changed[0] / 1e9, timezone.utc)  # the server's clock, not the name's
-        collected.write(dest, when.strftime("%Y-%m-%d %H:%M:%S.%f UTC"), records)
         named = parse_utc(name.rsplit("+", 3)[2]).replace(tzinfo=timezone.utc)
         if abs((when - named).total_seconds()) > 120:
             self.log.warning("%r: handed in at %s by the server's clock; its name says %s (not used)",
@@ -160,13 +154,6 @@ class Collect(ExchangeCollect):
             self.log.error("Left behind in %r: %d item(s), %s: %s", name, r["count"], r["key"],
                            ", ".join(map(repr, r["files"])))
 
-    def _blank_release(self, dest: str) -> list[tuple[str, str]]:
-        """A collected folder that holds no notebook (its only one was a link, say) is graded as the
-        release's notebooks with no answers, copied in: the records say why (``no_notebook``)."""
-        if any(n.endswith(".ipynb") for n in os.listdir(dest)):
-            return []
-        release = self.coursedir.format_path(self.coursedir.release_directory, ".", self.coursedir.assignment_id)
-        blank = sorted(n for n in os.listdir(release) if n.endswith(".ipynb")) if os.path.isdir(release) else []
-        for n in blank:
-            shutil.copyfile(os.path.join(release, n), os.path.join(dest, n))
-        return [(n, "no_notebook") for n in blank]
+    def _release(self) -> str:
+        """The release folder of the assignment being collected (its blank notebooks)."""
+        return self.coursedir.format_path(self.coursedir.release_directory, ".", self.coursedir.assignment_id)

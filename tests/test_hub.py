@@ -237,7 +237,17 @@ def stop_hub(hub: Hub) -> None:
 
 
 @pytest.fixture(scope="module")
-def hub():
+def at_submission():
+    """hub.env's settings of feedback at submission, with a Redis of the test's own on 127.0.0.1."""
+    from redis_server import redis_server
+
+    with redis_server() as url:
+        yield {"ENCDEC_FEEDBACK_AT_SUBMISSION": AT_SUBMISSION, "ENCDEC_ATTEMPTS": "1", "ENCDEC_GRADER": INSTRUCTOR,
+               "ENCDEC_GRADER_WORKERS": "1", "ENCDEC_REDIS_URL": url}
+
+
+@pytest.fixture(scope="module")
+def hub(at_submission):
     for tool in ("runuser", "useradd", "chpasswd", "bwrap", "node", "npm"):
         if shutil.which(tool) is None:
             pytest.fail(f"{tool} is needed for the hub test (make system; Node.js with npm)")
@@ -249,7 +259,7 @@ def hub():
                 "ENCDEC_EXCHANGE_ROOT": str(base / "srv" / "exchange"), "ENCDEC_JUPYTER_ETC": str(base / "etc"),
                 "ENCDEC_COURSE_ID": COURSE_ID, "ENCDEC_HUB_IP": "127.0.0.1", "ENCDEC_PROFILE_D": str(base / "profile.d"),
                 "ENCDEC_SERVER_MEMORY_MB": str(SERVER_MEMORY_MB),
-                **ports, **GROUPS}
+                **ports, **GROUPS, **at_submission}
     hub = Hub(base, settings)
     restore: list[tuple[Path, int]] = []
     shared: list[tuple[Path, int]] = []
@@ -316,10 +326,10 @@ def nbgrader(hub: Hub, user: str, *args: str, cwd: Path | None = None, timeout: 
     return ok(as_user(hub, user, ["python", "-m", "nbgrader", *args], cwd=cwd, timeout=timeout), f"{user}: nbgrader {' '.join(args)}")
 
 
-def solve(notebook: Path) -> None:
+def solve(notebook: Path, assignment: str = ASSIGNMENT) -> None:
     """A student's work: the instructor's solution in every solution cell of the fetched notebook."""
     nb = nbformat.read(notebook, as_version=4)
-    sources = solution_sources(ASSIGNMENT)
+    sources = solution_sources(assignment)
     filled = 0
     for cell in nb.cells:
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
@@ -628,3 +638,36 @@ def test_a_submission_is_closed_even_to_who_knows_its_name(hub, action):
     if outcome == "done" and action == "rename":  # put it back for the next attempt
         os.rename(f"{folder}.moved", folder)
     assert outcome == "PermissionError", f"{bob} could {action} {target}"
+
+
+AT_SUBMISSION = "warmup"  # graded as it is handed in, by the hub's service (autograder/ontime.py), once a student
+
+
+def test_feedback_at_submission(hub):
+    """The hub's feedback service (run as the instructor): a student hands in the warm-up and
+    fetches its feedback with nbgrader's own fetch_feedback, without the instructor doing anything
+    after the release; a second hand-in, past the limit of one, gets a page that says it was not graded."""
+    course, student = hub.course(), list(STUDENTS)[-1]
+    t = time.monotonic()
+    nbgrader(hub, INSTRUCTOR, "generate_assignment", AT_SUBMISSION, "--force", cwd=course)
+    nbgrader(hub, INSTRUCTOR, "release_assignment", AT_SUBMISSION, cwd=course)
+    nbgrader(hub, student, "fetch_assignment", AT_SUBMISSION)
+    notebook = home(student) / AT_SUBMISSION / f"{AT_SUBMISSION}.ipynb"
+    solve(notebook, AT_SUBMISSION)
+    os.chown(notebook, pwd.getpwnam(student).pw_uid, pwd.getpwnam(student).pw_gid)
+    outbound = hub.exchange / COURSE_ID / "feedback"
+    pages = {}
+    for attempt in (1, 2):
+        before = set(outbound.glob("*.html")) if outbound.is_dir() else set()
+        nbgrader(hub, student, "submit", AT_SUBMISSION)
+        handed_in = time.monotonic()
+        while not (outbound.is_dir() and set(outbound.glob("*.html")) - before):
+            assert time.monotonic() - handed_in < 300, (hub.base / "jupyterhub.log").read_text()[-4000:]
+            time.sleep(1)
+        hub.timed(f"{student}: hand-in {attempt} of {AT_SUBMISSION} to its feedback in the exchange", handed_in)
+        nbgrader(hub, student, "fetch_feedback", AT_SUBMISSION)
+        pages.update({p.parent.name: p.read_text() for p in (home(student) / AT_SUBMISSION / "feedback").glob("*/*.html")})
+    first, second = (pages[k] for k in sorted(pages))  # by the hand-in's time
+    assert f"{AT_SUBMISSION} (Score: 10.0 / 10.0)" in first, first[-2000:]
+    assert "not graded" in second and "Score" not in second, second
+    hub.timed(f"{student}: feedback at submission, two hand-ins (from the release)", t)

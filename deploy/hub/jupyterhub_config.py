@@ -134,3 +134,24 @@ def course_server(spawner) -> None:
 
 
 c.Spawner.pre_spawn_hook = course_server
+
+
+def feedback_service(grader: str) -> dict:
+    """Feedback at submission (autograder/ontime.py): a service the hub starts as the instructor
+    ``grader``, from that instructor's checkout and environment, as their formgrader grades; never root."""
+    import pwd
+
+    account = pwd.getpwnam(grader)
+    if account.pw_uid == 0 or not in_group(grader, S["ENCDEC_INSTRUCTORS_GROUP"]):
+        raise ValueError(f"ENCDEC_GRADER={grader}: an instructor of the course, never root")
+    checkout = Path(account.pw_dir) / S["ENCDEC_CHECKOUT"]
+    venv = (checkout / ".venv").resolve() / "bin"  # where it is: the sandbox shows kernels that path, not the home's
+    keep = ("ENCDEC_FEEDBACK_AT_SUBMISSION", "ENCDEC_ATTEMPTS", "ENCDEC_REDIS_URL", "ENCDEC_COURSE_ID")
+    return {"name": "feedback-at-submission", "user": grader, "cwd": str(checkout),
+            "command": [str(venv / "python"), "-m", "autograder.ontime", "--workers", S["ENCDEC_GRADER_WORKERS"]],
+            "environment": {**{k: S[k] for k in keep}, "ENCDEC_EXCHANGE": S["ENCDEC_EXCHANGE_ROOT"],
+                            "PATH": f"{venv}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}}
+
+
+if S["ENCDEC_FEEDBACK_AT_SUBMISSION"] and S["ENCDEC_GRADER"]:
+    c.JupyterHub.services = [feedback_service(S["ENCDEC_GRADER"])]
