@@ -45,9 +45,16 @@ c.CourseDirectory.submitted_directory = str(GRADING.submitted)
 c.CourseDirectory.autograded_directory = str(GRADING.autograded)
 c.CourseDirectory.feedback_directory = str(GRADING.feedback)
 c.CourseDirectory.db_url = GRADING.db_url
-c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback", ".grading", ".grading-in",
-                            "zh.yml",  # a release's translations (autograder/release.py), not a student's file
-                            collected.RECORD]  # what collect left behind: read by the grader, not carried on
+c.CourseDirectory.ignore = [
+    ".ipynb_checkpoints",
+    "*.pyc",
+    "__pycache__",
+    "feedback",
+    ".grading",
+    ".grading-in",
+    "zh.yml",  # a release's translations (autograder/release.py), not a student's file
+    collected.RECORD,
+]  # what collect left behind: read by the grader, not carried on
 c.TrustedGrading.secret_file = str(GRADING.secret)
 # Grades out: `nbgrader export` writes a gradebook CSV that Canvas imports (autograder/lms/canvas.py;
 # `--exporter=nbgrader.plugins.CsvExportPlugin` gives nbgrader's own CSV, to grades.csv).
@@ -134,10 +141,13 @@ private_grading(c, GRADING.root, ROOT / "solutions")
 # reports one that is missing before the notebook runs (encdec/grading/validation.py; each exercise
 # folder's own nbgrader_config.py sets the same hook for a student who validates there).
 from nbgrader.converters import GenerateAssignment  # noqa: E402
+
 from encdec.grading.validation import configure as _validation  # noqa: E402
 
-c.GenerateAssignment.preprocessors = [*GenerateAssignment.class_traits()["preprocessors"].default(),
-                                      "autograder.preprocessors.record_test_cells.RecordTestCells"]
+c.GenerateAssignment.preprocessors = [
+    *GenerateAssignment.class_traits()["preprocessors"].default(),
+    "autograder.preprocessors.record_test_cells.RecordTestCells",
+]
 _validation(c)
 
 # This course's own settings without editing this file (it is tracked): an untracked

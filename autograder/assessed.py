@@ -23,6 +23,7 @@ and keeps the answers of the closed ones.
 
     python -m autograder.assessed DEST [--assessed 1|a,b]   # DEST/encdec: the assessed edition
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,12 +68,18 @@ def stub(name: str, where: tuple[str, ...]) -> str:
 def _span(lines: list[str], fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[int, int]:
     """Lines [start, end) of a function's body with the comments around it, after its signature."""
     start = fn.body[0].lineno - 1
-    while start - 1 >= fn.lineno and lines[start - 1].strip()[:1] in ("", "#") and \
-            not lines[start - 1].rstrip().endswith(":"):
+    while (
+        start - 1 >= fn.lineno
+        and lines[start - 1].strip()[:1] in ("", "#")
+        and not lines[start - 1].rstrip().endswith(":")
+    ):
         start -= 1
     end = fn.end_lineno
-    while end < len(lines) and lines[end].lstrip().startswith("#") and \
-            len(lines[end]) - len(lines[end].lstrip()) > fn.col_offset:
+    while (
+        end < len(lines)
+        and lines[end].lstrip().startswith("#")
+        and len(lines[end]) - len(lines[end].lstrip()) > fn.col_offset
+    ):
         end += 1
     return start, end
 
@@ -96,8 +103,10 @@ def fold(text: str, names: dict[str, tuple[str, ...]], removed: set[str], filena
             want = ast.dump(ast.parse(old).body[0])
             spots = [s for block in edition._blocks(fn) for s in block if ast.dump(s) == want]
             if len(spots) != 1:
-                raise edition.EditionError(f"the twin of {twin.inside} expects `{old}` there once, "
-                                           f"found {len(spots)}: update edition.TWINS to the package")
+                raise edition.EditionError(
+                    f"the twin of {twin.inside} expects `{old}` there once, "
+                    f"found {len(spots)}: update edition.TWINS to the package"
+                )
             s = spots[0]
             edits.append((s.lineno - 1, s.end_lineno, [" " * s.col_offset + new + "\n"]))
         top = next(n for n in tree.body if getattr(n, "name", None) == twin.inside.split(".")[2])
@@ -116,13 +125,15 @@ def still_open(setting: str, solutions: Path = edition.SOLUTIONS) -> set[str]:
     known = set(edition.assignments(solutions))
     named = known if setting == "1" else {a.strip() for a in setting.split(",") if a.strip()}
     if not named or named - known:
-        raise edition.EditionError(f"ASSESSED is 0, 1 or a comma-separated list of assignments "
-                                   f"({', '.join(sorted(known))}), not {setting!r}")
+        raise edition.EditionError(
+            f"ASSESSED is 0, 1 or a comma-separated list of assignments ({', '.join(sorted(known))}), not {setting!r}"
+        )
     return named
 
 
-def build(dest: Path, setting: str = "1", source: Path = edition.PACKAGE,
-          solutions: Path = edition.SOLUTIONS) -> dict[str, tuple]:
+def build(
+    dest: Path, setting: str = "1", source: Path = edition.PACKAGE, solutions: Path = edition.SOLUTIONS
+) -> dict[str, tuple]:
     """Write the assessed edition of ``source`` to ``dest`` (a folder named like the package), with the
     answers of the assignments ``setting`` keeps open folded out (``still_open``); return those."""
     open_ = still_open(setting, solutions)
@@ -146,8 +157,11 @@ def build(dest: Path, setting: str = "1", source: Path = edition.PACKAGE,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder.assessed", description=__doc__.split("\n\n")[0])
     parser.add_argument("dest", type=Path, help="the folder to write the edition to (its name: encdec)")
-    parser.add_argument("--assessed", default="1", help="ASSESSED: 1 (every assignment open) or a "
-                        "comma-separated list of the assignments still open; default 1")
+    parser.add_argument(
+        "--assessed",
+        default="1",
+        help="ASSESSED: 1 (every assignment open) or a comma-separated list of the assignments still open; default 1",
+    )
     args = parser.parse_args(argv)
     try:
         found = build(args.dest, args.assessed)

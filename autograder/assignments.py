@@ -9,6 +9,7 @@ benchmarks that read this module.
 
     python -m autograder.assignments        # one line per assignment: name, max score
 """
+
 from __future__ import annotations
 
 import json
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.paths import ROOT
+
 SOLUTIONS = ROOT / "solutions"
 
 
@@ -41,8 +43,9 @@ def find(solutions: Path = SOLUTIONS) -> list[Assignment]:
             cells = nbgrader_cells(path)
             if cells:
                 notebooks.append(path)
-                points.update({m["grade_id"]: _number(m.get("points", 0)) for m in cells
-                               if m.get("grade") or m.get("task")})
+                points.update(
+                    {m["grade_id"]: _number(m.get("points", 0)) for m in cells if m.get("grade") or m.get("task")}
+                )
         if notebooks:
             found.append(Assignment(folder.name, tuple(notebooks), points))
     return found

@@ -19,6 +19,7 @@ A field of the wrong type is dropped or replaced and recorded, one record per fi
 (the field, how many cells, the first one's position). A missing id, outputs, unknown keys are not
 recorded: honest tools write them so.
 """
+
 from __future__ import annotations
 
 import math
@@ -52,8 +53,9 @@ def canonical(raw, max_cells: int):
     cells = raw.get("cells") if isinstance(raw, dict) else None
     if not isinstance(cells, list) and isinstance(raw, dict) and isinstance(raw.get("worksheets"), list):
         # nbformat 3: the cells of its worksheets
-        cells = [c for w in raw["worksheets"] if isinstance(w, dict) and isinstance(w.get("cells"), list)
-                 for c in w["cells"]]
+        cells = [
+            c for w in raw["worksheets"] if isinstance(w, dict) and isinstance(w.get("cells"), list) for c in w["cells"]
+        ]
     if not isinstance(cells, list):
         raise Refused("unreadable", error="no cells")
     if len(cells) > max_cells:

@@ -21,6 +21,7 @@ write, rename or new entry moves it to the server's now. So the submission's tim
 ``st_ctime`` of its folder and of every entry in it (``changed``), and the collected
 ``timestamp.txt``, which the late policy reads, holds that; the student's is skipped.
 """
+
 from __future__ import annotations
 
 import errno
@@ -31,7 +32,7 @@ import os
 import shutil
 import stat
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 RECORD = ".left-behind.json"  # in the collected folder, written by collect only (a student's is never copied)
 TIMESTAMP = "timestamp.txt"  # nbgrader's name
@@ -54,9 +55,16 @@ class Bounds:
 BOUNDS = Bounds()
 
 
-def copy_submission(parent_fd: int, name: str, dest: str, uid: int, bounds: Bounds = BOUNDS,
-                    ignore: tuple[str, ...] = (), include: tuple[str, ...] = ("*",),
-                    changed: list[int] | None = None) -> list[tuple[str, str]]:
+def copy_submission(
+    parent_fd: int,
+    name: str,
+    dest: str,
+    uid: int,
+    bounds: Bounds = BOUNDS,
+    ignore: tuple[str, ...] = (),
+    include: tuple[str, ...] = ("*",),
+    changed: list[int] | None = None,
+) -> list[tuple[str, str]]:
     """The folder ``name`` of ``parent_fd`` copied into the new folder ``dest``, as the module says;
     returns what was left behind, (path in the folder, key). ``ignore``/``include``: nbgrader's
     ``CourseDirectory`` globs (names skipped silently, as nbgrader's own copy does). ``changed``,
@@ -83,7 +91,7 @@ def _copy_folder(fd, rel, dest, depth, dev, uid, bounds, budget, left, ignore, i
         entries = list(itertools.islice(listing, budget[2] + 1))
     if len(entries) > budget[2]:
         left.append((rel + "...", "past_limits"))  # the rest of the folder, unlisted
-        entries = entries[:budget[2]]
+        entries = entries[: budget[2]]
     budget[2] -= len(entries)
     entries.sort(key=lambda e: (e.is_dir(follow_symlinks=False), e.name))  # files first
     for entry in entries:
@@ -120,8 +128,9 @@ def _copy_entry(fd, name, path, dest, depth, dev, uid, bounds, budget, left, ign
         if depth >= bounds.depth:
             return "past_limits"
         os.mkdir(os.path.join(dest, name), stat.S_IMODE(info.st_mode) & 0o777 | 0o700)
-        _copy_folder(fd, path + "/", os.path.join(dest, name), depth + 1, dev, uid, bounds, budget, left,
-                     ignore, include)
+        _copy_folder(
+            fd, path + "/", os.path.join(dest, name), depth + 1, dev, uid, bounds, budget, left, ignore, include
+        )
         return None
     if not any(fnmatch.fnmatch(name, g) for g in include):
         return None  # not included: skipped silently, as nbgrader's copy does
@@ -129,7 +138,9 @@ def _copy_entry(fd, name, path, dest, depth, dev, uid, bounds, budget, left, ign
         return "past_limits"
     budget[0], budget[1] = budget[0] - 1, budget[1] - info.st_size
     target = os.path.join(dest, name)
-    out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, stat.S_IMODE(info.st_mode) & 0o777 | 0o600)
+    out = os.open(
+        target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, stat.S_IMODE(info.st_mode) & 0o777 | 0o600
+    )
     try:
         remaining = info.st_size  # a file that grew since fstat is cut here
         while remaining > 0:
@@ -147,8 +158,15 @@ def _copy_entry(fd, name, path, dest, depth, dev, uid, bounds, budget, left, ign
     return None
 
 
-def collect(parent_fd: int, name: str, dest: str, uid: int, ignore: tuple[str, ...] = (),
-            include: tuple[str, ...] = ("*",), release: str | None = None) -> tuple[datetime, list[dict]]:
+def collect(
+    parent_fd: int,
+    name: str,
+    dest: str,
+    uid: int,
+    ignore: tuple[str, ...] = (),
+    include: tuple[str, ...] = ("*",),
+    release: str | None = None,
+) -> tuple[datetime, list[dict]]:
     """The submission folder ``name`` of ``parent_fd`` (an inbound folder) collected into ``dest``:
     copied as ``copy_submission`` copies, then timed by the server's clock and its left-behind
     records written (``write``); returns that time and those records. A folder left with no
@@ -164,7 +182,7 @@ def collect(parent_fd: int, name: str, dest: str, uid: int, ignore: tuple[str, .
             shutil.copyfile(os.path.join(release, blank), os.path.join(dest, blank))
             left.append((blank, "no_notebook"))
     records = said(left)
-    when = datetime.fromtimestamp(changed[0] / 1e9, timezone.utc)  # the server's clock, not the name's
+    when = datetime.fromtimestamp(changed[0] / 1e9, UTC)  # the server's clock, not the name's
     write(dest, when.strftime("%Y-%m-%d %H:%M:%S.%f UTC"), records)
     return when, records
 
@@ -207,5 +225,12 @@ def left_behind(folder: str) -> list[dict]:
     except ValueError:
         return []
     known = {f"left_behind_{k}" for k in KEYS}
-    return [{**r, "files": ", ".join(str(p) for p in r["files"])} for r in records if isinstance(r, dict)
-            and r.get("key") in known and isinstance(r.get("files"), list)] if isinstance(records, list) else []
+    return (
+        [
+            {**r, "files": ", ".join(str(p) for p in r["files"])}
+            for r in records
+            if isinstance(r, dict) and r.get("key") in known and isinstance(r.get("files"), list)
+        ]
+        if isinstance(records, list)
+        else []
+    )

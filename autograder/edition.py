@@ -23,6 +23,7 @@ torch's files without its ready-made Transformer layers, for every kernel), made
 
     python -m autograder.edition [--out DIR] [assignment ...]   # default: every assignment; torch's always
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,10 +39,11 @@ import sys
 import time
 from pathlib import Path
 
+from autograder.paths import ROOT as REPO
+
 from . import torch_edition
 from .assignments import names as assignment_names
 
-from autograder.paths import ROOT as REPO
 PACKAGE = REPO / "encdec"
 SOLUTIONS = REPO / "solutions"
 DEFAULT_OUT = REPO / "build" / "grading-edition"
@@ -155,11 +157,13 @@ def _find(tree: ast.Module, qualname: list[str], name: str) -> ast.FunctionDef |
     """The definition of ``qualname`` (e.g. ["DecoderBlock", "forward"]) in a module's top level."""
     body, node = tree.body, None
     for part in qualname:
-        found = [n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                 and n.name == part]
+        found = [
+            n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == part
+        ]
         if len(found) != 1:
-            raise EditionError(f"target {name}: {'no' if not found else 'more than one'} definition of "
-                               f"{part!r} in the package source")
+            raise EditionError(
+                f"target {name}: {'no' if not found else 'more than one'} definition of {part!r} in the package source"
+            )
         node = found[0]
         body = node.body
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -182,10 +186,12 @@ def _apply_twin(tree: ast.Module, twin: Twin) -> None:
         want = ast.dump(ast.parse(old).body[0])
         spots = [(block, i) for block in _blocks(fn) for i, stmt in enumerate(block) if ast.dump(stmt) == want]
         if len(spots) != 1:
-            raise EditionError(f"the twin of {twin.inside} expects `{old}` there once, found {len(spots)}: "
-                               "update TWINS in autograder/edition.py to the package")
+            raise EditionError(
+                f"the twin of {twin.inside} expects `{old}` there once, found {len(spots)}: "
+                "update TWINS in autograder/edition.py to the package"
+            )
         block, i = spots[0]
-        block[i:i + 1] = ast.parse(new).body
+        block[i : i + 1] = ast.parse(new).body
     top = next(i for i, n in enumerate(tree.body) if getattr(n, "name", None) == twin.inside.split(".")[2])
     tree.body[top:top] = ast.parse(twin.helper).body  # defined before its user, as a reader expects
 
@@ -203,8 +209,12 @@ def _add_import(tree: ast.Module) -> None:
     """``from ._graded import GradedRunUsesYourCode`` after the docstring and __future__ imports."""
     at = 0
     for i, stmt in enumerate(tree.body):
-        is_doc = i == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) \
+        is_doc = (
+            i == 0
+            and isinstance(stmt, ast.Expr)
+            and isinstance(stmt.value, ast.Constant)
             and isinstance(stmt.value.value, str)
+        )
         if is_doc or (isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"):
             at = i + 1
     tree.body.insert(at, ast.ImportFrom("_graded", [ast.alias("GradedRunUsesYourCode")], 1))
@@ -229,7 +239,7 @@ def _check_imports(rel: str, tree: ast.Module, source: Path, kept: set[str]) -> 
         if isinstance(node, ast.Import):
             wanted = [a.name for a in node.names]
         else:
-            base = package[:len(package) - node.level + 1] if node.level else []
+            base = package[: len(package) - node.level + 1] if node.level else []
             mod = ".".join(base + ([node.module] if node.module else []))
             wanted = [mod] + [f"{mod}.{a.name}" for a in node.names]
         for name in wanted:
@@ -239,8 +249,10 @@ def _check_imports(rel: str, tree: ast.Module, source: Path, kept: set[str]) -> 
             path = source.joinpath(*bits[1:])
             exists = path.is_dir() or path.with_suffix(".py").is_file()
             if exists and bits[1] not in kept:
-                raise EditionError(f"encdec/{rel} imports {name} at module level, which the grading edition "
-                                   "leaves out (autograder/edition.py, MODULES)")
+                raise EditionError(
+                    f"encdec/{rel} imports {name} at module level, which the grading edition "
+                    "leaves out (autograder/edition.py, MODULES)"
+                )
 
 
 def _generate(assignment: str, dest: Path, source: Path, solutions: Path) -> list[str]:
@@ -254,8 +266,10 @@ def _generate(assignment: str, dest: Path, source: Path, solutions: Path) -> lis
         if len(bits) < 3 or bits[0] != "encdec":
             raise EditionError(f"target {name!r} is not a function or method of encdec (encdec.<module>.<name>)")
         if bits[1] in VERBATIM or bits[1] not in modules or bits[1] == "__init__":
-            raise EditionError(f"target {name}: the module encdec.{bits[1]} is not one the edition rewrites "
-                               f"({', '.join(Path(m).stem for m in MODULES[1:])})")
+            raise EditionError(
+                f"target {name}: the module encdec.{bits[1]} is not one the edition rewrites "
+                f"({', '.join(Path(m).stem for m in MODULES[1:])})"
+            )
         by_module.setdefault(f"{bits[1]}.py", []).append(name)
     twins = [t for t in TWINS if t.when & set(names) and t.inside not in names]
     out = dest / "encdec"
@@ -274,8 +288,15 @@ def _generate(assignment: str, dest: Path, source: Path, solutions: Path) -> lis
                 _add_import(tree)
             ast.fix_missing_locations(tree)
             changes = [f"#   {n}: removed" for n in mine] + [f"#   {t.inside}: twin" for t in rows]
-            text = "\n".join([f"# Generated by autograder/edition.py (grading edition of {assignment}) from",
-                              f"# encdec/{rel}. Do not edit. Changed:", *changes, ast.unparse(tree), ""])
+            text = "\n".join(
+                [
+                    f"# Generated by autograder/edition.py (grading edition of {assignment}) from",
+                    f"# encdec/{rel}. Do not edit. Changed:",
+                    *changes,
+                    ast.unparse(tree),
+                    "",
+                ]
+            )
             compile(text, f"encdec/{rel}", "exec")
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         (out / rel).write_text(text)
@@ -293,8 +314,10 @@ def _readable(root: Path) -> None:
 
 def _make(assignment: str, out_root: Path, source: Path, solutions: Path, force: bool) -> Path:
     stamp = digest(assignment, source, solutions)
-    return _publish(assignment, out_root, stamp, lambda tmp: _generate(assignment, tmp, source, solutions),
-                    force) / "encdec"
+    return (
+        _publish(assignment, out_root, stamp, lambda tmp: _generate(assignment, tmp, source, solutions), force)
+        / "encdec"
+    )
 
 
 def _publish(assignment: str, out_root: Path, stamp: str, generate, force: bool) -> Path:
@@ -314,7 +337,8 @@ def _publish(assignment: str, out_root: Path, stamp: str, generate, force: bool)
     except PermissionError as err:  # a grader that may not write there (a plain user, root's build/)
         raise EditionError(
             f"the edition in {out_root} is out of date (the package, solutions or torch changed) and this user "
-            f"may not rebuild it there; its owner rebuilds it with `python -m autograder.edition`") from err
+            f"may not rebuild it there; its owner rebuilds it with `python -m autograder.edition`"
+        ) from err
     try:
         generate(tmp)
         (tmp / STAMP).write_text(stamp + "\n")

@@ -1,4 +1,5 @@
 """The grader process's environment, prepared by the root nbgrader_config.py (`prepare(c)`)."""
+
 import os
 import sys
 from pathlib import Path
@@ -24,7 +25,7 @@ def prepare(c) -> None:
     files = [section.get("to") for section in (c.ExportPlugin, c.CsvExportPlugin)]
     db_url = c.CourseDirectory.get("db_url")
     if isinstance(db_url, str) and db_url.startswith(SQLITE):
-        files.append(db_url[len(SQLITE):])
+        files.append(db_url[len(SQLITE) :])
     for file in files:
         if isinstance(file, str) and file:
             Path(file).parent.mkdir(parents=True, exist_ok=True)

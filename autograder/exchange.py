@@ -26,6 +26,7 @@ owned by someone else than the student it names. Here:
   files, ``collected.py``), never by the time in its name or its ``timestamp.txt``, which the student
   sets: the late policy and the choice of the newest submission read the server's.
 """
+
 from __future__ import annotations
 
 import glob
@@ -33,13 +34,14 @@ import os
 import pwd
 import stat
 import struct
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-from autograder import collected
 from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.exchange.default.release_assignment import ExchangeReleaseAssignment
 from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback
 from nbgrader.utils import notebook_hash, parse_utc
+
+from autograder import collected
 
 
 class ReleaseAssignment(ExchangeReleaseAssignment):
@@ -61,8 +63,13 @@ _USER_OBJ, _USER, _GROUP_OBJ, _MASK, _OTHER, _UNNAMED = 0x01, 0x02, 0x04, 0x10, 
 def readable_by(path: str, uid: int) -> None:
     """``path`` (the caller's file) readable by its owner and the user ``uid`` only."""
     os.chmod(path, 0o600)
-    entries = [(_USER_OBJ, 6, _UNNAMED), (_USER, 4, uid), (_GROUP_OBJ, 0, _UNNAMED), (_MASK, 4, _UNNAMED),
-               (_OTHER, 0, _UNNAMED)]
+    entries = [
+        (_USER_OBJ, 6, _UNNAMED),
+        (_USER, 4, uid),
+        (_GROUP_OBJ, 0, _UNNAMED),
+        (_MASK, 4, _UNNAMED),
+        (_OTHER, 0, _UNNAMED),
+    ]
     os.setxattr(path, _ACL, struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *e) for e in entries))
 
 
@@ -74,7 +81,7 @@ class ReleaseFeedback(ExchangeReleaseFeedback):
         for page in glob.glob(os.path.join(self.src_path, "*.html")):  # nbgrader's feedback/<student>/<assignment>/
             folder = os.path.dirname(page)
             with open(os.path.join(folder, "submission_secret.txt")) as f:
-                name = notebook_hash(secret=f.read(), notebook_id=os.path.basename(page)[:-len(".html")])
+                name = notebook_hash(secret=f.read(), notebook_id=os.path.basename(page)[: -len(".html")])
             released, student = os.path.join(self.dest_path, f"{name}.html"), os.path.basename(os.path.dirname(folder))
             try:
                 if os.path.isfile(released):
@@ -102,7 +109,7 @@ class Collect(ExchangeCollect):
         # ranked (newest, before the due date, newer than the one collected) by the server's clock:
         # the folder's last status change, naive UTC as nbgrader's; the name's time is the student's
         try:
-            record["timestamp"] = datetime.fromtimestamp(os.lstat(path).st_ctime, timezone.utc).replace(tzinfo=None)
+            record["timestamp"] = datetime.fromtimestamp(os.lstat(path).st_ctime, UTC).replace(tzinfo=None)
         except OSError:
             pass
         return record
@@ -126,8 +133,12 @@ class Collect(ExchangeCollect):
         why = {r["filename"]: self._why_not(r) for r in self.src_records}  # each folder looked at once
         for record in self.src_records:
             if why[record["filename"]]:
-                self.log.error("Not collected: %r names %s, but %s", record["filename"], record["username"],
-                               why[record["filename"]])
+                self.log.error(
+                    "Not collected: %r names %s, but %s",
+                    record["filename"],
+                    record["username"],
+                    why[record["filename"]],
+                )
         self.src_records = [r for r in self.src_records if not why[r["filename"]]]
         super().copy_files()
 
@@ -138,21 +149,32 @@ class Collect(ExchangeCollect):
         student = self._path_to_record(src)["username"]
         parent = os.open(self.inbound_path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            when, records = collected.collect(parent, name, dest, pwd.getpwnam(student).pw_uid,
-                                              ignore=tuple(self.coursedir.ignore),
-                                              include=tuple(self.coursedir.include), release=self._release())
+            when, records = collected.collect(
+                parent,
+                name,
+                dest,
+                pwd.getpwnam(student).pw_uid,
+                ignore=tuple(self.coursedir.ignore),
+                include=tuple(self.coursedir.include),
+                release=self._release(),
+            )
         except (KeyError, OSError) as error:
             self.log.error("Not collected: %r is no folder of %s's own (%s)", name, student, type(error).__name__)
             return
         finally:
             os.close(parent)
-        named = parse_utc(name.rsplit("+", 3)[2]).replace(tzinfo=timezone.utc)
+        named = parse_utc(name.rsplit("+", 3)[2]).replace(tzinfo=UTC)
         if abs((when - named).total_seconds()) > 120:
-            self.log.warning("%r: handed in at %s by the server's clock; its name says %s (not used)",
-                             name, when.isoformat(" ", "seconds"), named.isoformat(" ", "seconds"))
+            self.log.warning(
+                "%r: handed in at %s by the server's clock; its name says %s (not used)",
+                name,
+                when.isoformat(" ", "seconds"),
+                named.isoformat(" ", "seconds"),
+            )
         for r in records:
-            self.log.error("Left behind in %r: %d item(s), %s: %s", name, r["count"], r["key"],
-                           ", ".join(map(repr, r["files"])))
+            self.log.error(
+                "Left behind in %r: %d item(s), %s: %s", name, r["count"], r["key"], ", ".join(map(repr, r["files"]))
+            )
 
     def _release(self) -> str:
         """The release folder of the assignment being collected (its blank notebooks)."""

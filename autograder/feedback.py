@@ -12,6 +12,7 @@ template, and a page for every notebook.
   gradebook gave one, and a sentence in the submission's language), and the error is logged for the
   instructor: what one student handed in never stops the batch.
 """
+
 from __future__ import annotations
 
 import html
@@ -25,15 +26,18 @@ from autograder.repairs import NOTICE_ID, notice, repairs
 from encdec.grading import language
 
 # the course's templates first, then nbgrader's (the course's template extends nbgrader's feedback)
-TEMPLATE_BASEDIRS = [str(Path(__file__).resolve().parent / "templates"),
-                     str(Path(nbgrader.__file__).resolve().parent / "server_extensions" / "formgrader" / "templates")]
+TEMPLATE_BASEDIRS = [
+    str(Path(__file__).resolve().parent / "templates"),
+    str(Path(nbgrader.__file__).resolve().parent / "server_extensions" / "formgrader" / "templates"),
+]
 
 
 class FeedbackExporter(HTMLExporter):
     """nbgrader's feedback page drawn by the course's template; a short page where it cannot be made."""
 
-    template_file = Unicode("encdec.html.j2", help="The course's feedback template (in TEMPLATE_BASEDIRS' "
-                            "feedback/ folder).").tag(config=True, affects_environment=True)
+    template_file = Unicode(
+        "encdec.html.j2", help="The course's feedback template (in TEMPLATE_BASEDIRS' feedback/ folder)."
+    ).tag(config=True, affects_environment=True)
 
     def from_notebook_node(self, nb, resources=None, **kw):
         from autograder.preprocessors.trusted_verdict import submission_language
@@ -45,9 +49,8 @@ class FeedbackExporter(HTMLExporter):
             done = repairs(nb)
             resources["encdec_notice"] = notice(done, submission_language(nb)) if done else ""
             return super().from_notebook_node(nb, resources, **kw)
-        except Exception:  # noqa: BLE001 (any failure on one student's data: that student gets the short page)
-            self.log.exception("the feedback page of %s could not be made; a short page stands for it",
-                               _who(resources))
+        except Exception:
+            self.log.exception("the feedback page of %s could not be made; a short page stands for it", _who(resources))
             return short_page(nb, resources), resources
 
 
@@ -58,11 +61,16 @@ def short_page(nb, resources: dict) -> str:
     info = resources.get("nbgrader", {})
     score = info.get("score")
     with language.speaking(submission_language(nb)):
-        text = language.text("feedback_short_page", score="?" if score is None else f"{float(score):.2f}",
-                             max_score="?" if info.get("max_score") is None else f"{float(info['max_score']):.2f}")
+        text = language.text(
+            "feedback_short_page",
+            score="?" if score is None else f"{float(score):.2f}",
+            max_score="?" if info.get("max_score") is None else f"{float(info['max_score']):.2f}",
+        )
     name = html.escape(str(info.get("notebook", "")))
-    return (f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{name}</title></head>\n'
-            f'<body><h4>{name}</h4><p>{html.escape(text)}</p></body></html>\n')
+    return (
+        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{name}</title></head>\n'
+        f"<body><h4>{name}</h4><p>{html.escape(text)}</p></body></html>\n"
+    )
 
 
 def _who(resources) -> str:

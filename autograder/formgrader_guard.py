@@ -26,6 +26,7 @@ instructor's, where no student writes), links resolved; any other is not found.
 The rules are added when the server loads this extension, before nbgrader's formgrader (extensions load
 in the order of their names, and a request goes to the first rule that matches it).
 """
+
 from __future__ import annotations
 
 import html
@@ -74,6 +75,7 @@ class GradingPage(SubmissionHandler):
         class Escaping:
             def from_filename(self, filename, resources=None, **kw):
                 return exporter.from_filename(filename, resources=_escaped(resources or {}), **kw)
+
         return Escaping()
 
     def render(self, name, **ns):
@@ -87,6 +89,11 @@ def _jupyter_server_extension_points():
 def _load_jupyter_server_extension(serverapp) -> None:
     web_app = serverapp.web_app
     base = web_app.settings["base_url"]
-    web_app.add_handlers(".*$", [(url_path_join(base, REFUSED), NotPlain),
-                                 (url_path_join(base, "/formgrader/?"), LocalFormgrader),
-                                 (url_path_join(base, r"/formgrader/submissions/([^/]+)/?"), GradingPage)])
+    web_app.add_handlers(
+        ".*$",
+        [
+            (url_path_join(base, REFUSED), NotPlain),
+            (url_path_join(base, "/formgrader/?"), LocalFormgrader),
+            (url_path_join(base, r"/formgrader/submissions/([^/]+)/?"), GradingPage),
+        ],
+    )

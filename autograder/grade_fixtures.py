@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import assignments as course
-from autograder.state import ENV as GRADING_DIR_ENV, GradingState
-
 from autograder.paths import ROOT
+from autograder.state import ENV as GRADING_DIR_ENV
+from autograder.state import GradingState
 
 
 @dataclass
@@ -124,10 +124,21 @@ def grade(work: Path, timeout: int = TIMEOUT, only: list[str] | None = None) -> 
                 actual = None
             html = state.feedback / name / a / f"{a}.html"
             recorded = recorded_labels(state.autograded / name / a / f"{a}.ipynb")
-            rows.append(Row(name, a, spec["expected_score"], actual, max_scores[a], spec["label"],
-                            spec["label"] is None or spec["label"] in recorded,
-                            html if html.exists() else None, spec.get("flag"), flagged.get(name, "").strip(),
-                            recorded))
+            rows.append(
+                Row(
+                    name,
+                    a,
+                    spec["expected_score"],
+                    actual,
+                    max_scores[a],
+                    spec["label"],
+                    spec["label"] is None or spec["label"] in recorded,
+                    html if html.exists() else None,
+                    spec.get("flag"),
+                    flagged.get(name, "").strip(),
+                    recorded,
+                )
+            )
     return rows
 
 
@@ -173,9 +184,11 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         ok = r.actual == r.expected and r.label_found and r.flag_ok
         bad += not ok
-        print(f"{r.name:30s} {r.expected:8.1f} {(r.actual if r.actual is not None else float('nan')):8.1f}  "
-              f"{(r.label or '-')[:40]:40s} {(r.flags or '-')[:40]:40s} {'ok' if ok else 'MISMATCH'}  "
-              f"{' '.join(r.labels)}")
+        print(
+            f"{r.name:30s} {r.expected:8.1f} {(r.actual if r.actual is not None else float('nan')):8.1f}  "
+            f"{(r.label or '-')[:40]:40s} {(r.flags or '-')[:40]:40s} {'ok' if ok else 'MISMATCH'}  "
+            f"{' '.join(r.labels)}"
+        )
     print(f"{len(rows)} fixtures graded in {time.time() - t0:.0f} s; state in {work}")
     return 1 if bad else 0
 

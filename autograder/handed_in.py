@@ -29,6 +29,7 @@ Each record is stated at the top of the graded notebook and of the feedback, wit
 exchange's collect left behind of the submission (``autograder/collected.py``: ``left_behind_<key>``,
 a link for instance). The files handed in stay as they are.
 """
+
 from __future__ import annotations
 
 import json
@@ -123,14 +124,18 @@ def _checksum(cell) -> str | None:
 
 def _locked(nb) -> frozenset[str]:
     """The checksums of a notebook's locked code cells (a copy of the release carries them unchanged)."""
-    return frozenset(_checksum(c) for c in nb.cells
-                     if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("locked"))
+    return frozenset(
+        _checksum(c) for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("locked")
+    )
 
 
 def _answers(nb) -> int:
     """Solution cells whose source is not the release's (nbgrader's checksum of the cell changed)."""
-    return sum(1 for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")
-               and _checksum(c) != c.metadata.nbgrader.get("checksum"))
+    return sum(
+        1
+        for c in nb.cells
+        if c.metadata.get("nbgrader", {}).get("solution") and _checksum(c) != c.metadata.nbgrader.get("checksum")
+    )
 
 
 def stands_for(path: Path, expected: dict[str, frozenset[str]], limits: Intake = LIMITS) -> list[Path]:
@@ -171,6 +176,7 @@ def release_checksums(source: Path, assignment: str) -> dict[str, frozenset[str]
 def renamed_hook(source: Path):
     """``Autograde.pre_convert_hook``: a notebook handed in under other names is graded under the
     release's (``stands_for``). ``source``: the course's source folder (``solutions/``)."""
+
     def hook(assignment: str, student: str, notebooks: list[str]) -> None:
         for folder in sorted({Path(n).parent for n in notebooks}):
             expected = release_checksums(source, folder.name)
@@ -178,6 +184,7 @@ def renamed_hook(source: Path):
                 path = folder / f"{name}.ipynb"
                 if str(path) not in notebooks and stands_for(path, expected):
                     notebooks.append(str(path))  # the list nbgrader grades next (its own, given to the hook)
+
     return hook
 
 
@@ -203,14 +210,22 @@ class HandedInExporter(NotebookExporter):
             nb = self._release(cd, path)
             record(nb, refused.key, file=_shown(handed_in), **refused.params)
         if len(chosen) > 1:
-            record(nb, "copies", file=_shown(handed_in), name=path.name, copies=len(chosen),
-                   others=", ".join(_shown(p) for p in chosen[1:]))
+            record(
+                nb,
+                "copies",
+                file=_shown(handed_in),
+                name=path.name,
+                copies=len(chosen),
+                others=", ".join(_shown(p) for p in chosen[1:]),
+            )
         elif chosen:
             record(nb, "renamed", file=_shown(handed_in), name=path.name)
         for said in left_behind(str(path.parent)):
             record(nb, **said)
         resources = {} if resources is None else resources
-        resources[INTAKE_KEY] = repairs(nb)  # ours alone (the canonical notebook keeps none of the file's): MatchRelease starts from these
+        resources[INTAKE_KEY] = repairs(
+            nb
+        )  # ours alone (the canonical notebook keeps none of the file's): MatchRelease starts from these
         if not resources.get("metadata"):
             resources["metadata"] = {}
         resources["metadata"].update(name=path.stem, path=str(path.parent))

@@ -22,6 +22,7 @@ extension points only:
 A submission graded before anything was kept has nothing to put back: its failed regrade still
 removes it, as stock nbgrader does (the log says so).
 """
+
 from __future__ import annotations
 
 import atexit
@@ -83,11 +84,17 @@ def gradebook_rows(db_url: str, course_id: str, student: str, assignment: str) -
 
     with Gradebook(db_url, course_id) as gb:
         sub = gb.find_submission(assignment, student)
-        return {"timestamp": sub.timestamp.isoformat() if sub.timestamp else None,
-                "grades": [[g.notebook.name, g.name, g.auto_score, g.manual_score, g.extra_credit, g.needs_manual_grade]
-                           for nb in sub.notebooks for g in nb.grades],
-                "comments": [[c.notebook.name, c.name, c.auto_comment, c.manual_comment]
-                             for nb in sub.notebooks for c in nb.comments]}
+        return {
+            "timestamp": sub.timestamp.isoformat() if sub.timestamp else None,
+            "grades": [
+                [g.notebook.name, g.name, g.auto_score, g.manual_score, g.extra_credit, g.needs_manual_grade]
+                for nb in sub.notebooks
+                for g in nb.grades
+            ],
+            "comments": [
+                [c.notebook.name, c.name, c.auto_comment, c.manual_comment] for nb in sub.notebooks for c in nb.comments
+            ],
+        }
 
 
 def put_rows_back(db_url: str, course_id: str, student: str, assignment: str, rows: dict) -> None:
@@ -238,8 +245,9 @@ class KeepLastGrade(NbGraderPreprocessor):
         if cd is None or not info.get("student") or (info["student"], info["assignment"]) in _RUNNING:
             return nb, resources  # not a submission's run, or already marked (the autograde pass after sanitizing)
         kind = "feedback" if isinstance(converter, GenerateFeedback) else "autograded"
-        dest_root = Path(cd.format_path(cd.feedback_directory if kind == "feedback" else cd.autograded_directory,
-                                        ".", ".")).resolve()
+        dest_root = Path(
+            cd.format_path(cd.feedback_directory if kind == "feedback" else cd.autograded_directory, ".", ".")
+        ).resolve()
         student, assignment = info["student"], info["assignment"]
         mark = begin(dest_root, kind, student, assignment)
         mark.write_text(json.dumps({"pid": os.getpid(), "db_url": cd.db_url, "course_id": cd.course_id}))
@@ -253,5 +261,7 @@ def _finished(dest_root: Path, kind: str, student: str, assignment: str) -> None
     _RUNNING.pop((student, assignment), None)
     if _mark(dest_root, kind, student, assignment).is_file():
         kept = restore(dest_root, kind, student, assignment)
-        sys.stderr.write(f"[keep] the {kind} run of {student}/{assignment} did not finish: "
-                         + ("its last good one is back in place\n" if kept else "nothing was kept to put back\n"))
+        sys.stderr.write(
+            f"[keep] the {kind} run of {student}/{assignment} did not finish: "
+            + ("its last good one is back in place\n" if kept else "nothing was kept to put back\n")
+        )

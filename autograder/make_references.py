@@ -26,9 +26,7 @@ def make_references(root: Path) -> list[Path]:
     import torch
 
     from autograder import edition, judge
-    from encdec.grading import wire
-
-    from encdec.grading import validation
+    from encdec.grading import validation, wire
 
     torch.set_num_threads(1)  # one thread: the same float sums on every machine we run on
     written = []

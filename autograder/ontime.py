@@ -25,6 +25,7 @@ limit, or one whose grading failed, is not graded and its feedback is a short pa
 (``PAGES``), at the name ``fetch_feedback`` looks for; a folder that is no hand-in of the student it
 names (a link, another user's folder) is refused and logged, as ``collect`` refuses it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,10 +56,10 @@ RECORD = "ontime.json"  # in the queue's state folder: every hand-in seen, its a
 # the page a hand-in that is not graded gets instead of feedback (words last, from the record's data)
 PAGES = {
     "over_limit": "{assignment}: this hand-in was not graded at submission. {limit} of your hand-ins are graded "
-                  "at submission and this is number {attempt}; the feedback of your last graded one stands. "
-                  "Your instructor grades your final submission.",
+    "at submission and this is number {attempt}; the feedback of your last graded one stands. "
+    "Your instructor grades your final submission.",
     "failed": "{assignment}: this hand-in could not be graded at submission. Your instructor grades your final "
-              "submission.",
+    "submission.",
 }
 log = logging.getLogger("autograder.ontime")
 
@@ -119,15 +120,15 @@ class Service:
         except OSError:
             return moved  # not released yet
         try:
-            started = [h for h in hand_ins(fd, self.assignments) if h.name not in self.record
-                       and self._take(fd, h)]
+            started = [h for h in hand_ins(fd, self.assignments) if h.name not in self.record and self._take(fd, h)]
         finally:
             os.close(fd)
         if started:
             from autograder.taskqueue.jobs import enqueue
 
-            enqueue(self.root, sorted({h.assignment for h in started}), self.url,
-                    only=sorted({h.student for h in started}))
+            enqueue(
+                self.root, sorted({h.assignment for h in started}), self.url, only=sorted({h.student for h in started})
+            )
         return moved + len(started)
 
     def _take(self, fd: int, h: HandIn) -> bool:
@@ -138,16 +139,25 @@ class Service:
         if (h.student, h.assignment) in self.busy or time.time_ns() - h.ctime_ns < QUIET_S * 1e9:
             return False
         entry = {"student": h.student, "assignment": h.assignment, "handed_in": h.ctime_ns / 1e9}
-        attempt = 1 + sum(1 for e in self.record.values() if e["outcome"] != "refused" and
-                          (e["student"], e["assignment"]) == (h.student, h.assignment))  # removed ones count
+        attempt = 1 + sum(
+            1
+            for e in self.record.values()
+            if e["outcome"] != "refused" and (e["student"], e["assignment"]) == (h.student, h.assignment)
+        )  # removed ones count
         with tempfile.TemporaryDirectory(dir=self.record_path.parent) as scratch:
             dest = os.path.join(scratch, h.assignment)
             try:
                 if not h.own:
                     raise PermissionError("not a folder of the student's own")
-                when, _ = collected.collect(fd, h.name, dest, pwd.getpwnam(h.student).pw_uid,
-                                            ignore=tuple(self.cd.ignore), include=tuple(self.cd.include),
-                                            release=self.cd.format_path(self.cd.release_directory, ".", h.assignment))
+                when, _ = collected.collect(
+                    fd,
+                    h.name,
+                    dest,
+                    pwd.getpwnam(h.student).pw_uid,
+                    ignore=tuple(self.cd.ignore),
+                    include=tuple(self.cd.include),
+                    release=self.cd.format_path(self.cd.release_directory, ".", h.assignment),
+                )
             except (KeyError, OSError) as error:  # as collect refuses it: logged, never graded
                 log.error("Not graded: %r is no folder of %s's own (%s)", h.name, h.student, type(error).__name__)
                 self._settle(h.name, {**entry, "outcome": "refused"})
@@ -182,13 +192,18 @@ class Service:
                 released = self.api.release_feedback(assignment, student) if made["success"] else made
                 if not released["success"]:
                     log.error("feedback of %r: %s", name, released.get("error") or released.get("log"))
-                outcome = {"outcome": "graded" if released["success"] else "failed",
-                           "score": sum(r.score for r in results), "published": seen, "applied": applied,
-                           "released": time.time()}
+                outcome = {
+                    "outcome": "graded" if released["success"] else "failed",
+                    "score": sum(r.score for r in results),
+                    "published": seen,
+                    "applied": applied,
+                    "released": time.time(),
+                }
             else:
                 try:
-                    status = Job.fetch(job_id(self.cd.course_id, str(self.root), assignment, student, fp),
-                                       connection=connect(self.url)).get_status()
+                    status = Job.fetch(
+                        job_id(self.cd.course_id, str(self.root), assignment, student, fp), connection=connect(self.url)
+                    ).get_status()
                 except NoSuchJobError:
                     status = None
                 if status not in (None, JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
@@ -208,7 +223,7 @@ class Service:
         if not secret.is_file():
             return
         text = html.escape(PAGES[key].format(assignment=assignment, **values))
-        page = f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"></head><body><p>{text}</p></body></html>\n"
+        page = f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"></head><body><p>{text}</p></body></html>\n'
         self.outbound.mkdir(mode=0o755, parents=True, exist_ok=True)
         for notebook in folder.glob("*.ipynb"):
             name = notebook_hash(secret=secret.read_text()[:1000], notebook_id=notebook.stem)
@@ -237,9 +252,23 @@ def main(argv: list[str] | None = None) -> int:
     if not wanted:
         log.info("no assignment is graded at submission (%s is empty)", ASSIGNMENTS)
     service = Service(Path.cwd(), args.redis, wanted, int(os.environ.get(ATTEMPTS) or DEFAULT_ATTEMPTS))
-    workers = [subprocess.Popen([sys.executable, "-m", "autograder.taskqueue", "--redis", args.redis, "worker",
-                                 "--simple", "--name", f"ontime-{os.getpid()}-{i}"], start_new_session=True)
-               for i in range(args.workers)]
+    workers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "autograder.taskqueue",
+                "--redis",
+                args.redis,
+                "worker",
+                "--simple",
+                "--name",
+                f"ontime-{os.getpid()}-{i}",
+            ],
+            start_new_session=True,
+        )
+        for i in range(args.workers)
+    ]
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         while wanted:

@@ -15,6 +15,7 @@ its folders with a group of teaching assistants (mode 0750); on Debian every use
 their own. A folder is open when others have any bit on it and can reach it (every folder above
 it lets them pass); a folder under a private one (a home of mode 0700) is private.
 """
+
 from __future__ import annotations
 
 import os

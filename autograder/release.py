@@ -28,9 +28,9 @@ from pathlib import Path
 import yaml
 
 from autograder import assignments as course
+from autograder.paths import ROOT
 from encdec.grading import language, wire
 
-from autograder.paths import ROOT
 SOLUTIONS = ROOT / "solutions"
 
 
@@ -47,8 +47,10 @@ def translated_source(assignment: str, lang: str, solutions: Path = SOLUTIONS) -
     ids = [c["id"] for c in nb["cells"] if c["cell_type"] == "markdown"]
     missing, extra = sorted(set(ids) - set(table)), sorted(set(table) - set(ids))
     if missing or extra:
-        raise ValueError(f"solutions/{assignment}/{lang}.yml: markdown cells without a translation {missing}, "
-                         f"ids that are not markdown cells {extra}")
+        raise ValueError(
+            f"solutions/{assignment}/{lang}.yml: markdown cells without a translation {missing}, "
+            f"ids that are not markdown cells {extra}"
+        )
     for cell in nb["cells"]:
         if cell["cell_type"] == "markdown":
             text = table[cell["id"]]
@@ -74,7 +76,9 @@ def folder(lang: str) -> Path:
 def release(lang: str, out: Path, names: list[str] | None = None) -> list[Path]:
     """Write ``out/<a>/`` for each assignment (all by default); return the notebooks written."""
     if lang not in language.LANGUAGES or lang == language.DEFAULT:
-        raise ValueError(f"no release language {lang!r} (choose from {sorted(set(language.LANGUAGES) - {language.DEFAULT})})")
+        raise ValueError(
+            f"no release language {lang!r} (choose from {sorted(set(language.LANGUAGES) - {language.DEFAULT})})"
+        )
     names = names or course.names()
     written = []
     with tempfile.TemporaryDirectory(prefix=f"encdec-release-{lang}-") as tmp:
@@ -87,10 +91,18 @@ def release(lang: str, out: Path, names: list[str] | None = None) -> list[Path]:
             for ref in sorted((SOLUTIONS / a / "reference").glob("*.npz")):
                 _localized_reference(ref, src / "reference" / ref.name, lang)
             shutil.copy(SOLUTIONS / a / "nbgrader_config.py", src / "nbgrader_config.py")  # validation in the folder
-            cmd = [sys.executable, "-m", "nbgrader", "generate_assignment", a, "--force",
-                   f"--CourseDirectory.root={top}", "--CourseDirectory.source_directory=source",
-                   "--CourseDirectory.release_directory=release",
-                   f"--CourseDirectory.db_url=sqlite:///{top / 'gradebook.db'}"]
+            cmd = [
+                sys.executable,
+                "-m",
+                "nbgrader",
+                "generate_assignment",
+                a,
+                "--force",
+                f"--CourseDirectory.root={top}",
+                "--CourseDirectory.source_directory=source",
+                "--CourseDirectory.release_directory=release",
+                f"--CourseDirectory.db_url=sqlite:///{top / 'gradebook.db'}",
+            ]
             done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
             if done.returncode != 0:
                 raise RuntimeError(f"nbgrader generate_assignment {a} ({lang}) failed:\n{done.stdout}{done.stderr}")

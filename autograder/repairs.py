@@ -2,6 +2,7 @@
 parameters, in nb.metadata["encdec"]["repairs"]), and their words for the top of the graded notebook
 and the feedback (``encdec/grading/messages.py``, ``repair_<key>``). Made by ``autograder/handed_in.py``
 and ``autograder/canonical.py`` (a renamed, refused or untyped file) and ``autograder/preprocessors/match_release.py`` (cells)."""
+
 from __future__ import annotations
 
 from encdec.grading import language

@@ -26,8 +26,11 @@ _PUNCTUATION = frozenset(" -.'\u2019")
 
 def plain(name: str) -> bool:
     """Whether ``name`` starts with a letter and holds only letters, marks, spaces, hyphens, periods and apostrophes."""
-    return (0 < len(name) <= MAX_CHARS and unicodedata.category(name[0])[0] == "L"
-            and all(unicodedata.category(ch)[0] in "LM" or ch in _PUNCTUATION for ch in name))
+    return (
+        0 < len(name) <= MAX_CHARS
+        and unicodedata.category(name[0])[0] == "L"
+        and all(unicodedata.category(ch)[0] in "LM" or ch in _PUNCTUATION for ch in name)
+    )
 
 
 def account_name(student_id: str) -> tuple[str, str] | None:
@@ -62,6 +65,7 @@ def names_hook(course, then=None):
     """An ``Autograde.post_convert_hook`` that names the students whose notebooks were just graded
     (``<step>/<student>/<assignment>/<notebook>.ipynb``) after ``then``, the hook it wraps.
     ``course``: the configuration's ``CourseDirectory`` section, read at each call."""
+
     def hook(assignment: str, student: str, notebooks: list[str]) -> None:
         try:
             if then is not None:
@@ -71,4 +75,5 @@ def names_hook(course, then=None):
 
             with Gradebook(course.db_url, course.course_id) as gb:
                 fill(gb, sorted({Path(p).parent.parent.name for p in notebooks}))
+
     return hook

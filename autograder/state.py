@@ -6,6 +6,7 @@ live under ``grading/`` at the course root, or under ``$ENCDEC_GRADING_DIR``
 there (its ``GRADING``); tools, tests and scratch runs (``grade_fixtures.py``, whose scratch
 folder has the same layout) take the names from here, so no folder is typed twice.
 """
+
 from __future__ import annotations
 
 import os

@@ -16,13 +16,11 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import torch
-
 from tests_support import browser_support
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,7 +83,9 @@ def main(argv=None) -> dict:
         start = time.perf_counter()
         page.goto(page_path.as_uri(), wait_until="load")
         support.wait_for_widget(page, "AskTheModel")
-        print(f"page {page_path.stat().st_size / 1e6:.2f} MB, open to rendered figure {time.perf_counter() - start:.2f} s")
+        print(
+            f"page {page_path.stat().st_size / 1e6:.2f} MB, open to rendered figure {time.perf_counter() - start:.2f} s"
+        )
         page.evaluate(TIME_JS, ["modern", questions[:20]])  # warm the JIT
         for preset in ("modern", "historical"):
             js = page.evaluate(TIME_JS, [preset, questions])
@@ -98,12 +98,16 @@ def main(argv=None) -> dict:
                     py.append((time.perf_counter() - t0) * 1000)
             med_js, med_py = statistics.median(js), statistics.median(py)
             results[preset] = med_js
-            print(f"{preset}: one answer in Chromium median {med_js:.2f} ms, p95 {quantile(js, 0.95):.2f} ms, "
-                  f"max {max(js):.2f} ms (target well under 50 ms); PyTorch one question {med_py:.2f} ms: "
-                  f"page / PyTorch {med_js / med_py:.2f}")
+            print(
+                f"{preset}: one answer in Chromium median {med_js:.2f} ms, p95 {quantile(js, 0.95):.2f} ms, "
+                f"max {max(js):.2f} ms (target well under 50 ms); PyTorch one question {med_py:.2f} ms: "
+                f"page / PyTorch {med_js / med_py:.2f}"
+            )
         typed = page.evaluate(TYPED_JS, texts[:50])
-        print(f"typed question to redrawn figure (both checkpoints, step view, experiments): median "
-              f"{statistics.median(typed):.1f} ms, p95 {quantile(typed, 0.95):.1f} ms")
+        print(
+            f"typed question to redrawn figure (both checkpoints, step view, experiments): median "
+            f"{statistics.median(typed):.1f} ms, p95 {quantile(typed, 0.95):.1f} ms"
+        )
         if log.problems():
             raise SystemExit(f"the page reported problems: {log.problems()}")
         context.close()

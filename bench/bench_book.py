@@ -25,8 +25,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 _support = browser_support()
 PageLog, block_external, browser, serve, wait_for_widget, watch_page = (
-    _support.PageLog, _support.block_external, _support.browser, _support.serve, _support.wait_for_widget,
-    _support.watch_page)
+    _support.PageLog,
+    _support.block_external,
+    _support.browser,
+    _support.serve,
+    _support.wait_for_widget,
+    _support.watch_page,
+)
 
 BUILD = [str(ROOT / ".venv" / "bin" / "jupyter-book"), "build", str(ROOT), "--warningiserror", "--keep-going"]
 
@@ -120,8 +125,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--keep", type=Path, help="build here (kept) instead of a temporary folder")
     args = parser.parse_args(argv)
-    subprocess.run([sys.executable, str(ROOT / "scripts" / "book_assets.py")], check=True, cwd=ROOT,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "book_assets.py")], check=True, cwd=ROOT, stdout=subprocess.DEVNULL
+    )
     tmp = Path(tempfile.mkdtemp(prefix="bench-book-")) if args.keep is None else args.keep
     try:
         shutil.rmtree(tmp / "_build", ignore_errors=True)
@@ -134,11 +140,15 @@ def main(argv: list[str] | None = None) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
     (cold, cold_runs), (warm, warm_runs) = cold, warm
     print(f"book cold build (fresh output and execution cache): {cold:7.1f} s  ({cold_runs} notebooks executed)")
-    print(f"book no-change rebuild:                             {warm:7.1f} s  ({warm_runs} executed;"
-          f" cold/rebuild = {cold / warm:.1f}x)")
+    print(
+        f"book no-change rebuild:                             {warm:7.1f} s  ({warm_runs} executed;"
+        f" cold/rebuild = {cold / warm:.1f}x)"
+    )
     for name, (dom, paint) in lat.items():
-        print(f"widget latency, {name:32s} median {dom:6.2f} ms to new numbers in the DOM, {paint:6.2f} ms to the next frame"
-              f" ({args.repeats} repeats)")
+        print(
+            f"widget latency, {name:32s} median {dom:6.2f} ms to new numbers in the DOM, {paint:6.2f} ms to the next frame"
+            f" ({args.repeats} repeats)"
+        )
     print(f"(cpu count {os.cpu_count()}; chromium headless; every non-localhost request blocked)")
 
 

@@ -22,6 +22,7 @@ grader); about a minute.
 
     python bench/bench_cgroups.py
 """
+
 from __future__ import annotations
 
 import json
@@ -51,8 +52,12 @@ PAYLOADS = {
 # what the machine gave); the hostile suite checks the policy's own quota in a kernel
 CPU_HOG_CPUS = 0.25
 CPU_HOG_MAX = round(CPU_HOG_CPUS * 1.3, 2)  # the hostile suite's tolerance: 1.3 times the quota
-INTENT = {"memfd_hoard": "killed", "children_memory": "one child killed", "cpu_hog": f"<= {CPU_HOG_MAX} CPUs",
-          "fork_bomb": "refused < 64"}
+INTENT = {
+    "memfd_hoard": "killed",
+    "children_memory": "one child killed",
+    "cpu_hog": f"<= {CPU_HOG_MAX} CPUs",
+    "fork_bomb": "refused < 64",
+}
 
 
 def alive_in(folder: Path) -> list[int]:
@@ -83,11 +88,16 @@ def run_to_end(cmd: list[str], **kw) -> tuple[int, str]:
 def verdict(name: str, code: int, out: str, folder: Path) -> str:
     """What happened, in the terms of INTENT."""
     if name == "memfd_hoard":
-        return "held it all" if "held 4.5 GiB" in out else f"killed ({code})" if code < 0 or code > 128 else f"exit {code}"
+        return (
+            "held it all" if "held 4.5 GiB" in out else f"killed ({code})" if code < 0 or code > 128 else f"exit {code}"
+        )
     if name == "children_memory":
         path = folder / "children.json"
-        return ("both held" if json.loads(path.read_text())["both_held"] else "one child killed") if path.exists() \
+        return (
+            ("both held" if json.loads(path.read_text())["both_held"] else "one child killed")
+            if path.exists()
             else f"parent ended ({code})"
+        )
     if name == "cpu_hog":
         path = folder / "cpu.json"
         return f"{json.loads(path.read_text())['cpus_used']:.2f} CPUs" if path.exists() else f"ended ({code})"
@@ -109,6 +119,7 @@ def met(name: str, got: str) -> bool:
 # Each: (why it cannot run here, or "") and run(argv, folder, lim) -> (exit code, output, alive
 # after), `lim` the cgroup limits (LIMITS, or those of `limits_for`).
 
+
 def ours():
     h = cgroups.probe(**LIMITS)
     if h is None:
@@ -121,6 +132,7 @@ def ours():
         finally:
             cg.close()  # kill what is left (v1: freeze, SIGKILL, thaw; v2: cgroup.kill), remove
         return code, out, alive_in(folder)
+
     return "", run
 
 
@@ -140,11 +152,32 @@ def nsjail():
     lifted = [f"--rlimit_{r}=max" for r in ("as", "core", "cpu", "fsize", "nofile", "nproc", "stack")]
 
     def run(argv, folder, lim):
-        limits = [f"--cgroup_mem_max={lim['memory_bytes']}", f"--cgroup_pids_max={lim['pids']}",
-                  f"--cgroup_cpu_ms_per_sec={round(lim['cpus'] * 1000)}"]
-        cmd = [binary, "-Mo", "-q", "--chroot", "/", "--rw", "--disable_clone_newuser", "--keep_env",
-               "--cwd", str(folder), "--time_limit", "300", *where, *limits, *lifted, "--", *argv]
+        limits = [
+            f"--cgroup_mem_max={lim['memory_bytes']}",
+            f"--cgroup_pids_max={lim['pids']}",
+            f"--cgroup_cpu_ms_per_sec={round(lim['cpus'] * 1000)}",
+        ]
+        cmd = [
+            binary,
+            "-Mo",
+            "-q",
+            "--chroot",
+            "/",
+            "--rw",
+            "--disable_clone_newuser",
+            "--keep_env",
+            "--cwd",
+            str(folder),
+            "--time_limit",
+            "300",
+            *where,
+            *limits,
+            *lifted,
+            "--",
+            *argv,
+        ]
         return (*run_to_end(cmd), alive_in(folder))
+
     return "", run
 
 
@@ -158,10 +191,21 @@ def libcgroup():
 
     def run(argv, folder, lim):
         quota = round(lim["cpus"] * cgroups.CPU_PERIOD_US)
-        settings = ({"memory.max": lim["memory_bytes"], "memory.swap.max": 0, "pids.max": lim["pids"],
-                     "cpu.max": f"{quota} {cgroups.CPU_PERIOD_US}"} if h.version == 2 else
-                    {"memory.limit_in_bytes": lim["memory_bytes"], "pids.max": lim["pids"],
-                     "cpu.cfs_period_us": cgroups.CPU_PERIOD_US, "cpu.cfs_quota_us": quota})
+        settings = (
+            {
+                "memory.max": lim["memory_bytes"],
+                "memory.swap.max": 0,
+                "pids.max": lim["pids"],
+                "cpu.max": f"{quota} {cgroups.CPU_PERIOD_US}",
+            }
+            if h.version == 2
+            else {
+                "memory.limit_in_bytes": lim["memory_bytes"],
+                "pids.max": lim["pids"],
+                "cpu.cfs_period_us": cgroups.CPU_PERIOD_US,
+                "cpu.cfs_quota_us": quota,
+            }
+        )
         group = f"encdec-bench-libcgroup/{os.getpid()}-{folder.name}"
         subprocess.run(["cgcreate", "-g", f"{controllers}:{group}"], check=True)
         subprocess.run(["cgset", *(a for k, v in settings.items() for a in ("-r", f"{k}={v}")), group], check=True)
@@ -173,6 +217,7 @@ def libcgroup():
             for c in cgroups.CONTROLLERS:
                 subprocess.run(["cgdelete", "-r", "-g", f"{c}:{group}"], capture_output=True)
         return code, out, alive_in(folder)
+
     return "", run
 
 
@@ -182,11 +227,21 @@ def systemd_run():
     probe = subprocess.run(["systemd-run", "--scope", "--quiet", "true"], capture_output=True, text=True)
     if probe.returncode != 0:
         return (probe.stderr.strip().splitlines() or ["failed"])[0], None
+
     def run(argv, folder, lim):
-        props = [f"MemoryMax={lim['memory_bytes']}", "MemorySwapMax=0", f"TasksMax={lim['pids']}",
-                 f"CPUQuota={round(lim['cpus'] * 100)}%"]
-        return (*run_to_end(["systemd-run", "--scope", "--quiet", *(a for p in props for a in ("-p", p)),
-                             "--", *argv], cwd=folder), alive_in(folder))
+        props = [
+            f"MemoryMax={lim['memory_bytes']}",
+            "MemorySwapMax=0",
+            f"TasksMax={lim['pids']}",
+            f"CPUQuota={round(lim['cpus'] * 100)}%",
+        ]
+        return (
+            *run_to_end(
+                ["systemd-run", "--scope", "--quiet", *(a for p in props for a in ("-p", p)), "--", *argv], cwd=folder
+            ),
+            alive_in(folder),
+        )
+
     return "", run
 
 
@@ -194,14 +249,18 @@ def main() -> int:
     if os.geteuid() != 0:
         print("bench_cgroups: run as root (the grader's cgroups are made as root)")
         return 0
-    print(f"cgroup limits: {LIMITS['memory_bytes'] // MiB} MiB, {LIMITS['pids']} processes, {LIMITS['cpus']:g} CPU; "
-          f"hierarchy: {cgroups.find_hierarchy()[0]}")
+    print(
+        f"cgroup limits: {LIMITS['memory_bytes'] // MiB} MiB, {LIMITS['pids']} processes, {LIMITS['cpus']:g} CPU; "
+        f"hierarchy: {cgroups.find_hierarchy()[0]}"
+    )
     print(f"{'carrier':<13}{'payload':<17}{'outcome':<20}{'policy':<18}{'alive after':>11}{'time':>8}")
     with tempfile.TemporaryDirectory(prefix="bench-cg-none-") as tmp:  # what the machine gives now
         folder = Path(tmp).resolve()
         code, out = run_to_end([sys.executable, "-c", PAYLOADS["cpu_hog"]], cwd=folder)
-        print(f"{'no cgroup':<13}{'cpu_hog':<17}{verdict('cpu_hog', code, out, folder):<20}"
-              f"(what the machine gives now: the cap binds where this is above {CPU_HOG_MAX})")
+        print(
+            f"{'no cgroup':<13}{'cpu_hog':<17}{verdict('cpu_hog', code, out, folder):<20}"
+            f"(what the machine gives now: the cap binds where this is above {CPU_HOG_MAX})"
+        )
     misses = 0
     try:
         misses = run_all()
@@ -231,8 +290,11 @@ def run_all() -> int:
                 got = verdict(name, status, out, folder)
                 ok = met(name, got) and not left
                 misses += not ok
-                print(f"{carrier:<13}{name:<17}{got:<20}{INTENT[name]:<18}{len(left):>11}{took:>7.1f}s"
-                      f"{'' if ok else '   MISSED'}", flush=True)
+                print(
+                    f"{carrier:<13}{name:<17}{got:<20}{INTENT[name]:<18}{len(left):>11}{took:>7.1f}s"
+                    f"{'' if ok else '   MISSED'}",
+                    flush=True,
+                )
                 for pid in left:  # the bench itself leaves nothing behind
                     try:
                         os.kill(pid, signal.SIGKILL)

@@ -20,11 +20,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from autograder import judge as J  # noqa: E402
-from autograder.judge import variants as Var  # noqa: E402
-from encdec.generate import greedy_decode  # noqa: E402
-from grading_support import DropsOldestCache, ScalesValuesCache, cached_decoder  # noqa: E402
+from grading_support import DropsOldestCache, ScalesValuesCache, cached_decoder
 
+from autograder import judge as J
+from autograder.judge import variants as Var
+from encdec.generate import greedy_decode
 
 UNLISTED = {
     "positions skip one from step 2": cached_decoder(position=lambda t: t if t < 2 else t + 1),
@@ -38,7 +38,7 @@ UNLISTED = {
 def main(students: int) -> dict:
     torch.set_num_threads(1)
     decoders = {k: (cached_decoder(cache=v) if isinstance(v, type) else v) for k, v in UNLISTED.items()}
-    caught = {k: 0 for k in decoders}
+    caught = dict.fromkeys(decoders, 0)
     listed: dict[str, int] = {}
     drawn, start = 0, time.perf_counter()
     for check_id in ("kv_cache.tokens_hidden",):  # the visible check is one draw, the same for all
@@ -52,9 +52,13 @@ def main(students: int) -> dict:
             for name, (tokens, _) in Var.decode_variants(model, ques, n).items():
                 listed[name] = listed.get(name, 0) + (not torch.equal(tokens, ref))
     seconds = time.perf_counter() - start
-    out = {"inputs": drawn, "seconds_per_input": round(seconds / drawn, 3),
-           "listed_caught": listed, "unlisted_caught": caught,
-           "unlisted_caught_ratio": {k: round(v / drawn, 4) for k, v in caught.items()}}
+    out = {
+        "inputs": drawn,
+        "seconds_per_input": round(seconds / drawn, 3),
+        "listed_caught": listed,
+        "unlisted_caught": caught,
+        "unlisted_caught_ratio": {k: round(v / drawn, 4) for k, v in caught.items()},
+    }
     print(json.dumps(out, indent=1))
     return out
 

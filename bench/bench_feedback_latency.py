@@ -23,6 +23,7 @@ the same run:
 
 Needs root (accounts, owners). Say what else ran on the machine when you quote it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,11 +42,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from bench_grading import ASSIGNMENTS, PY, busy_seconds, floor, make_course  # noqa: E402
+from bench_grading import ASSIGNMENTS, PY, busy_seconds, floor, make_course
 
-from autograder.fixtures import table  # noqa: E402
-from autograder.fixtures.inbound import ROWS  # noqa: E402
-from autograder.fixtures.make import graded_notebook  # noqa: E402
+from autograder.fixtures import table
+from autograder.fixtures.inbound import ROWS
+from autograder.fixtures.make import graded_notebook
 
 CLASS_NOTEBOOKS, CLASS_MINUTES, P95_S = 1500, 20, 90  # the issue's targets
 HOSTILE = ["notebook_link", "fifo", "too_many_bytes", "folder_swapped", "other_owner"]  # inbound.py rows
@@ -62,8 +63,15 @@ def mix(n: int, rng: random.Random) -> list[tuple[str, str, str | None]]:
         good = [m for m in mine if m.endswith(("_pass_all", "_style"))]
         bugs = [m for m in mine if "_bug_" in m]
         roll = rng.random()
-        pick = (rng.choice(good) if roll < 0.6 else rng.choice(bugs) if roll < 0.8 else None if roll < 0.95
-                else f"hostile:{rng.choice(HOSTILE)}")
+        pick = (
+            rng.choice(good)
+            if roll < 0.6
+            else rng.choice(bugs)
+            if roll < 0.8
+            else None
+            if roll < 0.95
+            else f"hostile:{rng.choice(HOSTILE)}"
+        )
         out.append((f"{PREFIX}{i:03d}", a, pick))
     return out
 
@@ -125,19 +133,31 @@ def main() -> int:
         secret.write_text("SOLUTIONS\n")
         students = mix(args.students + 1, rng)  # the first one is the floor's
         for student, _, _ in students:
-            subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", student],
-                           check=True, capture_output=True)
+            subprocess.run(
+                ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", student],
+                check=True,
+                capture_output=True,
+            )
             made.append(student)
         load = os.getloadavg()
         with redis_server() as url:
             from redis import Redis
 
-            env = dict(os.environ, ENCDEC_EXCHANGE=str(course / "exchange"),
-                       ENCDEC_FEEDBACK_AT_SUBMISSION=",".join(ASSIGNMENTS), ENCDEC_ATTEMPTS="5")
-            log = open(tmp / "service.log", "w")
-            service = subprocess.Popen([PY, "-m", "autograder.ontime", "--redis", url, "--workers", str(args.workers),
-                                        "--poll", "0.5"], cwd=course, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                       start_new_session=True)
+            env = dict(
+                os.environ,
+                ENCDEC_EXCHANGE=str(course / "exchange"),
+                ENCDEC_FEEDBACK_AT_SUBMISSION=",".join(ASSIGNMENTS),
+                ENCDEC_ATTEMPTS="5",
+            )
+            log = open(tmp / "service.log", "w")  # noqa: SIM115 (the service writes it until the run ends)
+            service = subprocess.Popen(
+                [PY, "-m", "autograder.ontime", "--redis", url, "--workers", str(args.workers), "--poll", "0.5"],
+                cwd=course,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
             t = time.monotonic()
             while Worker.count(connection=Redis.from_url(url)) < args.workers:
                 if time.monotonic() - t > 600 or service.poll() is not None:
@@ -173,24 +193,38 @@ def main() -> int:
         per_min = len(graded) / span * 60
         class_min = CLASS_NOTEBOOKS / per_min
         class_floor = CLASS_NOTEBOOKS * plain / args.workers / 60
-        print(f"machine: {os.cpu_count()} CPUs, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
-              f"(1/5/15 min) when the run began")
+        print(
+            f"machine: {os.cpu_count()} CPUs, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} "
+            f"(1/5/15 min) when the run began"
+        )
         print(f"rush: {len(rush)} students handed in within {args.window:.0f} s; outcomes {outcomes}")
-        print(f"floor: one hand-in alone, hand-in to feedback {floor_s:.1f} s; plain kernel floor "
-              f"(start, import torch, encdec, shut down) {plain:.2f} s")
-        print(f"hand-in to feedback: p50 {p50:.1f} s, p95 {p95:.1f} s, max {latency[-1]:.1f} s "
-              f"(p95 / floor {p95 / floor_s:.1f}x; target p95 < {P95_S} s: {'met' if p95 < P95_S else 'NOT met'})")
-        part = {k: statistics.median(v[k] - v[j] for v in graded) for j, k in
-                (("handed_in", "published"), ("published", "applied"), ("applied", "released"))}
-        print(f"where a graded hand-in's time went (medians): collected, queued and graded {part['published']:.1f} s, "
-              f"written to the gradebook {part['applied']:.1f} s, feedback made and released {part['released']:.1f} s "
-              f"(the last two in the service, one hand-in after another)")
-        print(f"throughput in the rush: {per_min:.1f} notebooks/min on {args.workers} workers; "
-              f"workers busy {busy / notebooks:.2f} s per notebook (plain floor {plain:.2f} s, "
-              f"{busy / notebooks / plain:.1f}x)")
-        print(f"a class of {CLASS_NOTEBOOKS:,} notebooks at this throughput: {class_min:.0f} min (at the plain "
-              f"floor's cost on {args.workers} workers: {class_floor:.0f} min; target <= {CLASS_MINUTES} min: "
-              f"{'met' if class_min <= CLASS_MINUTES else 'NOT met'})")
+        print(
+            f"floor: one hand-in alone, hand-in to feedback {floor_s:.1f} s; plain kernel floor "
+            f"(start, import torch, encdec, shut down) {plain:.2f} s"
+        )
+        print(
+            f"hand-in to feedback: p50 {p50:.1f} s, p95 {p95:.1f} s, max {latency[-1]:.1f} s "
+            f"(p95 / floor {p95 / floor_s:.1f}x; target p95 < {P95_S} s: {'met' if p95 < P95_S else 'NOT met'})"
+        )
+        part = {
+            k: statistics.median(v[k] - v[j] for v in graded)
+            for j, k in (("handed_in", "published"), ("published", "applied"), ("applied", "released"))
+        }
+        print(
+            f"where a graded hand-in's time went (medians): collected, queued and graded {part['published']:.1f} s, "
+            f"written to the gradebook {part['applied']:.1f} s, feedback made and released {part['released']:.1f} s "
+            f"(the last two in the service, one hand-in after another)"
+        )
+        print(
+            f"throughput in the rush: {per_min:.1f} notebooks/min on {args.workers} workers; "
+            f"workers busy {busy / notebooks:.2f} s per notebook (plain floor {plain:.2f} s, "
+            f"{busy / notebooks / plain:.1f}x)"
+        )
+        print(
+            f"a class of {CLASS_NOTEBOOKS:,} notebooks at this throughput: {class_min:.0f} min (at the plain "
+            f"floor's cost on {args.workers} workers: {class_floor:.0f} min; target <= {CLASS_MINUTES} min: "
+            f"{'met' if class_min <= CLASS_MINUTES else 'NOT met'})"
+        )
         return 0
     finally:
         if service is not None and service.poll() is None:

@@ -35,8 +35,15 @@ def main(argv=None) -> dict:
     parser.add_argument("--repeats", type=int, default=1)
     args = parser.parse_args(argv)
     torch.manual_seed(0)
-    config = ModelConfig(emb_dim=256, num_heads=8, feedforward_dim=1024, num_enc_layers=2,
-                         num_dec_layers=4, dropout=0.0, position_encoding="sinusoid")
+    config = ModelConfig(
+        emb_dim=256,
+        num_heads=8,
+        feedforward_dim=1024,
+        num_enc_layers=2,
+        num_dec_layers=4,
+        dropout=0.0,
+        position_encoding="sinusoid",
+    )
     model = Transformer(config).eval()
     with torch.no_grad():
         model.proj_to_vocab.bias[EOS_ID] = -1e4  # never stop early: decode every token

@@ -11,6 +11,7 @@ target: a peak under 1 GB over a batch of any length (issue: every notebook grad
 that stays bounded). Also prints the wall time per notebook and checks every notebook was graded
 to full marks.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,8 +38,9 @@ def status_mb(pid: int) -> dict[str, float]:
     """VmRSS and VmHWM of ``pid`` in MB (empty once it is gone)."""
     try:
         with open(f"/proc/{pid}/status") as f:
-            return {k: int(v.split()[0]) / 1024 for k, v in (line.split(":", 1) for line in f)
-                    if k in ("VmRSS", "VmHWM")}
+            return {
+                k: int(v.split()[0]) / 1024 for k, v in (line.split(":", 1) for line in f) if k in ("VmRSS", "VmHWM")
+            }
     except (OSError, ValueError):
         return {}
 
@@ -53,16 +55,23 @@ def main() -> int:
     parser.add_argument("--assignment", default="kv_cache")
     args = parser.parse_args()
     a = args.assignment
-    honest = [graded_notebook(n) for n, spec in sorted(table.grading().items())
-              if spec["assignment"] == a and n.endswith(("_pass_all", "_style", "_words"))]
+    honest = [
+        graded_notebook(n)
+        for n, spec in sorted(table.grading().items())
+        if spec["assignment"] == a and n.endswith(("_pass_all", "_style", "_words"))
+    ]
     if not honest:
         raise SystemExit(f"no honest fixtures of {a} (*_pass_all, *_style, *_words)")
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp:
         course = make_course(Path(tmp) / "course")
         submit(course, {(f"s{i:03d}", a): honest[i % len(honest)] for i in range(args.students)})
         start = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "nbgrader", "autograde", a], cwd=course,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "nbgrader", "autograde", a],
+            cwd=course,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         peak, marks, last = 0.0, {}, {}
         while proc.poll() is None:
             now = status_mb(proc.pid)
@@ -78,11 +87,15 @@ def main() -> int:
         got = scores(course)
         full = sum(1 for s in got.values() if s == max(got.values(), default=0))
     print(f"batch: {args.students} honest {a} notebooks in one stock `nbgrader autograde`, {os.cpu_count()} CPUs")
-    print(f"graded {len(got)} of {args.students} ({full} at full marks); {wall:.0f} s, {wall / args.students:.2f} s per notebook")
+    print(
+        f"graded {len(got)} of {args.students} ({full} at full marks); {wall:.0f} s, {wall / args.students:.2f} s per notebook"
+    )
     for q in sorted(marks):
         print(f"  after {marks[q][0]:4d} notebooks: grader resident {marks[q][1]:7.0f} MB")
-    print(f"grader's peak resident size (VmHWM): {peak:.0f} MB = {peak / TARGET_MB:.2f} x the 1 GB target "
-          f"(last reading {last.get('VmRSS', 0):.0f} MB)")
+    print(
+        f"grader's peak resident size (VmHWM): {peak:.0f} MB = {peak / TARGET_MB:.2f} x the 1 GB target "
+        f"(last reading {last.get('VmRSS', 0):.0f} MB)"
+    )
     return 0 if len(got) == args.students and peak < TARGET_MB else 1
 
 

@@ -17,16 +17,14 @@ forged records of the same kind at 11,000 (8 GB if broadcast); 60,000 and 1,990 
 step records at the file limit (fed tokens, cache lengths, cache shapes, decoder lengths); every
 check's file at the size limit, with the block's output under the expected name.
 """
+
 from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -55,7 +53,7 @@ def honest_impls(assignment: str, edits: dict | None = None) -> dict:
     for cell in nbformat.from_dict(nb).cells if not isinstance(nb, str) else []:
         meta = cell.metadata.get("nbgrader", {})
         if cell.cell_type == "code" and not (meta.get("grade") and not meta.get("solution")):
-            exec(compile(cell.source, f"<{assignment}:{meta.get('grade_id', 'cell')}>", "exec"), ns)  # noqa: S102
+            exec(compile(cell.source, f"<{assignment}:{meta.get('grade_id', 'cell')}>", "exec"), ns)
     return ns
 
 
@@ -105,7 +103,7 @@ def forged(folder: Path, check_ids: list[str], arrays_for) -> None:
     for check_id in check_ids:
         for name, inputs in graded_files(check_id):
             data = wire.to_bytes({"status": "ok"}, arrays_for(check_id, inputs))
-            (folder / f"{name}.npz").write_bytes(data[:wire.MAX_BYTES])
+            (folder / f"{name}.npz").write_bytes(data[: wire.MAX_BYTES])
 
 
 def _block_shape(inputs: dict) -> tuple:
@@ -116,11 +114,17 @@ def broadcast_record(k: int):
     def arrays(check_id, inputs):
         n, ka, m = _block_shape(inputs)
         out = np.zeros((n, ka, m), np.float32)
-        return {"out": out, "out_again": out, "out_changed": out,
-                "trace/out/00/attention_self/query": out, "trace/out/01/layer_norm_2/output": np.ones((k, 1, m), np.float32),
-                "trace/out/02/feed_forward/output": np.ones((1, k, m), np.float32),
-                "trace/out/03/layer_norm_1/output": np.ones((k, 1, m), np.float32),
-                "trace/out/04/attention_cross/output": np.ones((1, k, m), np.float32)}
+        return {
+            "out": out,
+            "out_again": out,
+            "out_changed": out,
+            "trace/out/00/attention_self/query": out,
+            "trace/out/01/layer_norm_2/output": np.ones((k, 1, m), np.float32),
+            "trace/out/02/feed_forward/output": np.ones((1, k, m), np.float32),
+            "trace/out/03/layer_norm_1/output": np.ones((k, 1, m), np.float32),
+            "trace/out/04/attention_cross/output": np.ones((1, k, m), np.float32),
+        }
+
     return arrays
 
 
@@ -130,6 +134,7 @@ def many_records(n_records: int):
         out = np.zeros((n, ka, m), np.float32)
         record = {f"trace/out/{i:05d}/layer_norm_1/input": np.zeros((1, 1, 1), np.float32) for i in range(n_records)}
         return {"out": out, "out_again": out, **record}
+
     return arrays
 
 
@@ -137,10 +142,15 @@ def step_records(check_id, inputs):
     from encdec.grading import wire
 
     per = wire.MAX_BYTES // 8
-    return {"tokens": np.zeros((2, 6), np.int64), "step_logits": np.zeros((5, 2, 3), np.float32),
-            **{f"fed/{t}": np.zeros((2, 1, 16), np.float32) for t in range(5)},
-            "decoder_lengths": np.ones(per // 2, np.int64), "cache_held": np.ones((per // 64, 8), np.int64),
-            "cache_shapes": np.ones((per // 64, 2, 4), np.int64), "encoder_calls": np.ones(per // 32, np.int64)}
+    return {
+        "tokens": np.zeros((2, 6), np.int64),
+        "step_logits": np.zeros((5, 2, 3), np.float32),
+        **{f"fed/{t}": np.zeros((2, 1, 16), np.float32) for t in range(5)},
+        "decoder_lengths": np.ones(per // 2, np.int64),
+        "cache_held": np.ones((per // 64, 8), np.int64),
+        "cache_shapes": np.ones((per // 64, 2, 4), np.int64),
+        "encoder_calls": np.ones(per // 32, np.int64),
+    }
 
 
 def at_limit(check_id, inputs):
@@ -194,23 +204,40 @@ def cases() -> dict:
     from autograder.fixtures.payloads import HUGE_BROADCAST
     from autograder.fixtures.table import forward
 
-    block_checks = ["decoder_block.output", "decoder_block.output_hidden", "decoder_block.causal_hidden",
-                    "decoder_block.question_hidden"]  # the checks whose record the stage diagnosis reads
+    block_checks = [
+        "decoder_block.output",
+        "decoder_block.output_hidden",
+        "decoder_block.causal_hidden",
+        "decoder_block.question_hidden",
+    ]  # the checks whose record the stage diagnosis reads
     return {
         "honest decoder_block": ("decoder_block", lambda f: kernel_files("decoder_block", f)),
         "honest target_slicing": ("target_slicing", lambda f: kernel_files("target_slicing", f)),
         "honest kv_cache": ("kv_cache", lambda f: kernel_files("kv_cache", f)),
         "block recorded on (5000, 1, M) and (1, 5000, M)": (
-            "decoder_block", lambda f: kernel_files("decoder_block", f, {"block_solution": forward(HUGE_BROADCAST)})),
+            "decoder_block",
+            lambda f: kernel_files("decoder_block", f, {"block_solution": forward(HUGE_BROADCAST)}),
+        ),
         "forged record, (11000, 1, M) and (1, 11000, M)": (
-            "decoder_block", lambda f: forged(f, block_checks, broadcast_record(11_000))),
-        "60,000 stage records (refused unread)": ("decoder_block", lambda f: forged(f, block_checks, many_records(60_000))),
+            "decoder_block",
+            lambda f: forged(f, block_checks, broadcast_record(11_000)),
+        ),
+        "60,000 stage records (refused unread)": (
+            "decoder_block",
+            lambda f: forged(f, block_checks, many_records(60_000)),
+        ),
         "1,990 stage records (under the file's array limit)": (
-            "decoder_block", lambda f: forged(f, block_checks, many_records(1_990))),
+            "decoder_block",
+            lambda f: forged(f, block_checks, many_records(1_990)),
+        ),
         "kv_cache step records at the file limit": (
-            "kv_cache", lambda f: forged(f, assignment_checks("kv_cache"), step_records)),
+            "kv_cache",
+            lambda f: forged(f, assignment_checks("kv_cache"), step_records),
+        ),
         "every decoder_block file at the size limit": (
-            "decoder_block", lambda f: forged(f, assignment_checks("decoder_block"), at_limit)),
+            "decoder_block",
+            lambda f: forged(f, assignment_checks("decoder_block"), at_limit),
+        ),
     }
 
 
@@ -221,7 +248,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     from encdec.grading import wire
 
-    print(f"file limit (wire.MAX_BYTES): {wire.MAX_BYTES / 1e6:.0f} MB; judging process stopped above {args.limit_mb} MB")
+    print(
+        f"file limit (wire.MAX_BYTES): {wire.MAX_BYTES / 1e6:.0f} MB; judging process stopped above {args.limit_mb} MB"
+    )
     print(f"{'case':52s} {'files MB':>8s} {'peak MB':>8s} {'judging MB':>10s} {'passed':>7s} {'s':>6s}")
     floor = None
     worst = 0.0
@@ -232,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
             folder = Path(tmp)
             try:
                 make(folder)
-            except Exception as err:  # noqa: BLE001 (a case that cannot be made is reported, the rest run)
+            except Exception as err:
                 print(f"{name:52s} could not be made: {type(err).__name__}: {err}")
                 continue
             size = sum(p.stat().st_size for p in folder.glob("*.npz")) / 1e6
@@ -244,10 +273,14 @@ def main(argv: list[str] | None = None) -> int:
         peak, judging = r["peak_kb"] / 1024, (r["peak_kb"] - r["before_kb"]) / 1024
         floor = peak if name.startswith("honest") and (floor is None or peak > floor) else floor
         worst = max(worst, peak) if not name.startswith("honest") else worst
-        print(f"{name:52s} {size:8.1f} {peak:8.0f} {judging:10.0f} {r['passed']:>3d}/{r['checks']:<3d} {r['seconds']:6.1f}")
+        print(
+            f"{name:52s} {size:8.1f} {peak:8.0f} {judging:10.0f} {r['passed']:>3d}/{r['checks']:<3d} {r['seconds']:6.1f}"
+        )
     if floor is not None:
-        print(f"honest floor {floor:.0f} MB; worst hostile {worst:.0f} MB (+{worst - floor:.0f} MB); "
-              f"the bound is 1024 MB: {'kept' if worst < 1024 else 'NOT kept'}")
+        print(
+            f"honest floor {floor:.0f} MB; worst hostile {worst:.0f} MB (+{worst - floor:.0f} MB); "
+            f"the bound is 1024 MB: {'kept' if worst < 1024 else 'NOT kept'}"
+        )
     return 0 if worst < 1024 else 1
 
 

@@ -25,6 +25,7 @@ throughput ratios, the minutes a class of 1,500 notebooks takes at that throughp
 with the driver and the queue on 2 cores), the driver's cost per notebook against the plain
 floor (target <= 1.5x), and checks that every run graded every notebook to the same score.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,12 +54,22 @@ def make_course(dest: Path) -> Path:
     dest.mkdir(parents=True)
     shutil.copy(ROOT / "nbgrader_config.py", dest / "nbgrader_config.py")
     shutil.copytree(ROOT / "solutions", dest / "solutions")
-    ignore = shutil.ignore_patterns("__pycache__", "hostile", "fixtures", "submitted", "autograded", "feedback",
-                                    "gradebook.db*", "export", "exchange")
+    ignore = shutil.ignore_patterns(
+        "__pycache__",
+        "hostile",
+        "fixtures",
+        "submitted",
+        "autograded",
+        "feedback",
+        "gradebook.db*",
+        "export",
+        "exchange",
+    )
     shutil.copytree(ROOT / "autograder", dest / "autograder", ignore=ignore)
     for a in ASSIGNMENTS:
-        subprocess.run([PY, "-m", "nbgrader", "generate_assignment", a, "--force"], cwd=dest, check=True,
-                       capture_output=True)
+        subprocess.run(
+            [PY, "-m", "nbgrader", "generate_assignment", a, "--force"], cwd=dest, check=True, capture_output=True
+        )
     return dest
 
 
@@ -71,8 +82,9 @@ def batch(n_students: int) -> dict[tuple[str, str], Path]:
         good = [graded_notebook(n).parent for suffix in ("_pass_all", "_style") for n in mine if n.endswith(suffix)]
         bugs = [graded_notebook(n).parent for n in mine if "_bug_" in n]
         if not good or not bugs:
-            raise SystemExit(f"bench needs fixtures of {a} that pass all (*_pass_all, *_style) and one-bug "
-                             f"ones (*_bug_*)")
+            raise SystemExit(
+                f"bench needs fixtures of {a} that pass all (*_pass_all, *_style) and one-bug ones (*_bug_*)"
+            )
         for i in range(n_students):
             if a == ASSIGNMENTS[-1] and i % 2:  # half the class hands in every notebook, half one fewer
                 continue
@@ -106,8 +118,9 @@ def floor(kind: str, cwd: Path, repeat: int = 3) -> float:
         work = Path(tempfile.mkdtemp(dir=cwd))
         t = time.perf_counter()
         if kind in ("bwrap", "zygote"):
-            from autograder.sandbox.kernel import SandboxKernelManager
             from jupyter_core.utils import run_sync
+
+            from autograder.sandbox.kernel import SandboxKernelManager
 
             km = SandboxKernelManager(prefork=kind == "zygote")
             km.assignment = "decoder_block"  # the kernel imports that assignment's grading edition
@@ -121,8 +134,12 @@ def floor(kind: str, cwd: Path, repeat: int = 3) -> float:
             run_sync(km.cleanup_resources)()
         else:
             km = KernelManager(kernel_name="python3")
-            km.start_kernel(cwd=str(work), env=dict(os.environ, OMP_NUM_THREADS="1"),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            km.start_kernel(
+                cwd=str(work),
+                env=dict(os.environ, OMP_NUM_THREADS="1"),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             kc = km.client()
             kc.start_channels()
             kc.wait_for_ready(timeout=60)
@@ -158,9 +175,15 @@ def queue_run(course: Path, url: str, workers: int, *worker_args: str) -> tuple[
     q = [PY, "-m", "autograder.taskqueue", "--redis", url]
     t = time.perf_counter()
     subprocess.run([*q, "enqueue", *ASSIGNMENTS], cwd=course, capture_output=True, check=True)
-    procs = [subprocess.Popen([*q, "worker", "--burst", *worker_args, "--name", f"b{workers}-{i}"],
-                              cwd=course,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for i in range(workers)]
+    procs = [
+        subprocess.Popen(
+            [*q, "worker", "--burst", *worker_args, "--name", f"b{workers}-{i}"],
+            cwd=course,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for i in range(workers)
+    ]
     subprocess.run([*q, "collect", *ASSIGNMENTS, "--wait"], cwd=course, capture_output=True)
     elapsed = time.perf_counter() - t
     for p in procs:
@@ -189,21 +212,26 @@ def main() -> int:
     try:
         picks = batch(args.students)
         n = len(picks)
-        stock, stock_bwrap, ours, queue1, queue2, queue2s = (make_course(tmp / n) for n in (
-            "stock", "stock_bwrap", "driver", "queue1", "queue2", "queue2s"))
+        stock, stock_bwrap, ours, queue1, queue2, queue2s = (
+            make_course(tmp / n) for n in ("stock", "stock_bwrap", "driver", "queue1", "queue2", "queue2s")
+        )
         for course in (stock, stock_bwrap, ours, queue1, queue2, queue2s):
             submit(course, picks)
-        print(f"batch: {args.students} students, {n} notebooks "
-              f"({sum(1 for s in picks.values() if s and '_bug_' not in s.parent.name)} correct, "
-              f"{sum(1 for s in picks.values() if s and '_bug_' in s.parent.name)} one-bug, "
-              f"{sum(1 for s in picks.values() if s is None)} stubs); {os.cpu_count()} CPUs")
+        print(
+            f"batch: {args.students} students, {n} notebooks "
+            f"({sum(1 for s in picks.values() if s and '_bug_' not in s.parent.name)} correct, "
+            f"{sum(1 for s in picks.values() if s and '_bug_' in s.parent.name)} one-bug, "
+            f"{sum(1 for s in picks.values() if s is None)} stubs); {os.cpu_count()} CPUs"
+        )
 
         floor_plain = floor("plain", tmp)
         floor_bwrap = floor("bwrap", tmp)
         floor("zygote", tmp, repeat=1)  # starts the zygote
         floor_zygote = floor("zygote", tmp)
-        print(f"floor (kernel start + import torch, encdec + shutdown, median of 3): plain ipykernel "
-              f"{floor_plain:.2f} s, sandbox (fresh bwrap) {floor_bwrap:.2f} s, sandbox (zygote) {floor_zygote:.2f} s")
+        print(
+            f"floor (kernel start + import torch, encdec + shutdown, median of 3): plain ipykernel "
+            f"{floor_plain:.2f} s, sandbox (fresh bwrap) {floor_bwrap:.2f} s, sandbox (zygote) {floor_zygote:.2f} s"
+        )
 
         def stock_run(course: Path, prefork: str) -> float:
             env = dict(os.environ, ENCDEC_SANDBOX_PREFORK=prefork)
@@ -216,8 +244,12 @@ def main() -> int:
         t_stock = stock_run(stock, "1")
 
         t = time.perf_counter()
-        run = subprocess.run([PY, "-m", "autograder.driver", *ASSIGNMENTS, "--workers", str(args.workers)],
-                             cwd=ours, capture_output=True, text=True)
+        run = subprocess.run(
+            [PY, "-m", "autograder.driver", *ASSIGNMENTS, "--workers", str(args.workers)],
+            cwd=ours,
+            capture_output=True,
+            text=True,
+        )
         t_ours = time.perf_counter() - t
 
         sys.path.insert(0, str(ROOT / "tests"))
@@ -232,30 +264,46 @@ def main() -> int:
         keys = set().union(*runs)
         differ = sorted(k for k in keys if len({r.get(k) for r in runs}) != 1)
         per_ours = t_ours * args.workers / n
-        for name, t_run in [("stock nbgrader autograde, fresh bwrap per kernel", t_stock_bwrap),
-                            ("stock nbgrader autograde, zygote (default)    ", t_stock)]:
+        for name, t_run in [
+            ("stock nbgrader autograde, fresh bwrap per kernel", t_stock_bwrap),
+            ("stock nbgrader autograde, zygote (default)    ", t_stock),
+        ]:
             print(f"{name}: {t_run:7.1f} s  ({n / t_run * 60:5.1f} notebooks/min, {t_run / n:.2f} s per notebook)")
-        print(f"autograder.driver, {args.workers} workers, zygote                 : {t_ours:7.1f} s  "
-              f"({n / t_ours * 60:5.1f} notebooks/min, {per_ours:.2f} worker-s per notebook)")
+        print(
+            f"autograder.driver, {args.workers} workers, zygote                 : {t_ours:7.1f} s  "
+            f"({n / t_ours * 60:5.1f} notebooks/min, {per_ours:.2f} worker-s per notebook)"
+        )
         for k, kind, (t_q, busy) in ((1, "forking", t_queue1), (2, "forking", t_queue2), (2, "simple ", t_queue2s)):
-            print(f"autograder.taskqueue (RQ), {k} {kind} worker{'s' if k > 1 else ' '}, collect writes: {t_q:7.1f} s  "
-                  f"({n / t_q * 60:5.1f} notebooks/min, {t_q * k / n:.2f} worker-s per notebook, "
-                  f"{busy / n:.2f} s busy in jobs)")
+            print(
+                f"autograder.taskqueue (RQ), {k} {kind} worker{'s' if k > 1 else ' '}, collect writes: {t_q:7.1f} s  "
+                f"({n / t_q * 60:5.1f} notebooks/min, {t_q * k / n:.2f} worker-s per notebook, "
+                f"{busy / n:.2f} s busy in jobs)"
+            )
         print(f"stock nbgrader (zygote), 1 process: {t_stock / n:.2f} worker-s per notebook")
-        print(f"queue's default (forking) workers, worker-s per notebook / the driver's ({args.workers} workers): "
-              f"2 workers {t_queue2[0] * 2 / n / per_ours:.2f}x, 1 worker {t_queue1[0] / n / per_ours:.2f}x "
-              f"(target <= 1.2x)")
-        print(f"throughput ratio: driver / stock with fresh bwrap {t_stock_bwrap / t_ours:.2f}x, "
-              f"driver / stock with zygote {t_stock / t_ours:.2f}x")
-        print(f"a class of {CLASS_NOTEBOOKS:,} notebooks at this run's throughput: driver "
-              f"{CLASS_NOTEBOOKS * t_ours / n / 60:.0f} min, queue (2 forking workers) "
-              f"{CLASS_NOTEBOOKS * t_queue2[0] / n / 60:.0f} min, stock (zygote) "
-              f"{CLASS_NOTEBOOKS * t_stock / n / 60:.0f} min (target <= {CLASS_MINUTES} min, driver and queue)")
-        print(f"cost per notebook / plain floor: driver {per_ours / floor_plain:.2f}x, stock with zygote "
-              f"{t_stock / n / floor_plain:.2f}x, stock with fresh bwrap {t_stock_bwrap / n / floor_plain:.2f}x "
-              f"(target <= 1.5x)")
-        print(f"same scores in all six runs: {'yes' if not differ else 'NO: ' + str(differ[:5])} "
-              f"({len(runs[2])} notebooks graded)")
+        print(
+            f"queue's default (forking) workers, worker-s per notebook / the driver's ({args.workers} workers): "
+            f"2 workers {t_queue2[0] * 2 / n / per_ours:.2f}x, 1 worker {t_queue1[0] / n / per_ours:.2f}x "
+            f"(target <= 1.2x)"
+        )
+        print(
+            f"throughput ratio: driver / stock with fresh bwrap {t_stock_bwrap / t_ours:.2f}x, "
+            f"driver / stock with zygote {t_stock / t_ours:.2f}x"
+        )
+        print(
+            f"a class of {CLASS_NOTEBOOKS:,} notebooks at this run's throughput: driver "
+            f"{CLASS_NOTEBOOKS * t_ours / n / 60:.0f} min, queue (2 forking workers) "
+            f"{CLASS_NOTEBOOKS * t_queue2[0] / n / 60:.0f} min, stock (zygote) "
+            f"{CLASS_NOTEBOOKS * t_stock / n / 60:.0f} min (target <= {CLASS_MINUTES} min, driver and queue)"
+        )
+        print(
+            f"cost per notebook / plain floor: driver {per_ours / floor_plain:.2f}x, stock with zygote "
+            f"{t_stock / n / floor_plain:.2f}x, stock with fresh bwrap {t_stock_bwrap / n / floor_plain:.2f}x "
+            f"(target <= 1.5x)"
+        )
+        print(
+            f"same scores in all six runs: {'yes' if not differ else 'NO: ' + str(differ[:5])} "
+            f"({len(runs[2])} notebooks graded)"
+        )
         if run.returncode not in (0, 1):
             print(run.stdout[-2000:], run.stderr[-2000:])
         return 0 if not differ else 1

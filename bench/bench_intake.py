@@ -14,6 +14,7 @@ the invalid outputs through stock ``nbgrader autograde`` with the course's confi
 the peak of nbgrader's own process (the grader), of its children (the sandboxed kernel), and its
 time (tens of seconds each).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,11 +63,11 @@ print(json.dumps({"peak_kb": hwm(), "before_kb": before,
 
 def cases() -> dict:
     """name -> the file's text (made here from the release and the solutions, as the fixtures are)."""
+    import nbformat
+
     from autograder.fixtures.make import apply
     from autograder.fixtures.rows import invalid_outputs, printed
     from autograder.handed_in import LIMITS
-
-    import nbformat
 
     dicts = (LIMITS.json_items - 10) // 3  # {"a":0}, counts a string, a bracket and a comma
     return {
@@ -74,10 +75,12 @@ def cases() -> dict:
         "honest solution, 12 MB of printed outputs": lambda: apply("decoder_block", {"__json__": printed(12)}),
         "30,000 invalid outputs": lambda: apply("decoder_block", {"__json__": invalid_outputs(30_000)}),
         "100,000 invalid outputs": lambda: apply("decoder_block", {"__json__": invalid_outputs(100_000)}),
-        f"{dicts:,} one-key objects (just under the item limit)": lambda: '{"cells": [' + ",".join(
-            ['{"a":0}'] * dicts) + "]}",
+        f"{dicts:,} one-key objects (just under the item limit)": lambda: (
+            '{"cells": [' + ",".join(['{"a":0}'] * dicts) + "]}"
+        ),
         "one string at the byte limit": lambda: json.dumps(
-            {"cells": [], "metadata": {"x": "y" * (LIMITS.notebook_bytes - 100)}}),
+            {"cells": [], "metadata": {"x": "y" * (LIMITS.notebook_bytes - 100)}}
+        ),
     }
 
 
@@ -108,19 +111,25 @@ def autograde(files: dict[str, Path]) -> None:
             shutil.copy(path, dest / "decoder_block.ipynb")
             shutil.copytree(ROOT / "exercises" / "decoder_block" / "reference", dest / "reference")
             # nbgrader in this process (its kernel is another): its own peak, and its children's
-            wrapper = ("import atexit, os, resource, runpy, sys\n"
-                       "def peaks():\n"
-                       "    own = next(x for x in open('/proc/self/status') if x.startswith('VmHWM')).split()[1]\n"
-                       "    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
-                       "    os.write(int(os.environ['BENCH_FD']), f'{own} {kids}'.encode())\n"
-                       "atexit.register(peaks)\n"
-                       "sys.argv = ['nbgrader', *sys.argv[1:]]\n"
-                       "runpy.run_module('nbgrader', run_name='__main__')\n")
+            wrapper = (
+                "import atexit, os, resource, runpy, sys\n"
+                "def peaks():\n"
+                "    own = next(x for x in open('/proc/self/status') if x.startswith('VmHWM')).split()[1]\n"
+                "    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+                "    os.write(int(os.environ['BENCH_FD']), f'{own} {kids}'.encode())\n"
+                "atexit.register(peaks)\n"
+                "sys.argv = ['nbgrader', *sys.argv[1:]]\n"
+                "runpy.run_module('nbgrader', run_name='__main__')\n"
+            )
             read, write = os.pipe()
             start = time.perf_counter()
-            subprocess.run([sys.executable, "-c", wrapper, "autograde", "decoder_block", f"--student={student}",
-                            *args], cwd=ROOT, capture_output=True, pass_fds=(write,),
-                           env={**os.environ, ENV: str(work), "BENCH_FD": str(write)})
+            subprocess.run(
+                [sys.executable, "-c", wrapper, "autograde", "decoder_block", f"--student={student}", *args],
+                cwd=ROOT,
+                capture_output=True,
+                pass_fds=(write,),
+                env={**os.environ, ENV: str(work), "BENCH_FD": str(write)},
+            )
             seconds = time.perf_counter() - start
             os.close(write)
             own, children = (int(v) / 1024 for v in os.read(read, 100).split())
@@ -164,10 +173,14 @@ def main(argv: list[str] | None = None) -> int:
                 if how == "now":
                     floor = peak if name.startswith("honest solution (") else floor
                     worst = max(worst, peak) if not name.startswith("honest solution (") else worst
-                print(f"{label:52s} {path.stat().st_size / 1e6:8.1f} {peak:8.0f} {reading:10.0f} {r['seconds']:7.2f}  "
-                      f"{r['outcome']}")
-        print(f"honest floor {floor:.0f} MB; worst case {worst:.0f} MB (+{worst - floor:.0f} MB, "
-              f"x{worst / floor:.2f} the floor)")
+                print(
+                    f"{label:52s} {path.stat().st_size / 1e6:8.1f} {peak:8.0f} {reading:10.0f} {r['seconds']:7.2f}  "
+                    f"{r['outcome']}"
+                )
+        print(
+            f"honest floor {floor:.0f} MB; worst case {worst:.0f} MB (+{worst - floor:.0f} MB, "
+            f"x{worst / floor:.2f} the floor)"
+        )
         if args.autograde:
             autograde({n: f for n, f in files.items() if n.startswith("honest solution (") or "invalid" in n})
     return 0

@@ -16,6 +16,7 @@ input requests of 31 MiB take the grader to 3.66 GB, and the later honest notebo
 1.7 GB process. Exit status 1 if the peak reaches TARGET_MB, a score differs from the table's, or a
 hostile notebook was not stopped by the relay on the expected channel.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,9 @@ TARGET_MB = 1024
 def students(n: int) -> dict[str, str]:
     """Student -> fixture, in the order nbgrader grades them (sorted by name): a tenth of the honest
     ones (`a...`), the hostile ones (`h_<kind>`), the other honest ones (`s...`)."""
-    honest = sorted(n for n, spec in table.grading().items()
-                    if spec["assignment"] == A and n.endswith(("_pass_all", "_style")))
+    honest = sorted(
+        n for n, spec in table.grading().items() if spec["assignment"] == A and n.endswith(("_pass_all", "_style"))
+    )
     first = max(1, n // 10)
     out = {f"a{i:03d}": honest[i % len(honest)] for i in range(first)}
     out.update({f"h_{kind}": f"hostile_message_{kind}" for kind in MESSAGES})
@@ -70,8 +72,12 @@ def main() -> int:
         course = make_course(Path(tmp) / "course")
         submit(course, {(s, A): graded_notebook(n) for s, n in who.items()})
         start = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "nbgrader", "autograde", A], cwd=course,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "nbgrader", "autograde", A],
+            cwd=course,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         phases = {"before": [], "hostile": [], "after": []}  # resident MB while grading each part
         peak, spans = 0.0, {}  # phase -> when it began
         while proc.poll() is None:
@@ -88,24 +94,32 @@ def main() -> int:
         cuts = {s: stopped(course, s) for s in hostile}
     expected = table.grading()
     ok = all(got.get((s, A)) == expected[n]["expected_score"] for s, n in who.items())
-    print(f"batch: {args.students} honest {A} notebooks and {len(hostile)} hostile message fixtures in one stock "
-          f"`nbgrader autograde`, {os.cpu_count()} CPUs, {wall:.0f} s; scores as the table: {ok}")
+    print(
+        f"batch: {args.students} honest {A} notebooks and {len(hostile)} hostile message fixtures in one stock "
+        f"`nbgrader autograde`, {os.cpu_count()} CPUs, {wall:.0f} s; scores as the table: {ok}"
+    )
     for s in hostile:
         kind, cut = s[2:], cuts[s]
         want = MESSAGES[kind][1]
         ok &= (cut.get("channel"), cut.get("why")) == want
-        print(f"  hostile_message_{kind:8s} score {got.get((s, A))}  cut {cut.get('key', '-')} "
-              f"{cut.get('channel', '')} {cut.get('why', '')} (expected {want[0]} {want[1]})")
+        print(
+            f"  hostile_message_{kind:8s} score {got.get((s, A))}  cut {cut.get('key', '-')} "
+            f"{cut.get('channel', '')} {cut.get('why', '')} (expected {want[0]} {want[1]})"
+        )
     base = max(phases["before"], default=0.0)
     after = phases["after"] or [0.0]
     print(f"grader resident size: baseline {base:.0f} MB (largest over the first {len(first)} honest notebooks)")
     hostile_s = spans.get("after", start) - spans.get("hostile", start)
     print(f"  while grading the hostile ones ({hostile_s:.0f} s): up to {max(phases['hostile'], default=0.0):.0f} MB")
     later = sum(s[0] == "s" for s in who)
-    print(f"  over the {later} honest ones after them: {min(after):.0f} to {max(after):.0f} MB, "
-          f"last {after[-1]:.0f} MB = {after[-1] / max(base, 1):.2f} x the baseline")
-    print(f"  peak (VmHWM) {peak:.0f} MB = {peak / TARGET_MB:.2f} x the 1 GB target "
-          f"(issue 49: 3,660 MB peak, 1,700 MB after, before the budgets over time)")
+    print(
+        f"  over the {later} honest ones after them: {min(after):.0f} to {max(after):.0f} MB, "
+        f"last {after[-1]:.0f} MB = {after[-1] / max(base, 1):.2f} x the baseline"
+    )
+    print(
+        f"  peak (VmHWM) {peak:.0f} MB = {peak / TARGET_MB:.2f} x the 1 GB target "
+        f"(issue 49: 3,660 MB peak, 1,700 MB after, before the budgets over time)"
+    )
     return 0 if ok and peak < TARGET_MB else 1
 
 

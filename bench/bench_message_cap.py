@@ -12,6 +12,7 @@ reason, then the ratio of the worst hostile peak to the honest one; `peak-mb <MB
 hostile peak (the test reads it). Exit status 1 if a hostile peak reaches TARGET_MB or a score differs
 from the table's.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,8 +42,12 @@ TARGET_MB = 1024
 def graded_alone(course: Path, student: str) -> tuple[float, float]:
     """(peak resident MB of `nbgrader autograde` grading `student` alone, seconds)."""
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "nbgrader", "autograde", A, "--student", student], cwd=course,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nbgrader", "autograde", A, "--student", student],
+        cwd=course,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     peak = 0.0
     while proc.poll() is None:
         peak = max(peak, status_mb(proc.pid).get("VmHWM", 0.0))
@@ -76,12 +81,16 @@ def main() -> int:
             score, want = got.get((n, A)), expected[n]["expected_score"]
             ok &= score == want
             why = stopped(course, n)
-            print(f"{n:26s} peak {peak:6.0f} MB  {seconds:5.1f} s  score {score} (table: {want})  "
-                  f"{why.get('key', '-')} {why.get('why', '')} {why.get('channel', '')}")
+            print(
+                f"{n:26s} peak {peak:6.0f} MB  {seconds:5.1f} s  score {score} (table: {want})  "
+                f"{why.get('key', '-')} {why.get('why', '')} {why.get('channel', '')}"
+            )
     worst = max(runs[n][0] for n in HOSTILE)
     if not args.only_hostile:
-        print(f"worst hostile peak / honest peak: {worst:.0f} / {runs[HONEST][0]:.0f} MB = "
-              f"{worst / runs[HONEST][0]:.2f} (issue 37 saw 2,400 MB for such a message before the relay)")
+        print(
+            f"worst hostile peak / honest peak: {worst:.0f} / {runs[HONEST][0]:.0f} MB = "
+            f"{worst / runs[HONEST][0]:.2f} (issue 37 saw 2,400 MB for such a message before the relay)"
+        )
     print(f"peak-mb {worst:.0f}")
     return 0 if ok and worst < TARGET_MB else 1
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 import zlib
 from pathlib import Path
@@ -29,9 +28,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 _support = browser_support()
 # (name, download bytes/s, upload bytes/s, round trip ms, CPU slowdown): a mid-range phone
-PROFILES = [("unthrottled", None, None, 0, 1),
-            ("4G phone", 9_000_000 / 8, 1_500_000 / 8, 85, 4),
-            ("slow 4G phone", 1_600_000 / 8, 750_000 / 8, 150, 4)]
+PROFILES = [
+    ("unthrottled", None, None, 0, 1),
+    ("4G phone", 9_000_000 / 8, 1_500_000 / 8, 85, 4),
+    ("slow 4G phone", 1_600_000 / 8, 750_000 / 8, 150, 4),
+]
 FLOOR = "genindex"
 
 
@@ -44,8 +45,10 @@ def visit(chromium, url: str, profile) -> dict:
     cdp = context.new_cdp_session(page)
     if down:
         cdp.send("Network.enable")
-        cdp.send("Network.emulateNetworkConditions", {"offline": False, "latency": rtt,
-                                                      "downloadThroughput": down, "uploadThroughput": up})
+        cdp.send(
+            "Network.emulateNetworkConditions",
+            {"offline": False, "latency": rtt, "downloadThroughput": down, "uploadThroughput": up},
+        )
         cdp.send("Emulation.setCPUThrottlingRate", {"rate": cpu})
     requests = []
     page.on("requestfinished", requests.append)
@@ -63,8 +66,13 @@ def visit(chromium, url: str, profile) -> dict:
     context.close()
     if log.problems():
         raise SystemExit(f"{url}: {log.problems()}")
-    return {"bytes": sum(s for s, _ in sizes), "gzip": sum(g for _, g in sizes), "requests": len(sizes),
-            "load": loaded, "drawn": drawn}
+    return {
+        "bytes": sum(s for s, _ in sizes),
+        "gzip": sum(g for _, g in sizes),
+        "requests": len(sizes),
+        "load": loaded,
+        "drawn": drawn,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -75,14 +83,21 @@ def main(argv: list[str] | None = None) -> None:
     html = browser_support("book_published").published_book()
     with _support.browser() as chromium, _support.serve(html) as base:
         floor = visit(chromium, f"{base}{FLOOR}.html", PROFILES[0])
-        print(f"floor: {FLOOR} loads {floor['bytes'] / 1e6:.2f} MB ({floor['gzip'] / 1e6:.2f} MB gzip) in {floor['requests']} requests")
-        print(f"{'page':32s} {'MB':>5s} {'gzip':>5s} {'x floor':>7s} {'req':>4s}  "
-              + "  ".join(f"{name + ' load / drawn s':>26s}" for name, *_ in PROFILES))
+        print(
+            f"floor: {FLOOR} loads {floor['bytes'] / 1e6:.2f} MB ({floor['gzip'] / 1e6:.2f} MB gzip) in {floor['requests']} requests"
+        )
+        print(
+            f"{'page':32s} {'MB':>5s} {'gzip':>5s} {'x floor':>7s} {'req':>4s}  "
+            + "  ".join(f"{name + ' load / drawn s':>26s}" for name, *_ in PROFILES)
+        )
         for path in pages:
             runs = [visit(chromium, f"{base}{path}.html", profile) for profile in PROFILES]
             first = runs[0]
-            print(f"{path:32s} {first['bytes'] / 1e6:5.2f} {first['gzip'] / 1e6:5.2f} {first['bytes'] / floor['bytes']:7.2f} "
-                  f"{first['requests']:4d}  " + "  ".join(f"{r['load']:12.2f} / {r['drawn']:6.2f}    " for r in runs), flush=True)
+            print(
+                f"{path:32s} {first['bytes'] / 1e6:5.2f} {first['gzip'] / 1e6:5.2f} {first['bytes'] / floor['bytes']:7.2f} "
+                f"{first['requests']:4d}  " + "  ".join(f"{r['load']:12.2f} / {r['drawn']:6.2f}    " for r in runs),
+                flush=True,
+            )
     print(f"(cpu count {os.cpu_count()}; served uncompressed on 127.0.0.1; gzip = each response compressed at level 6)")
 
 

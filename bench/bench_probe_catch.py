@@ -13,6 +13,7 @@ among the pairs that catch at all, and the rule-of-three lower bound it supports
 students, the rate is at least 1 - 3/S at 95 %); the target is at least 0.999 for every pair that
 catches.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,7 +40,10 @@ def caught(mistake, check_id: str, students: int) -> int:
     misses = 0
     for i in range(students):
         seed = judge.check_seed(SECRET, f"student{i:04d}", CHECKS[mistake.target][0], check_id)
-        with tempfile.TemporaryDirectory() as work, contextlib.redirect_stdout(io.StringIO()):  # the kernel side's prints
+        with (
+            tempfile.TemporaryDirectory() as work,
+            contextlib.redirect_stdout(io.StringIO()),
+        ):  # the kernel side's prints
             verdict, _ = in_process.verdict(check_id, impl, Path(work), seed)
         misses += verdict.ok
     return students - misses
@@ -51,8 +55,11 @@ def main() -> int:
     p.add_argument("--held-out", action="store_true")
     p.add_argument("--target", default=None, help="only the entries of this target (mask, block, decode, ...)")
     args = p.parse_args()
-    entries = [m for m in tuned.MISTAKES + (held_out.MISTAKES if args.held_out else [])
-               if m.expect != PASSED and (args.target is None or m.target == args.target)]
+    entries = [
+        m
+        for m in tuned.MISTAKES + (held_out.MISTAKES if args.held_out else [])
+        if m.expect != PASSED and (args.target is None or m.target == args.target)
+    ]
     S = args.students
     lowest, chance = 1.0, []
     print(f"{len(entries)} mistakes, {S} students each, every hidden check of the entry's target")
@@ -66,10 +73,14 @@ def main() -> int:
                 chance.append((m.name, c, r))
         shown = "  ".join(f"{c.split('.', 1)[1]} {r:.3f}" for c, r in rates.items())
         print(f"  {m.name:36s} {m.expect:26s} {shown}")
-    print(f"lowest catch rate among the probes that catch: {lowest:.4f} "
-          f"(no miss in {S} students supports >= {1 - 3 / S:.4f} at 95 %; target >= 0.999)")
-    print(f"pairs caught by chance (0 < rate < 1): {len(chance)}" + "".join(
-        f"\n  {n} on {c}: {r:.3f}" for n, c, r in chance))
+    print(
+        f"lowest catch rate among the probes that catch: {lowest:.4f} "
+        f"(no miss in {S} students supports >= {1 - 3 / S:.4f} at 95 %; target >= 0.999)"
+    )
+    print(
+        f"pairs caught by chance (0 < rate < 1): {len(chance)}"
+        + "".join(f"\n  {n} on {c}: {r:.3f}" for n, c, r in chance)
+    )
     return 1 if chance else 0
 
 

@@ -20,8 +20,15 @@ from pathlib import Path
 
 from encdec.train import PACKAGED_CHECKPOINTS
 
-FIGURES = ("val_token_accuracy", "best_val_token_accuracy", "best_epoch", "val_exact_match",
-           "val_unseen_exact_match", "space_wrong", "train_seconds")
+FIGURES = (
+    "val_token_accuracy",
+    "best_val_token_accuracy",
+    "best_epoch",
+    "val_exact_match",
+    "val_unseen_exact_match",
+    "space_wrong",
+    "train_seconds",
+)
 
 
 def reproduce(preset: str) -> dict:
@@ -30,8 +37,12 @@ def reproduce(preset: str) -> dict:
     with tempfile.TemporaryDirectory() as out:
         args[args.index("--out") + 1] = out
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "encdec.train", *args], check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+        subprocess.run(
+            [sys.executable, "-m", "encdec.train", *args],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         wall = time.perf_counter() - start
         fresh = json.loads((Path(out) / "metrics.json").read_text())
     row = {k: {"shipped": shipped.get(k), "fresh": fresh.get(k)} for k in FIGURES}

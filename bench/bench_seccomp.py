@@ -10,6 +10,7 @@ and the time to build it.
 
     python bench/bench_seccomp.py
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -80,9 +81,11 @@ def main() -> int:
         got = probe(program, number, arg0)
         same += got == expected
         print(f"{label:<22}{none:>12}{got:>10}{expected:>10}{'' if got == expected else '   DIFFERS'}")
-    print(f"as the policy says on {same} of {len(cases)} calls; program: {len(program)} bytes "
-          f"({len(program) // 8} instructions), built in {again_ms:.1f} ms ({built_ms:.1f} ms the first "
-          "time in a process, loading libseccomp)")
+    print(
+        f"as the policy says on {same} of {len(cases)} calls; program: {len(program)} bytes "
+        f"({len(program) // 8} instructions), built in {again_ms:.1f} ms ({built_ms:.1f} ms the first "
+        "time in a process, loading libseccomp)"
+    )
     return 0 if same == len(cases) else 1
 
 

@@ -36,16 +36,16 @@ def _stepwise(model, ques, prefix, n, encode_every_step=False, prefill_one_call=
         else:
             while fed < tokens.shape[1]:
                 width = tokens.shape[1] - fed if prefill_one_call else 1
-                new = tokens[:, fed:fed + width]
+                new = tokens[:, fed : fed + width]
                 mask = A.get_subsequent_mask(new) if width > 1 else None
-                h = model.decoder(model.emb_layer(new) + pos[:, fed:fed + width], memory, mask, caches=caches)
+                h = model.decoder(model.emb_layer(new) + pos[:, fed : fed + width], memory, mask, caches=caches)
                 fed += width
         tokens = torch.cat([tokens, model.proj_to_vocab(h[:, -1]).argmax(-1, keepdim=True)], dim=1)
     return tokens
 
 
 def _rows(model, ques, prefix, n):
-    return torch.cat([greedy_decode(model, ques[i:i + 1], n, prefix=prefix[i:i + 1]) for i in range(len(ques))])
+    return torch.cat([greedy_decode(model, ques[i : i + 1], n, prefix=prefix[i : i + 1]) for i in range(len(ques))])
 
 
 def _double(model, ques, prefix, n):

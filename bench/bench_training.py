@@ -28,9 +28,13 @@ class TorchReference(nn.Module):
         self.ours_positions = ours.positions
         self.emb_layer = nn.Embedding(c.vocab_size, c.emb_dim)
         self.transformer = nn.Transformer(
-            d_model=c.emb_dim, nhead=c.num_heads, num_encoder_layers=c.num_enc_layers,
-            num_decoder_layers=c.num_dec_layers, dim_feedforward=c.feedforward_dim,
-            dropout=c.dropout, batch_first=True,
+            d_model=c.emb_dim,
+            nhead=c.num_heads,
+            num_encoder_layers=c.num_enc_layers,
+            num_decoder_layers=c.num_dec_layers,
+            dim_feedforward=c.feedforward_dim,
+            dropout=c.dropout,
+            batch_first=True,
         )
         self.proj_to_vocab = nn.Linear(c.emb_dim, c.vocab_size)
 
@@ -73,8 +77,11 @@ def step_time_ratio(repeats: int) -> dict:
         ours_s.append(step_seconds(ours, batches, ques_pos, ans_pos, 1))
         theirs_s.append(step_seconds(theirs, batches, ques_pos, ans_pos, 1))
     o, t = statistics.median(ours_s), statistics.median(theirs_s)
-    return {"ours_ms_per_step": round(1e3 * o, 3), "torch_nn_ms_per_step": round(1e3 * t, 3),
-            "step_time_ratio_ours_over_torch": round(o / t, 3)}
+    return {
+        "ours_ms_per_step": round(1e3 * o, 3),
+        "torch_nn_ms_per_step": round(1e3 * t, 3),
+        "step_time_ratio_ours_over_torch": round(o / t, 3),
+    }
 
 
 def time_to_exact_match(target: float) -> dict:

@@ -1,7 +1,7 @@
 """Run every benchmark in this folder, one after another, each printing its own figures.
 
-    make bench            # all of them
-    python bench/run_all.py bench_generation   # only the named ones
+make bench            # all of them
+python bench/run_all.py bench_generation   # only the named ones
 """
 
 from __future__ import annotations

@@ -43,8 +43,11 @@ def readme(name: str, lang: str, url: str | None, wheel: str) -> str:
     from encdec.grading import language
 
     with language.speaking(lang):
-        where = (language.text("download_wheel_url", url=url, folder=url.rsplit("/", 1)[0] + "/") if url
-                 else language.text("download_wheel_by_hand", wheel=wheel))
+        where = (
+            language.text("download_wheel_url", url=url, folder=url.rsplit("/", 1)[0] + "/")
+            if url
+            else language.text("download_wheel_by_hand", wheel=wheel)
+        )
         return language.text("download_readme", name=name, wheel=url or wheel, where=where) + "\n"
 
 
@@ -58,8 +61,11 @@ def build(out: Path = OUT, root: Path = ROOT) -> list[Path]:
         name = folder.name
         path = out / ("" if folder.parent.name == "exercises" else lang) / f"{name}.zip"
         path.parent.mkdir(parents=True, exist_ok=True)
-        files = sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts
-                       and p.name != ".ipynb_checkpoints")
+        files = sorted(
+            p
+            for p in folder.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts and p.name != ".ipynb_checkpoints"
+        )
         with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
             for p in files:
                 z.writestr(zipfile.ZipInfo(f"{name}/{p.relative_to(folder).as_posix()}", STAMP), p.read_bytes())

@@ -48,7 +48,7 @@ TERM_NOTE = {
 """,
 }
 
-INSTALL = '''\
+INSTALL = """\
 # Launched from the course book (Colab, Binder, a JupyterHub): install the course package from the
 # book's site, the student wheel that carries the trained checkpoints (pip adds only those of its
 # dependencies this environment lacks). Skipped where `encdec` is already installed.
@@ -58,10 +58,10 @@ import sys
 
 WHEEL = "{url}"
 if importlib.util.find_spec("encdec") is None:
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", WHEEL], check=True)'''
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", WHEEL], check=True)"""
 
 # The same cell for a copy made where no repository is known: it names no address.
-INSTALL_BY_HAND = '''\
+INSTALL_BY_HAND = """\
 # Launched from the course book: this copy was made without the book's repository setting
 # (repository.url in _config.yml), so it knows no site to install the course package from.
 # Install the student wheel by hand (`make student-release` in the repository writes it to
@@ -69,7 +69,7 @@ INSTALL_BY_HAND = '''\
 import importlib.util
 
 if importlib.util.find_spec("encdec") is None:
-    raise ModuleNotFoundError("install the course package first: pip install <the student wheel {wheel}>")'''
+    raise ModuleNotFoundError("install the course package first: pip install <the student wheel {wheel}>")"""
 
 
 def site_url(repository_url: str) -> str:

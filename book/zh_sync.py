@@ -71,17 +71,19 @@ def synced(page: str) -> str:
     expected = translated_cells(page)
     found = list(CELL.finditer(text))
     if len(found) != len(expected):
-        raise SyncError(f"book/zh/{page}.md has {len(found)} code cells, book/{page}.md has {len(expected)}: "
-                        "keep one code-cell block per English cell, in the same order")
+        raise SyncError(
+            f"book/zh/{page}.md has {len(found)} code cells, book/{page}.md has {len(expected)}: "
+            "keep one code-cell block per English cell, in the same order"
+        )
     parts, last = [], 0
     for m, cell in zip(found, expected):
-        parts += [text[last:m.start()], cell]
+        parts += [text[last : m.start()], cell]
         last = m.end()
     parts.append(text[last:])
     text = "".join(parts)
     en_front, zh_front = FRONT.match(en_text), FRONT.match(text)
     if en_front:
-        text = en_front.group(0) + (text[zh_front.end():] if zh_front else text)
+        text = en_front.group(0) + (text[zh_front.end() :] if zh_front else text)
     return text
 
 

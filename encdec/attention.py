@@ -122,18 +122,13 @@ class MultiHeadAttention(nn.Module):
     def _check_inputs(self, query: Tensor, key: Tensor, value: Tensor) -> None:
         for name, x in (("query", query), ("key", key), ("value", value)):
             if x.dim() != 3 or x.shape[-1] != self.emb_dim:
-                raise ValueError(
-                    f"{name} of shape {tuple(x.shape)}: expected (N, L, M) with M={self.emb_dim}"
-                )
+                raise ValueError(f"{name} of shape {tuple(x.shape)}: expected (N, L, M) with M={self.emb_dim}")
         if not (query.shape[0] == key.shape[0] == value.shape[0]):
             raise ValueError(
-                f"batch sizes differ: query {tuple(query.shape)}, key {tuple(key.shape)}, "
-                f"value {tuple(value.shape)}"
+                f"batch sizes differ: query {tuple(query.shape)}, key {tuple(key.shape)}, value {tuple(value.shape)}"
             )
         if key.shape[1] != value.shape[1]:
-            raise ValueError(
-                f"key {tuple(key.shape)} and value {tuple(value.shape)} must have the same length"
-            )
+            raise ValueError(f"key {tuple(key.shape)} and value {tuple(value.shape)} must have the same length")
 
     def forward(
         self,

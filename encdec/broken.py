@@ -134,8 +134,13 @@ def broken(model: Transformer, name: str):
         def stale(K: int) -> Tensor:  # every answer position is position 0, the one of step 1
             return real_positions(K)[:, :1].expand(1, K, model.config.emb_dim)  # (1, K, M)
 
-        swap(model, "encode", lambda ques_b, ques_pos=None: real_encode(
-            ques_b, real_positions(ques_b.shape[1]) if ques_pos is None else ques_pos))  # the question keeps its own
+        swap(
+            model,
+            "encode",
+            lambda ques_b, ques_pos=None: real_encode(
+                ques_b, real_positions(ques_b.shape[1]) if ques_pos is None else ques_pos
+            ),
+        )  # the question keeps its own
         swap(model, "positions", stale)
     try:
         yield model
@@ -145,8 +150,9 @@ def broken(model: Transformer, name: str):
 
 
 @torch.no_grad()
-def broken_answers(model: Transformer, questions: Tensor, name: str, max_new_tokens: int = 4,
-                   batch_size: int = 2000) -> tuple[Tensor | None, str | None]:
+def broken_answers(
+    model: Transformer, questions: Tensor, name: str, max_new_tokens: int = 4, batch_size: int = 2000
+) -> tuple[Tensor | None, str | None]:
     """Greedy answers (N, 1 + max_new_tokens) of ``model`` with mistake ``name`` on its path, or
     (None, the error PyTorch raised) when the broken model cannot run (``q_from_encoder``)."""
     use_cache = MISTAKES[name].use_cache if name in MISTAKES else True
@@ -156,7 +162,9 @@ def broken_answers(model: Transformer, questions: Tensor, name: str, max_new_tok
     try:
         with broken(model, name):
             for start in range(0, len(questions), batch_size):
-                out.append(greedy_decode(model, questions[start:start + batch_size], max_new_tokens, use_cache=use_cache))
+                out.append(
+                    greedy_decode(model, questions[start : start + batch_size], max_new_tokens, use_cache=use_cache)
+                )
     except (RuntimeError, ValueError) as err:
         if name == "intact":
             raise

@@ -29,7 +29,7 @@ def tiled_attention(q: Tensor, k: Tensor, v: Tensor, block: int) -> Tensor:
     s = torch.zeros((*lead, Lq, 1), dtype=q.dtype)  # (..., Lq, 1): sum of exp(score - m)
     o = torch.zeros((*lead, Lq, v.shape[-1]), dtype=q.dtype)  # (..., Lq, Dh): sum of exp(score - m) * value
     for start in range(0, k.shape[-2], block):
-        kb, vb = k[..., start:start + block, :], v[..., start:start + block, :]  # (..., B, Dh)
+        kb, vb = k[..., start : start + block, :], v[..., start : start + block, :]  # (..., B, Dh)
         scores = q @ kb.transpose(-2, -1) / math.sqrt(Dh)  # (..., Lq, B): one tile, never the whole grid
         m_new = torch.maximum(m, scores.amax(dim=-1, keepdim=True))  # (..., Lq, 1)
         rescale = torch.exp(m - m_new)  # what the old sums were measured against, moved to the new maximum

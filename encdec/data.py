@@ -16,8 +16,22 @@ from dataclasses import dataclass
 import torch
 
 VOCAB: tuple[str, ...] = (
-    "0", "1", "2", "3", "4", "5", "6", "7", "8", "9",
-    "POSITIVE", "NEGATIVE", "add", "subtract", "BOS", "EOS",
+    "0",
+    "1",
+    "2",
+    "3",
+    "4",
+    "5",
+    "6",
+    "7",
+    "8",
+    "9",
+    "POSITIVE",
+    "NEGATIVE",
+    "add",
+    "subtract",
+    "BOS",
+    "EOS",
 )
 TOKEN_TO_ID: dict[str, int] = {token: i for i, token in enumerate(VOCAB)}
 BOS_ID, EOS_ID = TOKEN_TO_ID["BOS"], TOKEN_TO_ID["EOS"]
@@ -54,8 +68,7 @@ def encode(text: str) -> list[int]:
             ids.extend(TOKEN_TO_ID[digit] for digit in word)
         else:
             raise ValueError(
-                f"unknown token {word!r}: expected one of {' '.join(VOCAB)} or a number of "
-                "at most two digits"
+                f"unknown token {word!r}: expected one of {' '.join(VOCAB)} or a number of at most two digits"
             )
     return ids
 
@@ -104,8 +117,7 @@ def _check_layout(text: str, ids: list[int], layout: list[tuple[str, ...]], what
     for position, (i, allowed) in enumerate(zip(ids, layout)):
         if VOCAB[i] not in allowed:
             raise ValueError(
-                f"{what} {text!r}: token {VOCAB[i]!r} at position {position}, expected one of "
-                f"{', '.join(allowed)}"
+                f"{what} {text!r}: token {VOCAB[i]!r} at position {position}, expected one of {', '.join(allowed)}"
             )
 
 

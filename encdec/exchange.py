@@ -10,6 +10,7 @@ folder too): so the submission is copied again into a folder made in inbound, wh
 the place of nbgrader's copy (whose copying had reset the inherited bit). Imported by nbgrader
 only; it decides nothing about a score.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,7 +40,9 @@ class Submit(ExchangeSubmit):
     def copy_files(self):
         super().copy_files()
         dest = os.path.join(self.inbound_path, self.assignment_filename)
-        fresh = os.path.join(self.inbound_path, f".closing-{secrets.token_hex(8)}")  # no student's name: collect skips it
+        fresh = os.path.join(
+            self.inbound_path, f".closing-{secrets.token_hex(8)}"
+        )  # no student's name: collect skips it
         os.mkdir(fresh)  # inbound's group, and its set-group-id bit
         _copy_into(dest, fresh)
         shutil.rmtree(dest)

@@ -157,8 +157,7 @@ class Transformer(nn.Module):
         config = config or ModelConfig(**overrides)
         if config.position_encoding not in POSITION_ENCODINGS:
             raise ValueError(
-                f"unknown position_encoding {config.position_encoding!r}: expected one of "
-                f"{sorted(POSITION_ENCODINGS)}"
+                f"unknown position_encoding {config.position_encoding!r}: expected one of {sorted(POSITION_ENCODINGS)}"
             )
         self.config = config
         c = config

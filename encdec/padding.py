@@ -57,8 +57,7 @@ def row_positions(model: Transformer, real: Tensor, Ka: int) -> Tensor:
     return table[index]  # (N, K) -> (N, K, M)
 
 
-def decoder_logits(model: Transformer, ques_b: Tensor, dec_in: Tensor, dec_pos: Tensor,
-                   mask: Tensor | None) -> Tensor:
+def decoder_logits(model: Transformer, ques_b: Tensor, dec_in: Tensor, dec_pos: Tensor, mask: Tensor | None) -> Tensor:
     """The model's logits (N, K, V) for decoder inputs ``dec_in`` (N, K) at positions ``dec_pos``
     (N, K, M) under ``mask`` (N, K, K) or None: the model's own parts, with the mask the caller
     chooses instead of the causal mask ``Transformer.forward`` builds."""
@@ -81,8 +80,9 @@ def _check_shapes() -> None:
     ids, real = pad_batch([[1, 2, 3], [4]], pad_id=0, side="left")
     assert ids.tolist() == [[1, 2, 3], [0, 0, 4]] and real.sum().item() == 4
     assert padding_mask(real).shape == (2, 3, 3)
-    model = Transformer(vocab_size=16, emb_dim=8, num_heads=2, feedforward_dim=16,
-                        num_enc_layers=1, num_dec_layers=1, dropout=0.0)
+    model = Transformer(
+        vocab_size=16, emb_dim=8, num_heads=2, feedforward_dim=16, num_enc_layers=1, num_dec_layers=1, dropout=0.0
+    )
     assert row_positions(model, real, 5).shape == (2, 3, 8)
     with torch.no_grad():
         lg = decoder_logits(model, torch.zeros(2, 9, dtype=torch.long), ids, row_positions(model, real, 5), None)

@@ -89,7 +89,10 @@ PRESETS: dict[str, tuple[ModelConfig, TrainConfig]] = {
 # validation token accuracy over 50 epochs first reaches the notebook's 0.8213 (chapter 12 and the
 # historical notes measure at the notebook's level with it). The recipe's schedule does not depend
 # on its length, so the first 264 epochs are the plateau run's own (tests/test_checkpoints.py).
-PRESETS["historical_early"] = (PRESETS["historical"][0], replace(PRESETS["historical"][1], epochs=264, plateau_patience=0))
+PRESETS["historical_early"] = (
+    PRESETS["historical"][0],
+    replace(PRESETS["historical"][1], epochs=264, plateau_patience=0),
+)
 
 
 def get_preset(name: str) -> tuple[ModelConfig, TrainConfig]:

@@ -34,7 +34,9 @@ ORIGINAL_VAL_TOKEN_ACCURACY = 0.8213  # the original notebook's saved figure
 ORIGINAL_OVERFIT_ACCURACY = 1.0
 
 
-def _teacher_forced(model: Transformer, questions, answers, label_smoothing: float, batch_size: int) -> tuple[float, float]:
+def _teacher_forced(
+    model: Transformer, questions, answers, label_smoothing: float, batch_size: int
+) -> tuple[float, float]:
     """Teacher-forced (loss, accuracy) per answer token over every batch, in the model's current mode."""
     Kq, Ka = questions.shape[1], answers.shape[1]
     ques_pos, ans_pos = model.positions(Kq), model.positions(Ka)
@@ -80,8 +82,9 @@ def smoothing_floor(V: int, label_smoothing: float) -> float:
 
 
 @torch.no_grad()
-def loss_by_mode(model: Transformer, questions, answers, label_smoothing: float, seed: int = 0,
-                 batch_size: int = 256) -> dict[tuple[str, float], float]:
+def loss_by_mode(
+    model: Transformer, questions, answers, label_smoothing: float, seed: int = 0, batch_size: int = 256
+) -> dict[tuple[str, float], float]:
     """Teacher-forced loss per answer token in the four settings {train mode (dropout on), eval mode}
     x {label smoothing ``label_smoothing``, none}: what separates the curve ``train`` records (train
     mode, smoothed) from the validation loss (eval mode, plain). Dropout draws from ``seed``."""
@@ -142,10 +145,17 @@ def _scheduler(opt, tc: TrainConfig, total_steps: int):
 
 def _save_state(path: Path, epoch, model, opt, sched, generator, history, train_seconds, model_config, tc) -> None:
     """Everything a run needs to go on from ``epoch``, written whole or not at all."""
-    blob = {"epoch": epoch, "model": model.state_dict(), "optimizer": opt.state_dict(),
-            "scheduler": None if sched is None else sched.state_dict(), "generator": generator.get_state(),
-            "torch_rng": torch.get_rng_state(), "history": history, "train_seconds": train_seconds,
-            "configs": json.dumps([asdict(model_config), asdict(tc)])}
+    blob = {
+        "epoch": epoch,
+        "model": model.state_dict(),
+        "optimizer": opt.state_dict(),
+        "scheduler": None if sched is None else sched.state_dict(),
+        "generator": generator.get_state(),
+        "torch_rng": torch.get_rng_state(),
+        "history": history,
+        "train_seconds": train_seconds,
+        "configs": json.dumps([asdict(model_config), asdict(tc)]),
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
     torch.save(blob, partial)
@@ -156,8 +166,10 @@ def _resume(path: Path, model, opt, sched, generator, model_config, tc) -> tuple
     """Load a saved run state into the fresh objects; (the next epoch, the history, seconds so far)."""
     blob = torch.load(path, map_location="cpu", weights_only=True)
     if blob.get("configs") != json.dumps([asdict(model_config), asdict(tc)]):
-        raise ValueError(f"{path} holds a run of another recipe: expected the state of this preset's run "
-                         "(delete the file to start afresh)")
+        raise ValueError(
+            f"{path} holds a run of another recipe: expected the state of this preset's run "
+            "(delete the file to start afresh)"
+        )
     model.load_state_dict(blob["model"])
     opt.load_state_dict(blob["optimizer"])
     if sched is not None:
@@ -208,8 +220,15 @@ def train(
         start_epoch, history, train_seconds = _resume(Path(state), model, opt, sched, generator, model_config, tc)
     # In a log (no terminal) redraw every 10 s rather than every epoch.
     redraw = 0.1 if sys.stderr.isatty() else 10.0
-    bar = tqdm(range(start_epoch, tc.epochs + 1), desc="epochs", disable=not progress, unit="ep",
-               mininterval=redraw, initial=start_epoch - 1, total=tc.epochs)
+    bar = tqdm(
+        range(start_epoch, tc.epochs + 1),
+        desc="epochs",
+        disable=not progress,
+        unit="ep",
+        mininterval=redraw,
+        initial=start_epoch - 1,
+        total=tc.epochs,
+    )
     for epoch in bar:
         model.train()
         start = time.perf_counter()
@@ -236,7 +255,11 @@ def train(
             row["val_loss"], row["val_token_accuracy"] = token_accuracy(model, data.val_questions, data.val_answers)
         if tc.exact_match_every and (last or epoch % tc.exact_match_every == 0):
             row["val_exact_match"] = exact_match(model, data.val_questions, data.val_answers)
-            if reached_at is None and tc.stop_at_exact_match is not None and row["val_exact_match"] >= tc.stop_at_exact_match:
+            if (
+                reached_at is None
+                and tc.stop_at_exact_match is not None
+                and row["val_exact_match"] >= tc.stop_at_exact_match
+            ):
                 reached_at = epoch
             if tc.stop_when_space_exact:
                 row["space_wrong"] = round((1 - exact_match(model, *space)) * len(space[0]))
@@ -310,8 +333,9 @@ def checkpoint_root() -> Path:
     package's own ``encdec/checkpoints``."""
     root = Path(os.environ.get("ENCDEC_CHECKPOINTS") or PACKAGED_CHECKPOINTS)
     if not root.is_dir():
-        raise FileNotFoundError(f"no checkpoints folder at {root}: expected one folder per preset "
-                                "(`make checkpoints` retrains them)")
+        raise FileNotFoundError(
+            f"no checkpoints folder at {root}: expected one folder per preset (`make checkpoints` retrains them)"
+        )
     return root
 
 
@@ -331,8 +355,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--epochs", type=int, help="override the preset's number of epochs")
     parser.add_argument("--seed", type=int, help="override the preset's seed")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
-    parser.add_argument("--state", help="save the run's state to this file as it goes, and continue from it "
-                        "when it exists (a long run survives an interruption)")
+    parser.add_argument(
+        "--state",
+        help="save the run's state to this file as it goes, and continue from it "
+        "when it exists (a long run survives an interruption)",
+    )
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -361,7 +388,9 @@ def main(argv: list[str] | None = None) -> dict:
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     if args.state:  # the run is written: its state has done its job (a new run starts afresh)
         Path(args.state).unlink(missing_ok=True)
-    summary = {k: metrics[k] for k in ("val_token_accuracy", "val_exact_match", "val_unseen_exact_match", "train_seconds")}
+    summary = {
+        k: metrics[k] for k in ("val_token_accuracy", "val_exact_match", "val_unseen_exact_match", "train_seconds")
+    }
     print(json.dumps({"preset": args.preset, **summary}))
     return metrics
 

@@ -52,7 +52,9 @@ class PackageInclude(LiteralInclude):
 
 def _say_which_term(app, exception) -> None:
     if exception is None:
-        (Path(app.outdir) / "term.txt").write_text("self-study\n" if app.config.encdec_assessed == "0" else f"assessed {app.config.encdec_assessed}\n")
+        (Path(app.outdir) / "term.txt").write_text(
+            "self-study\n" if app.config.encdec_assessed == "0" else f"assessed {app.config.encdec_assessed}\n"
+        )
 
 
 def setup(app):

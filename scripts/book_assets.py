@@ -46,8 +46,8 @@ def build_assets(out: Path) -> dict:
     import anywidget
 
     from encdec.widgets._base import SITE_CSS, asset_text, renderer_js, site_esm_path, site_esm_script
-    from encdec.widgets.registry import WIDGETS
     from encdec.widgets.export_weights import SITE_WEIGHTS, write_site_script
+    from encdec.widgets.registry import WIDGETS
 
     staging = out / (ASSETS + ".tmp")
     shutil.rmtree(staging, ignore_errors=True)
@@ -62,8 +62,10 @@ def build_assets(out: Path) -> dict:
     # the trained models' weights, once per site, for the "ask the model" figure of every page
     write_site_script(staging / Path(SITE_WEIGHTS).relative_to(ASSETS))
     # anywidget wrote the widget state the pages carry; widgets.js reads it
-    manifest = {"versions": {"anywidget": anywidget.__version__},
-                "files": sorted(str(p.relative_to(staging)) for p in staging.rglob("*") if p.is_file())}
+    manifest = {
+        "versions": {"anywidget": anywidget.__version__},
+        "files": sorted(str(p.relative_to(staging)) for p in staging.rglob("*") if p.is_file()),
+    }
     (staging / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     final = out / ASSETS
     shutil.rmtree(final, ignore_errors=True)
@@ -84,8 +86,11 @@ def source_hash(root: Path = ROOT) -> str:
     """Hash of what executed chapters depend on beyond their own text: the package (its shipped
     checkpoints included), the figures' matplotlibrc and the fonts they can use."""
     digest = hashlib.sha256()
-    files = [p for p in (root / "encdec").rglob("*")
-             if p.suffix in {".py", ".js", ".css", ".json", ".pt"} and "__pycache__" not in p.parts]
+    files = [
+        p
+        for p in (root / "encdec").rglob("*")
+        if p.suffix in {".py", ".js", ".css", ".json", ".pt"} and "__pycache__" not in p.parts
+    ]
     if os.environ.get("ENCDEC_CHECKPOINTS"):  # as encdec.train.checkpoint_root
         files += list(Path(os.environ["ENCDEC_CHECKPOINTS"]).glob("*/model.pt"))
     files += [p for p in [root / "book" / "matplotlibrc"] if p.is_file()]
@@ -119,8 +124,12 @@ def check_cache(build_dir: Path, root: Path = ROOT) -> bool:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "widget_assets")
-    parser.add_argument("--check-cache", type=Path, metavar="BUILD_DIR",
-                        help="clear BUILD_DIR/.jupyter_cache if the package or a checkpoint changed")
+    parser.add_argument(
+        "--check-cache",
+        type=Path,
+        metavar="BUILD_DIR",
+        help="clear BUILD_DIR/.jupyter_cache if the package or a checkpoint changed",
+    )
     args = parser.parse_args(argv)
     manifest = build_assets(args.out)
     print(f"widget assets in {args.out / ASSETS}: " + ", ".join(f"{k} {v}" for k, v in manifest["versions"].items()))

@@ -28,13 +28,12 @@ import pydata_sphinx_theme
 import sphinx
 import sphinx_book_theme
 import sphinx_togglebutton
+from book_languages import edition
 from docutils import nodes
 from myst_nb.sphinx_ import HideCodeCellNode
 from sphinx import addnodes
 from sphinx.environment.adapters.toctree import global_toctree_for_doc
 from sphinx.locale import translators
-
-from book_languages import edition
 
 # The book's own Chinese words: what no catalogue has, and where the book words it otherwise.
 ZH = {
@@ -79,8 +78,13 @@ ZH = {
 # The catalogues translated per page: (namespace, catalogue) -> the folders of their translations,
 # first found first (Sphinx's own before pydata-sphinx-theme's, as Sphinx itself orders them).
 CATALOGUES = {
-    ("general", "sphinx"): [Path(sphinx.__file__).parent / "locale", Path(pydata_sphinx_theme.__file__).parent / "locale"],
-    ("general", "booktheme"): [Path(sphinx_book_theme.__file__).parent / "theme" / "sphinx_book_theme" / "static" / "locales"],
+    ("general", "sphinx"): [
+        Path(sphinx.__file__).parent / "locale",
+        Path(pydata_sphinx_theme.__file__).parent / "locale",
+    ],
+    ("general", "booktheme"): [
+        Path(sphinx_book_theme.__file__).parent / "theme" / "sphinx_book_theme" / "static" / "locales"
+    ],
     ("general", "togglebutton"): [Path(sphinx_togglebutton.__file__).parent / "translations" / "locales"],
 }
 ZH_LOCALES = ["zh_CN", "zh", "zh-cn"]  # the names the packages file their Chinese under
@@ -154,7 +158,9 @@ def _translated_hint(script, hints):
     body = script.attributes.get("body", "") if not script.filename else ""
     for name, message in TOGGLE_HINTS:
         if body.startswith(f"let {name} = "):
-            return type(script)(None, priority=script.priority, **{**script.attributes, "body": f"let {name} = '{hints(message)}';"})
+            return type(script)(
+                None, priority=script.priority, **{**script.attributes, "body": f"let {name} = '{hints(message)}';"}
+            )
     return script
 
 
@@ -175,7 +181,9 @@ def _edition_first(app, pagename):
                 parts.append(current)
             current.append(child)
         own = edition(pagename)
-        ordered = [p for p in parts if _part_edition(app, p) == own] + [p for p in parts if _part_edition(app, p) != own]
+        ordered = [p for p in parts if _part_edition(app, p) == own] + [
+            p for p in parts if _part_edition(app, p) != own
+        ]
         tree.children = []
         for part in ordered:
             tree.extend(part)

@@ -20,9 +20,9 @@ LABEL = {"en": "English", "zh": "中文"}
 def counterpart(pagename: str) -> tuple[str, str]:
     """(the page of the same name in the other edition, that edition's language)."""
     if pagename.startswith(ZH_DIR):
-        return "book/" + pagename[len(ZH_DIR):], "en"
+        return "book/" + pagename[len(ZH_DIR) :], "en"
     if pagename.startswith("book/"):
-        return ZH_DIR + pagename[len("book/"):], "zh"
+        return ZH_DIR + pagename[len("book/") :], "zh"
     return ZH_DIR + pagename, "zh"
 
 

@@ -58,9 +58,14 @@ def typeset(formulas: list[tuple[str, bool]], cache: Path, node_modules: Path = 
         node = shutil.which("node")
         if node is None or not (node_modules / "mathjax" / "package.json").is_file():
             raise ExtensionError("typesetting the book's math needs Node.js and `npm ci` (the mathjax package)")
-        run = subprocess.run([node, "-e", TYPESET_JS], input=json.dumps([{"tex": t, "display": d} for t, d in missing]),
-                             capture_output=True, text=True, cwd=ROOT, env={"NODE_PATH": str(node_modules),
-                                                                             "PATH": str(Path(node).parent)})
+        run = subprocess.run(
+            [node, "-e", TYPESET_JS],
+            input=json.dumps([{"tex": t, "display": d} for t, d in missing]),
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env={"NODE_PATH": str(node_modules), "PATH": str(Path(node).parent)},
+        )
         if run.returncode != 0:
             raise ExtensionError(f"MathJax could not typeset the book's math: {run.stderr.strip()}")
         for (tex, display), html in zip(missing, json.loads(run.stdout)):

@@ -33,10 +33,15 @@ TITLE = {"en": "The Transformer encoder–decoder", "zh": "Transformer 编码器
 LANG = {"en": "en", "zh": "zh-CN"}
 LINK = {"en": "The whole book as one PDF", "zh": "全书 PDF"}
 BUTTON = {"en": "book .pdf", "zh": "全书 .pdf"}  # in the download menu, below the page's own .pdf
-LINK_HTML = ('<p class="encdec-pdf-link" lang="{lang}"><a href="{href}" download>'
-             '<i class="fas fa-file-pdf" aria-hidden="true"></i> {label}</a></p>\n')
-PAGE_FORMAT = {"format": "A4", "print_background": True,
-                   "margin": {"top": "16mm", "bottom": "16mm", "left": "14mm", "right": "14mm"}}
+LINK_HTML = (
+    '<p class="encdec-pdf-link" lang="{lang}"><a href="{href}" download>'
+    '<i class="fas fa-file-pdf" aria-hidden="true"></i> {label}</a></p>\n'
+)
+PAGE_FORMAT = {
+    "format": "A4",
+    "print_background": True,
+    "margin": {"top": "16mm", "bottom": "16mm", "left": "14mm", "right": "14mm"},
+}
 
 # Before printing: wait until every saved widget view has rendered; ask each figure that runs the
 # model its question (ask the model: its saved one; break it: the lesson's) (on screen the weights load on a reader's first question; paper has no reader)
@@ -126,7 +131,7 @@ def _ideograph(cp: int) -> bool:
     return 0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2FFFF
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def radical_ideographs(family: str) -> dict[str, str]:
     """radical -> the ideograph that ``family`` (as fontconfig finds it) draws with the same glyph."""
     import subprocess
@@ -141,8 +146,11 @@ def radical_ideographs(family: str) -> dict[str, str]:
     drawn: dict[str, list[int]] = {}
     for cp, glyph in cmap.items():
         drawn.setdefault(glyph, []).append(cp)
-    return {chr(cp): chr(min(c for c in drawn[glyph] if _ideograph(c)))
-            for cp, glyph in cmap.items() if RADICALS.match(chr(cp)) and any(map(_ideograph, drawn[glyph]))}
+    return {
+        chr(cp): chr(min(c for c in drawn[glyph] if _ideograph(c)))
+        for cp, glyph in cmap.items()
+        if RADICALS.match(chr(cp)) and any(map(_ideograph, drawn[glyph]))
+    }
 
 
 def _cmap_entries(cmap: bytes) -> dict[int, str]:
@@ -159,7 +167,7 @@ def _cmap_entries(cmap: bytes) -> dict[int, str]:
             lo, hi = int(tokens[i][1:-1], 16), int(tokens[i + 1][1:-1], 16)
             if tokens[i + 2] == b"[":
                 end = tokens.index(b"]", i + 3)
-                for k, dst in enumerate(tokens[i + 3:end]):
+                for k, dst in enumerate(tokens[i + 3 : end]):
                     entries[lo + k] = text(dst[1:-1])
                 i = end + 1
             else:
@@ -196,18 +204,27 @@ def searchable_text_maps(writer) -> int:
             if not any(MISREAD.search(t) for t in entries.values()):
                 continue
             same = radical_ideographs(str(font.get("/FontDescriptor", {}).get("/FontFamily", "")))
-            entries = {c: MISREAD.sub(lambda m, same=same: same.get(m.group(0)) or unicodedata.normalize("NFKC", m.group(0)), t)
-                       for c, t in entries.items()}
+            entries = {
+                c: MISREAD.sub(
+                    lambda m, same=same: same.get(m.group(0)) or unicodedata.normalize("NFKC", m.group(0)), t
+                )
+                for c, t in entries.items()
+            }
             width = len(re.search(rb"begincodespacerange\s*<([0-9a-fA-F]+)>", cmap).group(1))
-            head = cmap[:cmap.index(b"endcodespacerange") + len(b"endcodespacerange")]
+            head = cmap[: cmap.index(b"endcodespacerange") + len(b"endcodespacerange")]
             body = []
             items = sorted(entries.items())
             for start in range(0, len(items), 100):
-                chunk = items[start:start + 100]
+                chunk = items[start : start + 100]
                 body.append(f"{len(chunk)} beginbfchar".encode())
                 body += [f"<{c:0{width}X}> <{t.encode('utf-16-be').hex().upper()}>".encode() for c, t in chunk]
                 body.append(b"endbfchar")
-            stream.set_data(head + b"\n" + b"\n".join(body) + b"\nendcmap\nCMapName currentdict /CMap defineresource pop\nend\nend\n")
+            stream.set_data(
+                head
+                + b"\n"
+                + b"\n".join(body)
+                + b"\nendcmap\nCMapName currentdict /CMap defineresource pop\nend\nend\n"
+            )
             fixed += 1
     return fixed
 
@@ -230,8 +247,15 @@ def cross_links(writer, starts: dict[str, int]) -> int:
             target = starts.get(uri.split("#")[0])
             if target is not None:
                 del note[NameObject("/A")]
-                note[NameObject("/Dest")] = ArrayObject([writer.pages[target].indirect_reference, NameObject("/XYZ"),
-                                                         NullObject(), NullObject(), NullObject()])
+                note[NameObject("/Dest")] = ArrayObject(
+                    [
+                        writer.pages[target].indirect_reference,
+                        NameObject("/XYZ"),
+                        NullObject(),
+                        NullObject(),
+                        NullObject(),
+                    ]
+                )
                 kept.append(ref)
                 made += 1
         if "/Annots" in sheet:
@@ -270,12 +294,14 @@ def build_pdfs(html: Path, editions: list[str]) -> None:
 
     pages = edition_pages()
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium_path(), headless=True,
-                                    args=["--no-sandbox", "--disable-gpu", "--no-first-run"])
+        browser = p.chromium.launch(
+            executable_path=chromium_path(), headless=True, args=["--no-sandbox", "--disable-gpu", "--no-first-run"]
+        )
         # offline: the site is read from disk and any other host is refused
         context = browser.new_context(viewport={"width": 1000, "height": 1400})
-        context.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file:")
-                      else route.abort())
+        context.route(
+            "**/*", lambda route: route.continue_() if route.request.url.startswith("file:") else route.abort()
+        )
         context.add_init_script("localStorage.setItem('mode', 'light'); localStorage.setItem('theme', 'light');")
         try:
             for edition in editions:
@@ -289,14 +315,17 @@ def build_pdfs(html: Path, editions: list[str]) -> None:
                 out = html / PDF.format(edition=edition)
                 printing = time.monotonic() - start
                 count = merge(printed, edition, out)
-                print(f"{out.relative_to(html)}: {len(printed)} pages of the book, {count} PDF pages, "
-                      f"{out.stat().st_size / 1e6:.1f} MB; printed in {printing:.0f} s, "
-                      f"merged in {time.monotonic() - start - printing:.0f} s")
+                print(
+                    f"{out.relative_to(html)}: {len(printed)} pages of the book, {count} PDF pages, "
+                    f"{out.stat().st_size / 1e6:.1f} MB; printed in {printing:.0f} s, "
+                    f"merged in {time.monotonic() - start - printing:.0f} s"
+                )
         finally:
             browser.close()
 
 
 # --- the Sphinx extension: each edition's first page links its PDF ---------------------------------
+
 
 def _page_context(app, pagename, templatename, context, doctree) -> None:
     edition = next((e for e, index in INDEX.items() if index == pagename), None)
@@ -313,10 +342,16 @@ def _header_button(app, pagename, templatename, context, doctree) -> None:
     if group is None:
         return
     edition = "zh" if pagename.startswith(ZH_DIR) else "en"
-    group["buttons"].append({
-        "type": "link", "url": posixpath.relpath(PDF.format(edition=edition), posixpath.dirname(pagename)),
-        "text": BUTTON[edition], "tooltip": LINK[edition], "icon": "fas fa-book", "label": "download-book-pdf-button",
-    })
+    group["buttons"].append(
+        {
+            "type": "link",
+            "url": posixpath.relpath(PDF.format(edition=edition), posixpath.dirname(pagename)),
+            "text": BUTTON[edition],
+            "tooltip": LINK[edition],
+            "icon": "fas fa-book",
+            "label": "download-book-pdf-button",
+        }
+    )
 
 
 def setup(app):
@@ -328,8 +363,9 @@ def setup(app):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--html", type=Path, default=ROOT / "_build" / "html")
-    parser.add_argument("--edition", choices=sorted(INDEX), action="append",
-                        help="one edition only (repeatable); default both")
+    parser.add_argument(
+        "--edition", choices=sorted(INDEX), action="append", help="one edition only (repeatable); default both"
+    )
     args = parser.parse_args(argv)
     build_pdfs(args.html, args.edition or sorted(INDEX))
     return 0

@@ -40,8 +40,9 @@ def github_url(url: str) -> str | None:
 def origin_remote(root: Path = ROOT) -> str | None:
     """The checkout's `origin` remote, if git knows one."""
     try:
-        out = subprocess.run(["git", "config", "--get", "remote.origin.url"], cwd=root,
-                             capture_output=True, text=True, timeout=10)
+        out = subprocess.run(
+            ["git", "config", "--get", "remote.origin.url"], cwd=root, capture_output=True, text=True, timeout=10
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None

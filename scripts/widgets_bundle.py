@@ -32,16 +32,22 @@ def constants_js() -> str:
     ids = data.TOKEN_TO_ID
     facts = {
         "TOKENS": list(data.VOCAB),  # a token's id is its index
-        "BOS_ID": data.BOS_ID, "EOS_ID": data.EOS_ID,
-        "SIGN_IDS": {s: ids[s] for s in data.SIGNS}, "OP_IDS": {o: ids[o] for o in data.OPERATORS},
-        "QUESTION_LEN": data.QUESTION_LEN, "ANSWER_LEN": data.ANSWER_LEN,  # Kq, Ka
+        "BOS_ID": data.BOS_ID,
+        "EOS_ID": data.EOS_ID,
+        "SIGN_IDS": {s: ids[s] for s in data.SIGNS},
+        "OP_IDS": {o: ids[o] for o in data.OPERATORS},
+        "QUESTION_LEN": data.QUESTION_LEN,
+        "ANSWER_LEN": data.ANSWER_LEN,  # Kq, Ka
         "OPERAND_MAX": data.OPERAND_MAX,
         # per question position, the ids allowed there (encode_question's layout)
         "QUESTION_LAYOUT": [[ids[tok] for tok in allowed] for allowed in data._QUESTION_LAYOUT],
     }
     lines = [f"export const {name} = {json.dumps(value)};" for name, value in facts.items()]
-    return ("// Written by scripts/widgets_bundle.py from encdec/data.py (make widgets): never edit, never tracked.\n"
-            + "\n".join(lines) + "\n")
+    return (
+        "// Written by scripts/widgets_bundle.py from encdec/data.py (make widgets): never edit, never tracked.\n"
+        + "\n".join(lines)
+        + "\n"
+    )
 
 
 def build() -> list[Path]:
@@ -60,8 +66,18 @@ def build() -> list[Path]:
     out.mkdir(exist_ok=True)
     names = sorted(set(WIDGETS.values()))
     with tempfile.TemporaryDirectory(dir=out) as staging:  # then each file replaced whole: a reader never sees half
-        subprocess.run([str(ESBUILD), *(str(WIDGETS_DIR / f"{n}.js") for n in names), "--bundle", "--format=esm",
-                        "--charset=utf8", "--log-level=warning", f"--outdir={staging}"], check=True)
+        subprocess.run(
+            [
+                str(ESBUILD),
+                *(str(WIDGETS_DIR / f"{n}.js") for n in names),
+                "--bundle",
+                "--format=esm",
+                "--charset=utf8",
+                "--log-level=warning",
+                f"--outdir={staging}",
+            ],
+            check=True,
+        )
         for n in names:
             os.replace(Path(staging) / f"{n}.js", out / f"{n}.js")
     return [out / f"{n}.js" for n in names]

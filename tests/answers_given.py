@@ -26,13 +26,44 @@ from autograder import assessed, edition
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "encdec"
 SHORTEST = 16  # characters, whitespace dropped: shorter statements (`T = x.shape[1]`) say too little
-TEXT = {".py", ".md", ".txt", ".html", ".htm", ".js", ".json", ".ipynb", ".css", ".yml", ".yaml", ".svg", ".cfg",
-        ".toml", ".map", ".po", ""}
+TEXT = {
+    ".py",
+    ".md",
+    ".txt",
+    ".html",
+    ".htm",
+    ".js",
+    ".json",
+    ".ipynb",
+    ".css",
+    ".yml",
+    ".yaml",
+    ".svg",
+    ".cfg",
+    ".toml",
+    ".map",
+    ".po",
+    "",
+}
 ARCHIVES = {".whl", ".zip"}
 # what holds no text to search: images, fonts, the trained weights, the visible checks' arrays, the
 # theme's compiled translations (.mo, beside their .po) and Sphinx's inventory of names (objects.inv)
-BINARY = {".png", ".jpg", ".jpeg", ".gif", ".ico", ".woff", ".woff2", ".ttf", ".otf", ".eot", ".pt", ".npz", ".mo",
-          ".inv"}
+BINARY = {
+    ".png",
+    ".jpg",
+    ".jpeg",
+    ".gif",
+    ".ico",
+    ".woff",
+    ".woff2",
+    ".ttf",
+    ".otf",
+    ".eot",
+    ".pt",
+    ".npz",
+    ".mo",
+    ".inv",
+}
 
 
 OPEN_CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```", flags=re.M | re.S)
@@ -56,8 +87,14 @@ def _body_statements(name: str) -> list[frozenset[str]]:
             if isinstance(node, ast.stmt) and not hasattr(node, "body"):  # a leaf: no block of its own
                 found.append(frozenset({squeeze(ast.get_source_segment(source, node)), squeeze(ast.unparse(node))}))
             elif isinstance(node, (ast.If, ast.While)):
-                found.append(frozenset({"if" + squeeze(ast.get_source_segment(source, node.test)),
-                                        "if" + squeeze(ast.unparse(node.test))}))
+                found.append(
+                    frozenset(
+                        {
+                            "if" + squeeze(ast.get_source_segment(source, node.test)),
+                            "if" + squeeze(ast.unparse(node.test)),
+                        }
+                    )
+                )
     return found
 
 
@@ -92,8 +129,9 @@ def distinctive() -> dict[str, tuple[frozenset[str], ...]]:
     out = {}
     for name in assessed.answers():
         kept = set(_body_statements(name))
-        out[name] = tuple(sorted((s for s in kept if min(map(len, s)) >= SHORTEST and not any(v in given() for v in s)),
-                                 key=sorted))
+        out[name] = tuple(
+            sorted((s for s in kept if min(map(len, s)) >= SHORTEST and not any(v in given() for v in s)), key=sorted)
+        )
     return out
 
 
@@ -161,8 +199,11 @@ def unread(*roots: Path) -> list[str]:
             suffix = path.suffix.lower()
             if path.is_file() and suffix in ARCHIVES:
                 with zipfile.ZipFile(path) as z:
-                    left += [f"{path}!{m}" for m in z.namelist() if not m.endswith("/") and
-                             Path(m).suffix.lower() not in TEXT | BINARY]
+                    left += [
+                        f"{path}!{m}"
+                        for m in z.namelist()
+                        if not m.endswith("/") and Path(m).suffix.lower() not in TEXT | BINARY
+                    ]
             elif path.is_file() and suffix not in TEXT | ARCHIVES | BINARY | {".pdf"}:
                 left.append(str(path))
     return left

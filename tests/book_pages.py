@@ -96,7 +96,9 @@ def find_pyobject(path: Path, dotted: str) -> bool:
     """True when ``dotted`` (``name`` or ``Class.method``) is defined in the module at ``path``."""
     nodes = ast.parse(path.read_text(encoding="utf-8")).body
     for part in dotted.split("."):
-        match = [n for n in nodes if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == part]
+        match = [
+            n for n in nodes if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == part
+        ]
         if not match:
             return False
         nodes = match[0].body
@@ -105,4 +107,3 @@ def find_pyobject(path: Path, dotted: str) -> bool:
 
 def paragraphs(text: str) -> list[str]:
     return [" ".join(p.split()) for p in re.split(r"\n\s*\n", text)]
-

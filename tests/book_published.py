@@ -54,11 +54,33 @@ def _write_published(html: Path) -> Path:
     extensions = config["sphinx"]["local_extensions"]
     config["sphinx"]["local_extensions"] = {name: str(ROOT / folder) for name, folder in extensions.items()}
     (PUBLISHED / "_config.yml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
-    env = {**os.environ, SITE_WEIGHTS_ENV: SITE_WEIGHTS, SITE_CSS_ENV: SITE_CSS, SITE_ESM_ENV: SITE_ESM, "MPLCONFIGDIR": str(out / ".matplotlib"),
-           "MATPLOTLIBRC": str(ROOT / "book" / "matplotlibrc"), "PYTHONHASHSEED": "0"}
-    done = subprocess.run([str(Path(sys.executable).parent / "jupyter-book"), "build", str(ROOT), "--path-output", str(PUBLISHED),
-                           "--config", str(PUBLISHED / "_config.yml"), "--warningiserror", "--keep-going"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    env = {
+        **os.environ,
+        SITE_WEIGHTS_ENV: SITE_WEIGHTS,
+        SITE_CSS_ENV: SITE_CSS,
+        SITE_ESM_ENV: SITE_ESM,
+        "MPLCONFIGDIR": str(out / ".matplotlib"),
+        "MATPLOTLIBRC": str(ROOT / "book" / "matplotlibrc"),
+        "PYTHONHASHSEED": "0",
+    }
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "jupyter-book"),
+            "build",
+            str(ROOT),
+            "--path-output",
+            str(PUBLISHED),
+            "--config",
+            str(PUBLISHED / "_config.yml"),
+            "--warningiserror",
+            "--keep-going",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     if done.returncode != 0 or not (out / "html" / "book" / "index.html").is_file():
         raise AssertionError(f"the published build failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     (PUBLISHED / "stamp").write_text(stamp)

@@ -3,19 +3,19 @@ Debian's chromium with Playwright, and block (and record) every request to anoth
 
 from __future__ import annotations
 
-import pytest
-
 import contextlib
 import functools
+import http.server
 import math
 import os
-import http.server
 import shutil
 import threading
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from urllib.parse import urlparse
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 # The site under test: `make book`'s output, or another build named by $ENCDEC_BOOK_HTML.
@@ -166,10 +166,22 @@ def jupyterlab(root_dir: Path, timeout_s: float = 60.0):
     jupyter = Path(sys.executable).parent / "jupyter"
     log = open(root_dir / "jupyterlab.log", "w")  # noqa: SIM115 (the server writes it until the fixture ends)
     proc = subprocess.Popen(
-        [str(jupyter), "lab", "--no-browser", "--allow-root", f"--port={port}", "--ServerApp.ip=127.0.0.1",
-         "--IdentityProvider.token=", "--ServerApp.password=", f"--ServerApp.root_dir={root_dir}",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        cwd=root_dir, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [
+            str(jupyter),
+            "lab",
+            "--no-browser",
+            "--allow-root",
+            f"--port={port}",
+            "--ServerApp.ip=127.0.0.1",
+            "--IdentityProvider.token=",
+            "--ServerApp.password=",
+            f"--ServerApp.root_dir={root_dir}",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ],
+        cwd=root_dir,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -209,7 +221,9 @@ def widget_states(page, trait: str) -> list[dict]:
 
 def notebook_pages() -> list[str]:
     """Pages of the book that are notebooks (a jupytext header): the ones with launch buttons."""
-    return [page for page in toc_pages() if (ROOT / f"{page}.md").read_text(encoding="utf-8").startswith("---\njupytext:")]
+    return [
+        page for page in toc_pages() if (ROOT / f"{page}.md").read_text(encoding="utf-8").startswith("---\njupytext:")
+    ]
 
 
 def expected_launch_links(page: str) -> dict[str, tuple[str, dict]]:
@@ -234,8 +248,10 @@ def expected_launch_links(page: str) -> dict[str, tuple[str, dict]]:
     links = {
         "Colab": (f"{launch['colab_url']}/github/{org}/{repo}/blob/{branch}/{notebook}", {}),
         "Binder": (f"{launch['binderhub_url']}/v2/gh/{org}/{repo}/{branch}", {"urlpath": [f"lab/tree/{notebook}"]}),
-        "JupyterHub": (f"{launch['jupyterhub_url']}/hub/user-redirect/git-pull",
-                       {"repo": [repo_url], "branch": [branch], "urlpath": [f"lab/tree/{repo}/{notebook}"]}),
+        "JupyterHub": (
+            f"{launch['jupyterhub_url']}/hub/user-redirect/git-pull",
+            {"repo": [repo_url], "branch": [branch], "urlpath": [f"lab/tree/{repo}/{notebook}"]},
+        ),
     }
     if PLACEHOLDER_HOST.match(launch.get("jupyterhub_url") or ""):
         del links["JupyterHub"]
@@ -308,6 +324,7 @@ class Opened:
 
 # --- the fixtures every browser test module uses (conftest.py registers this module as a plugin) --
 
+
 @pytest.fixture(scope="module")
 def chromium():
     with browser() as b:  # one Playwright per module: a second one inside it is refused
@@ -353,14 +370,16 @@ def standalone_widget_page(widgets, folder: Path, name: str = "page", lang: str 
         build_assets(folder)
     data = embed_data(views=list(widgets), drop_defaults=False)
     state = json.dumps(data["manager_state"]).replace("</", "<\\/")
-    views = "\n".join(f'<script type="application/vnd.jupyter.widget-view+json">{json.dumps(v)}</script>'
-                      for v in data["view_specs"])
+    views = "\n".join(
+        f'<script type="application/vnd.jupyter.widget-view+json">{json.dumps(v)}</script>' for v in data["view_specs"]
+    )
     page = folder / f"{name}.html"
     page.write_text(
         f'<!doctype html>\n<html lang="{html.escape(lang)}"><head><meta charset="utf-8">\n'
-        f'<title>{html.escape(name)}</title>\n'
+        f"<title>{html.escape(name)}</title>\n"
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         '<script src="_widget_assets/widgets.js"></script>\n</head><body><main>\n'
         f'<script type="application/vnd.jupyter.widget-state+json">{state}</script>\n{views}\n</main></body></html>\n',
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     return page

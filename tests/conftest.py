@@ -32,20 +32,43 @@ SETUP_TIMES = ROOT / "build" / "make-test-blocks.txt"
 # listener at a time counts them; and the sandbox's batch tests beside the stock batch once saw a
 # fork server fail to start (exit 1) and a memory fixture's outcome change, so the two batches take
 # turns.
-GROUPS = {"grading-batches": ["tests/test_sandbox.py", "tests/test_sandbox_hostile.py", "tests/test_unprivileged.py",
-                              "tests/test_grading_fixtures.py", "tests/test_grading_intake.py", "tests/test_message_cap.py",
-                              "tests/test_exercises_zh.py", "tests/test_report.py",
-                              "tests/test_hub.py"]}
+GROUPS = {
+    "grading-batches": [
+        "tests/test_sandbox.py",
+        "tests/test_sandbox_hostile.py",
+        "tests/test_unprivileged.py",
+        "tests/test_grading_fixtures.py",
+        "tests/test_grading_intake.py",
+        "tests/test_message_cap.py",
+        "tests/test_exercises_zh.py",
+        "tests/test_report.py",
+        "tests/test_hub.py",
+    ]
+}
 GROUP_OF = {module: group for group, modules in GROUPS.items() for module in modules}
 # the units (a group, else a module) that take longest, longest first (the time by block of a
 # fresh-clone run): handed out first, so the last unit to start is a short one
-LONG_FIRST = ["grading-batches", "tests/test_browser.py", "tests/test_gradescope.py",
-              "tests/test_contributing_recipe.py", "tests/test_grading_queue.py",
-              "tests/test_grading_decoding.py", "tests/test_model_broken_js.py", "tests/test_model_forward_js.py",
-              "tests/test_browser_inert.py", "tests/test_formgrader.py", "tests/test_feedback_zh.py",
-              "tests/test_exercises_notebooks.py", "tests/test_browser_reader.py", "tests/test_browser_widgets_a11y.py",
-              "tests/test_browser_zh.py", "tests/test_browser_gallery.py"]
-SHARED = "encdec-shared-block"  # a user property: (SHARED, (name, seconds)) of a session fixture made in a test's set-up
+LONG_FIRST = [
+    "grading-batches",
+    "tests/test_browser.py",
+    "tests/test_gradescope.py",
+    "tests/test_contributing_recipe.py",
+    "tests/test_grading_queue.py",
+    "tests/test_grading_decoding.py",
+    "tests/test_model_broken_js.py",
+    "tests/test_model_forward_js.py",
+    "tests/test_browser_inert.py",
+    "tests/test_formgrader.py",
+    "tests/test_feedback_zh.py",
+    "tests/test_exercises_notebooks.py",
+    "tests/test_browser_reader.py",
+    "tests/test_browser_widgets_a11y.py",
+    "tests/test_browser_zh.py",
+    "tests/test_browser_gallery.py",
+]
+SHARED = (
+    "encdec-shared-block"  # a user property: (SHARED, (name, seconds)) of a session fixture made in a test's set-up
+)
 _seconds: dict[str, float] = defaultdict(float)
 _made: list[tuple[str, float]] = []  # session fixtures made in the set-up under way: (block, seconds)
 _started = time.monotonic()

@@ -1,6 +1,7 @@
 """What the grading tests that take fixture submissions (built from autograder/fixtures/table.py)
 share: the session's one stock `nbgrader autograde` batch (`stock_batch`, conftest.py), and a
 scratch copy of the course whose folders come from nbgrader's loaded configuration, never typed here."""
+
 from __future__ import annotations
 
 import json
@@ -77,7 +78,7 @@ def stock_batch(work: Path, names: list[str], zh_names: list[str] = ()) -> Stock
     for a, fixtures in by_assignment.items():
         GradingState(work / a).root.mkdir(parents=True)
         shutil.copy(empty, GradingState(work / a).gradebook)
-        folders.update({n: work / a for n in fixtures})
+        folders.update(dict.fromkeys(fixtures, work / a))
         for name in set(fixtures) & set(zh_names):
             dest = GradingState(work / a).submitted / f"{name}_zh" / a
             dest.mkdir(parents=True)
@@ -102,8 +103,9 @@ def scratch_course(dest: Path, assignments: list[str], db_url: str | None = None
         with open(course / "nbgrader_config.py", "a") as f:
             f.write(f"c.CourseDirectory.db_url = {db_url!r}\n")
     for a in assignments:
-        made = subprocess.run([PY, "-m", "nbgrader", "generate_assignment", a, "--force"], cwd=course,
-                              capture_output=True, text=True)
+        made = subprocess.run(
+            [PY, "-m", "nbgrader", "generate_assignment", a, "--force"], cwd=course, capture_output=True, text=True
+        )
         assert made.returncode == 0, made.stderr[-3000:]
     return course
 

@@ -5,6 +5,7 @@ A decoder here chooses its tokens with the package's ``pick_next`` (the function
 gives students) unless a test hands it another choice; its cache is the test's own, since the
 package's ``KVCache.update`` is an exercise target.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -42,6 +43,7 @@ def own_run(check_id, impl, workdir):
 
 def block_with(body):
     """A student's DecoderBlock whose forward is ``body(self, dec_inp, enc_inp, mask)``."""
+
     class Block(M.DecoderBlock):
         def forward(self, dec_inp, enc_inp, mask=None):
             return body(self, dec_inp, enc_inp, mask)
@@ -82,8 +84,9 @@ def plain_argmax(logits_last, done):
     return logits_last.argmax(-1), done
 
 
-def cached_decoder(position=lambda t: t, encoder_every_step=False, cache=AppendingCache, choose=pick_next,
-                   mistake=None):
+def cached_decoder(
+    position=lambda t: t, encoder_every_step=False, cache=AppendingCache, choose=pick_next, mistake=None
+):
     """Cached greedy decoding as the lesson writes it: step t feeds its newest token at the
     answer position ``position(t)`` through caches of class ``cache``, and ``choose`` picks the
     next tokens; ``encoder_every_step`` re-runs the encoder at every step. ``mistake``: one of
@@ -96,8 +99,9 @@ def cached_decoder(position=lambda t: t, encoder_every_step=False, cache=Appendi
         N = ques_b.shape[0]
         tokens = torch.full((N, 1), BOS_ID, dtype=torch.long)  # (N, 1)
         ans_pos = model.positions(1 + n)  # (1, 1 + n, M)
-        memory = model.encoder(model.emb_layer(ques_b)) if mistake == "memory_without_positions" \
-            else model.encode(ques_b)  # (N, Kq, M)
+        memory = (
+            model.encoder(model.emb_layer(ques_b)) if mistake == "memory_without_positions" else model.encode(ques_b)
+        )  # (N, Kq, M)
         layers = model.decoder.layers
         if mistake == "one_cache_for_all_layers":
             caches = [(cache(), cache(static=True))] * len(layers)

@@ -20,7 +20,9 @@ def widget_module(names, files) -> str:
     lines, left = [], list(names)
     for file in (*files, "constants.js"):
         text = (WIDGETS_DIR / file).read_text(encoding="utf-8")
-        mine = [n for n in left if re.search(rf"^export (?:async )?(?:function|const|let) {re.escape(n)}\b", text, re.M)]
+        mine = [
+            n for n in left if re.search(rf"^export (?:async )?(?:function|const|let) {re.escape(n)}\b", text, re.M)
+        ]
         left = [n for n in left if n not in mine]
         if mine:
             lines.append(f"export {{ {', '.join(mine)} }} from {json.dumps((WIDGETS_DIR / file).as_uri())};")
@@ -28,8 +30,9 @@ def widget_module(names, files) -> str:
     return "\n".join(lines) + "\n"
 
 
-def node_folder(folder: Path, module: str, parts: tuple[str, ...], names: tuple[str, ...], runner: str,
-                presets: tuple[str, ...]) -> tuple[str, list[Path]]:
+def node_folder(
+    folder: Path, module: str, parts: tuple[str, ...], names: tuple[str, ...], runner: str, presets: tuple[str, ...]
+) -> tuple[str, list[Path]]:
     """Write ``module`` (exporting ``names`` from the widgets' modules ``parts``) and ``run.mjs``
     (``runner``) into ``folder``, with the weights of ``presets``; return node's path and the weights' paths."""
     node = shutil.which("node")

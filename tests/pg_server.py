@@ -5,6 +5,7 @@ Debian's `postgresql` package (installed by `make system`) provides `initdb` and
 PostgreSQL refuses to run as root, so under root the cluster belongs to the package's
 `postgres` user.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -15,8 +16,8 @@ import shutil
 import socket
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 USER = "encdec"  # the cluster's superuser (trust authentication, 127.0.0.1 only)
 
@@ -55,14 +56,23 @@ def postgres_server() -> Iterator[int]:
     data, port = top / "data", _free_port()
     if owner is not None:
         os.chown(top, owner.pw_uid, owner.pw_gid)
-    subprocess.run(_as_owner([_bin("initdb"), "-D", str(data), "-U", USER, "-A", "trust", "--no-sync",
-                              "-E", "UTF8"], owner), check=True, capture_output=True)
+    subprocess.run(
+        _as_owner([_bin("initdb"), "-D", str(data), "-U", USER, "-A", "trust", "--no-sync", "-E", "UTF8"], owner),
+        check=True,
+        capture_output=True,
+    )
     options = f"-h 127.0.0.1 -p {port} -k {top} -c fsync=off"
     try:
-        subprocess.run(_as_owner([_bin("pg_ctl"), "-D", str(data), "-l", str(top / "server.log"), "-o", options,
-                                  "-w", "start"], owner), check=True, capture_output=True)
+        subprocess.run(
+            _as_owner(
+                [_bin("pg_ctl"), "-D", str(data), "-l", str(top / "server.log"), "-o", options, "-w", "start"], owner
+            ),
+            check=True,
+            capture_output=True,
+        )
         yield port
     finally:
-        subprocess.run(_as_owner([_bin("pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], owner),
-                       capture_output=True)
+        subprocess.run(
+            _as_owner([_bin("pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"], owner), capture_output=True
+        )
         shutil.rmtree(top, ignore_errors=True)

@@ -1,6 +1,7 @@
 """A throwaway Redis server for the tests (the grading queue's broker): listening on 127.0.0.1
 only, no persistence, its files in a temporary folder, started and stopped by the test that
 needs it (`redis_server`). Debian's `redis-server` package (installed by `make system`)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -9,8 +10,8 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 
 def _free_port() -> int:
@@ -27,9 +28,25 @@ def redis_server() -> Iterator[str]:
         raise FileNotFoundError("redis-server not found: install it (`make system` installs Debian's redis-server)")
     top = Path(tempfile.mkdtemp(prefix="encdec-redis-"))
     port = _free_port()
-    proc = subprocess.Popen([binary, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(top),
-                             "--save", "", "--appendonly", "no", "--protected-mode", "yes"],
-                            stdout=(top / "server.log").open("w"), stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            binary,
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--dir",
+            str(top),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--protected-mode",
+            "yes",
+        ],
+        stdout=(top / "server.log").open("w"),
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.monotonic() + 20
         while True:
@@ -38,7 +55,9 @@ def redis_server() -> Iterator[str]:
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("redis-server did not start: " + (top / "server.log").read_text()[-2000:]) from None
+                    raise RuntimeError(
+                        "redis-server did not start: " + (top / "server.log").read_text()[-2000:]
+                    ) from None
                 time.sleep(0.05)
         yield f"redis://127.0.0.1:{port}/0"
     finally:

@@ -18,9 +18,9 @@ import sys
 import zipfile
 from pathlib import Path
 
+import answers_given
 import pytest
 
-import answers_given
 from autograder import assessed, edition
 
 pytestmark = pytest.mark.slow
@@ -35,8 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TERMS = {"1": ("decoder_block", "warmup"), "kv_cache,target_slicing": ("kv_cache", "target_slicing")}
 
 
-@pytest.fixture(scope="module", params=[pytest.param(s, marks=[pytest.mark.matrix] if s != "1" else [])
-                                        for s in TERMS])
+@pytest.fixture(scope="module", params=[pytest.param(s, marks=[pytest.mark.matrix] if s != "1" else []) for s in TERMS])
 def setting(request) -> str:
     return request.param
 
@@ -44,8 +43,19 @@ def setting(request) -> str:
 @pytest.fixture(scope="module")
 def release(setting, tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("assessed")
-    made = subprocess.run(["make", "-s", "student-release", f"ASSESSED={setting}", f"STUDENT={tmp / 'student'}",
-                           f"STUDENT_STAGE={tmp / 'stage'}"], cwd=ROOT, capture_output=True, text=True)
+    made = subprocess.run(
+        [
+            "make",
+            "-s",
+            "student-release",
+            f"ASSESSED={setting}",
+            f"STUDENT={tmp / 'student'}",
+            f"STUDENT_STAGE={tmp / 'stage'}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-3000:]
     return tmp / "student"
 
@@ -97,7 +107,8 @@ def test_the_search_finds_every_answer_in_the_package_however_it_is_laid_out(tmp
     for path in (ROOT / "encdec").glob("*.py"):
         plain = ast.unparse(ast.parse(path.read_text()))
         (tmp_path / f"{path.stem}.html").write_text(
-            "<pre>" + "".join(f"<span>{c}</span>" for c in plain.replace("&", "&amp;").replace("<", "&lt;")) + "</pre>")
+            "<pre>" + "".join(f"<span>{c}</span>" for c in plain.replace("&", "&amp;").replace("<", "&lt;")) + "</pre>"
+        )
     assert set().union(*answers_given.scan(tmp_path).values()) == set(assessed.answers())
 
 
@@ -161,8 +172,13 @@ def test_the_pages_workflow_builds_book_and_release_with_the_one_setting():
     assert job["env"]["ASSESSED"] == "${{ vars.ASSESSED || '0' }}"
     runs = " ".join(step.get("run", "") for step in job["steps"])
     assert "make book" in runs and "make student-release" in runs and "ASSESSED=" not in runs
-    made = subprocess.run(["make", "-n", "student-release", "STUDENT=/nowhere"], cwd=ROOT, capture_output=True,
-                          text=True, env={**os.environ, "ASSESSED": "1"})
+    made = subprocess.run(
+        ["make", "-n", "student-release", "STUDENT=/nowhere"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ASSESSED": "1"},
+    )
     assert "autograder.assessed" in made.stdout, made.stdout[-2000:] + made.stderr[-2000:]
     wrong = subprocess.run(["make", "-n", "student-release", "ASSESSED=yes"], cwd=ROOT, capture_output=True, text=True)
     assert wrong.returncode != 0 and "ASSESSED is 0" in wrong.stderr
@@ -175,6 +191,7 @@ def in_wheel(package, setting, tmp_path_factory) -> dict:
     import copy
 
     import test_student_release as release_tests
+
     from autograder.fixtures.make import solution_sources
 
     tmp, names = tmp_path_factory.mktemp("runs"), []
@@ -193,11 +210,17 @@ def in_wheel(package, setting, tmp_path_factory) -> dict:
                 (folder / "reference" / ref.name).write_bytes(ref.read_bytes())
             (folder / "run.ipynb").write_text(json.dumps(nb))
             names.append(folder / "run.ipynb")
-    script = (f"ANSWERS = {sorted(assessed.answers())!r}\n" + PROBE + release_tests.RUNNER.replace(
-        "for path in sys.argv[1:]:", "import os\nfor path in sys.argv[1:]:\n    os.chdir(os.path.dirname(path))"))
+    script = (
+        f"ANSWERS = {sorted(assessed.answers())!r}\n"
+        + PROBE
+        + release_tests.RUNNER.replace(
+            "for path in sys.argv[1:]:", "import os\nfor path in sys.argv[1:]:\n    os.chdir(os.path.dirname(path))"
+        )
+    )
     env = {**os.environ, "PYTHONPATH": str(package)}
-    done = subprocess.run([sys.executable, "-c", script, *map(str, names)], env=env, cwd=tmp,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", script, *map(str, names)], env=env, cwd=tmp, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     probe, report = (json.loads(line) for line in done.stdout.strip().splitlines()[-2:])
     assert Path(report["encdec"]).is_relative_to(package)

@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import answers_given
 import pytest
 
-import answers_given
 from autograder import assessed
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,8 +31,11 @@ def listed() -> set[str]:
     for page in (ROOT / "book").rglob("*.md"):
         text = page.read_text(encoding="utf-8")
         for module, obj in re.findall(r"```\{literalinclude\} [./]*encdec/(\w+)\.py\n:pyobject: ([\w.]+)", text):
-            shown |= {a for a in assessed.answers() if a == f"encdec.{module}.{obj}"
-                      or a.startswith(f"encdec.{module}.{obj}.")}
+            shown |= {
+                a
+                for a in assessed.answers()
+                if a == f"encdec.{module}.{obj}" or a.startswith(f"encdec.{module}.{obj}.")
+            }
     return shown
 
 
@@ -46,6 +49,9 @@ def test_an_assessed_site_holds_no_answer_and_a_self_study_one_shows_those_liste
         held = {a for names in found.values() for a in names}
         assert not {a for a in held if open_ & set(assessed.answers()[a])}, found
     else:  # the pages alone, cheap enough for `make test`
-        pages = {a for page in (SITE / "book").rglob("*.html") for a in answers_given.held(
-            answers_given._readable(page.name, page.read_bytes()))}
+        pages = {
+            a
+            for page in (SITE / "book").rglob("*.html")
+            for a in answers_given.held(answers_given._readable(page.name, page.read_bytes()))
+        }
         assert listed() and listed() <= pages, sorted(listed() - pages)

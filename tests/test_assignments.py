@@ -1,5 +1,6 @@
 """autograder/assignments.py: the list of assignments and their points come from the solutions'
 own nbgrader metadata, and agree with what nbgrader itself records and releases."""
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def cell(kind: str, grade_id: str, points: float | None = None):
     """A code cell with nbgrader metadata: "solution", "test" (a grade cell) or "task"."""
-    meta = {"grade": kind == "test", "solution": kind == "solution", "task": kind == "task",
-            "locked": kind != "solution", "grade_id": grade_id, "schema_version": 3}
+    meta = {
+        "grade": kind == "test",
+        "solution": kind == "solution",
+        "task": kind == "task",
+        "locked": kind != "solution",
+        "grade_id": grade_id,
+        "schema_version": 3,
+    }
     if points is not None:
         meta["points"] = points
     c = new_markdown_cell("a task") if kind == "task" else new_code_cell("pass")
@@ -105,10 +112,12 @@ def test_importing_the_grader_does_no_work():
     import subprocess
     import sys
 
-    probe = ("import sys, autograder.assignments as A\n"
-             "A.nbgrader_cells = lambda p: sys.exit(f'read {p} at import')\n"
-             "import autograder.judge, autograder.preprocessors\n"
-             "assert not {'autograder.judge.decoder_block', 'autograder.judge.target_slicing',\n"
-             "            'autograder.judge.kv_cache', 'autograder.judge.warmup'} & set(sys.modules)\n")
+    probe = (
+        "import sys, autograder.assignments as A\n"
+        "A.nbgrader_cells = lambda p: sys.exit(f'read {p} at import')\n"
+        "import autograder.judge, autograder.preprocessors\n"
+        "assert not {'autograder.judge.decoder_block', 'autograder.judge.target_slicing',\n"
+        "            'autograder.judge.kv_cache', 'autograder.judge.warmup'} & set(sys.modules)\n"
+    )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -10,9 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import answers_given
 import pytest
 
-import answers_given
 from autograder import assessed
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,16 +33,34 @@ PAGE = """Page
 def build(tmp: Path, setting: str) -> tuple[str, str]:
     src, out = tmp / f"src-{setting}", tmp / f"out-{setting}"
     src.mkdir()
-    (src / "conf.py").write_text(f"import sys\nsys.path.insert(0, {str(ROOT / 'scripts')!r})\n"
-                                 "extensions = ['book_assessed']\n")
+    (src / "conf.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'scripts')!r})\nextensions = ['book_assessed']\n"
+    )
     rel = os.path.relpath(ROOT / "encdec", src)
     (src / "index.rst").write_text(PAGE.format(attention=f"{rel}/attention.py", generate=f"{rel}/generate.py"))
     edition = tmp / "edition" / "encdec"
     if not edition.is_dir():
         assessed.build(edition)
-    done = subprocess.run([sys.executable, "-m", "sphinx", "-q", "-W", "-b", "html", "-D", f"encdec_assessed={setting}",
-                           "-D", f"encdec_assessed_edition={edition}", str(src), str(out)],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sphinx",
+            "-q",
+            "-W",
+            "-b",
+            "html",
+            "-D",
+            f"encdec_assessed={setting}",
+            "-D",
+            f"encdec_assessed_edition={edition}",
+            str(src),
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return (out / "index.html").read_text(encoding="utf-8"), (out / "term.txt").read_text().strip()
 

@@ -9,8 +9,7 @@ import re
 
 import pytest
 import yaml
-
-from book_pages import ROOT, BOOK, NOTEBOOK_PAGES, ALL_PAGES, read, blocks, headings, code_cells
+from book_pages import ALL_PAGES, BOOK, NOTEBOOK_PAGES, ROOT, blocks, code_cells, headings, read
 
 # The sections of each seed, in the seed's order (a heading must start with each entry).
 EXPECTED_SECTIONS = {
@@ -86,14 +85,20 @@ EXPECTED_SECTIONS = {
     ],
     "historical_notes": [
         "1. Its `DecoderBlock` check and the repository's block disagree",
-        "2. A \"sinusoid\" formula that collapses",
+        '2. A "sinusoid" formula that collapses',
         "3. Its saved accuracy does not say what it averages",
         "4. Inference that runs the decoder without the causal mask",
         "5. About 1 in 5 validation questions also appear in training",
     ],
     "index": ["For students", "For instructors"],
-    "instructor_guide": ["Before grading: prerequisites", "1. Generate and release", "2. Collect", "3. Autograde",
-                         "4. Feedback", "5. Export"],
+    "instructor_guide": [
+        "Before grading: prerequisites",
+        "1. Generate and release",
+        "2. Collect",
+        "3. Autograde",
+        "4. Feedback",
+        "5. Export",
+    ],
 }
 
 # Inline checks and recall questions whose answers must sit in folded dropdowns.
@@ -154,16 +159,22 @@ WIDGETS = {
     # the mask and cross-attention figures open on the decoder's input (the answer without EOS), the
     # softmax figure gets the cell's own scores, the cross-attention grid the trained model's weights;
     # the stepper a multi-token answer prefix
-    "ch11_cross_attention": ["MaskToggle(tokens=a_words[:4])", "SoftmaxMaskCompare(scores=scores.tolist()",
-                             "CrossAttentionExplorer.from_model(model)",
-                             "AttentionMapViewer.from_model(model)"],
+    "ch11_cross_attention": [
+        "MaskToggle(tokens=a_words[:4])",
+        "SoftmaxMaskCompare(scores=scores.tolist()",
+        "CrossAttentionExplorer.from_model(model)",
+        "AttentionMapViewer.from_model(model)",
+    ],
     "ch12_what_you_trained": ["ShiftTeacherForcing()", "CrossEntropySlider()"],
-    "ch13_generation": ['PrefillDecodeStepper.from_run("modern", prefix="BOS POSITIVE")',
-                        'PrefillDecodeStepper.from_run("historical", mode="sample"', "AskTheModel()", "BreakIt()"],
+    "ch13_generation": [
+        'PrefillDecodeStepper.from_run("modern", prefix="BOS POSITIVE")',
+        'PrefillDecodeStepper.from_run("historical", mode="sample"',
+        "AskTheModel()",
+        "BreakIt()",
+    ],
 }
 for _chapter in ("ch11_cross_attention", "ch12_what_you_trained", "ch13_generation"):
     WIDGETS[_chapter].append("QuickCheck([")  # the quick checks of "Before we start"
-
 
 
 def test_toc_lists_every_page():
@@ -214,16 +225,30 @@ def test_widgets_are_placed_where_they_teach(page):
     for widget in WIDGETS[page]:
         assert widget in code, f"{page}: widget {widget} not used"
         name = widget.split("(")[0].split(".")[0]
-        assert re.search(rf"from encdec\.widgets import .*\b{name}\b", code), f"{page}: {name} not imported from encdec.widgets"
-
+        assert re.search(rf"from encdec\.widgets import .*\b{name}\b", code), (
+            f"{page}: {name} not imported from encdec.widgets"
+        )
 
 
 # Seed passages that are not headings (bold lead-ins, admonitions, named ideas).
 SEED_PASSAGES = {
-    "ch11_cross_attention": ["**Inline check.**", "Mental model · the encoder", "**What would I debug first today?**",
-                             "historical caveat", "Then I implemented:", "Now I understand:"],
-    "ch12_what_you_trained": ["**Inline check.**", "Mental model", "**Only the shift, no mask?**",
-                              "**Only the mask, no shift?**", "exposure bias", "Then I implemented:", "Now I understand:"],
+    "ch11_cross_attention": [
+        "**Inline check.**",
+        "Mental model · the encoder",
+        "**What would I debug first today?**",
+        "historical caveat",
+        "Then I implemented:",
+        "Now I understand:",
+    ],
+    "ch12_what_you_trained": [
+        "**Inline check.**",
+        "Mental model",
+        "**Only the shift, no mask?**",
+        "**Only the mask, no shift?**",
+        "exposure bias",
+        "Then I implemented:",
+        "Now I understand:",
+    ],
     "ch13_generation": ["`[a, b, c]`", "`[b, c, d]`", "**Prefill:**", "**Decode:**", "`[2, 512]`", "`[2, 4]`"],
 }
 
@@ -233,4 +258,3 @@ def test_seed_passages_present(page):
     text = read(page)
     for passage in SEED_PASSAGES[page]:
         assert passage in text, f"{page}: seed passage {passage!r} missing"
-

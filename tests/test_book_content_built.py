@@ -22,8 +22,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
-
-from book_pages import ROOT, PACKAGE, read
+from book_pages import PACKAGE, ROOT, read
 
 bs4 = pytest.importorskip("bs4")
 
@@ -32,10 +31,12 @@ CHAPTERS = ["ch11_cross_attention", "ch12_what_you_trained", "ch13_generation"]
 EDITIONS = {"en": SITE / "book", "zh": SITE / "book" / "zh"}
 PAGES = ["index", *CHAPTERS, "historical_notes", "widgets_gallery", "glossary", "instructor_guide"]
 
-pytestmark = pytest.mark.skipif(not (SITE / "book" / "index.html").is_file(), reason="the book is not built (make book)")
+pytestmark = pytest.mark.skipif(
+    not (SITE / "book" / "index.html").is_file(), reason="the book is not built (make book)"
+)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def soup(path: Path):
     return bs4.BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
 
@@ -76,8 +77,24 @@ def exercise_targets() -> set[str]:
 
 
 # Calls that say nothing about how a target works (argument checks, dtype and device plumbing).
-GENERIC = {"ValueError", "TypeError", "tuple", "len", "isinstance", "to", "dim", "full", "any", "all",
-           "check_mask", "_check_ids", "_check_pos", "dropout", "reshape", "expand"}
+GENERIC = {
+    "ValueError",
+    "TypeError",
+    "tuple",
+    "len",
+    "isinstance",
+    "to",
+    "dim",
+    "full",
+    "any",
+    "all",
+    "check_mask",
+    "_check_ids",
+    "_check_pos",
+    "dropout",
+    "reshape",
+    "expand",
+}
 
 
 GENERIC_KEYWORDS = {"dim", "dtype", "device", "diagonal", "check", "label_smoothing"}
@@ -92,13 +109,16 @@ def operations(tree: ast.AST) -> set[str]:
             f = node.func
             found.add(f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", ""))
             found |= {f"kw:{k.arg}" for k in node.keywords if k.arg and k.arg not in GENERIC_KEYWORDS}
-        elif isinstance(node, ast.Subscript) and any(isinstance(n, ast.Slice) for n in ast.walk(node.slice)) \
-                and not any(isinstance(n, ast.Name) for n in ast.walk(node.slice)):
+        elif (
+            isinstance(node, ast.Subscript)
+            and any(isinstance(n, ast.Slice) for n in ast.walk(node.slice))
+            and not any(isinstance(n, ast.Name) for n in ast.walk(node.slice))
+        ):
             found.add("slice:" + ast.unparse(node.slice))
     return found - GENERIC - {""}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def fingerprint(target: str) -> frozenset[str]:
     """What a target's body does (operations): code that does most of it, every slice included,
     rebuilds the target."""
@@ -139,6 +159,7 @@ out_6 = block.layer_norm_3(out_4 + block.feed_forward(out_4))
 """
     assert "encdec.model.DecoderBlock.forward" in rebuilt_targets(rebuilt)
     import inspect
+
     from encdec.generate import greedy_decode
 
     assert "encdec.generate.greedy_decode" in rebuilt_targets(inspect.getsource(greedy_decode))
@@ -167,7 +188,9 @@ while not done.all() and tokens.shape[1] < 5:
 def test_no_exercise_target_is_solved_outside_a_fold(edition, name):
     for code in code_blocks(unfolded(edition, name)):
         solved = rebuilt_targets(code)
-        assert not solved, f"{edition}/{name}: open code rebuilds {solved}; fold it (dropdown or hide-input):\n{code[:400]}"
+        assert not solved, (
+            f"{edition}/{name}: open code rebuilds {solved}; fold it (dropdown or hide-input):\n{code[:400]}"
+        )
 
 
 DEEP_CHECKS = {"en": "End-of-lesson deep checks", "zh": "课末深度检"}  # 检查 or 检验 (one word: issue 23, item 6)
@@ -185,13 +208,17 @@ def test_no_deep_check_answer_is_given_away_before_it_is_asked(edition, name):
     for node in heading.find_all_previous(string=True):
         before.append(str(node))
     before = " ".join(before)
-    section = next(s for s in article(edition, name).find_all("section") if s.find("h2") and
-                   text(s.find("h2")).startswith(DEEP_CHECKS[edition]))
+    section = next(
+        s
+        for s in article(edition, name).find_all("section")
+        if s.find("h2") and text(s.find("h2")).startswith(DEEP_CHECKS[edition])
+    )
     for answer in section.find_all("details"):
         numbers = set(NUMBER.findall(text(answer)))
         if numbers:
-            assert not numbers <= set(NUMBER.findall(before)), \
+            assert not numbers <= set(NUMBER.findall(before)), (
                 f"{edition}/{name}: the deep check answer {sorted(numbers)} is on the page before it is asked"
+            )
 
 
 # --- item 4: the slips stay corrected ---------------------------------------------------------
@@ -219,7 +246,10 @@ def test_first_step_learning_rate_is_the_schedules():
 def test_forced_wrong_sign_answer_says_what_the_cell_shows():
     """Transfer answer 2 said errors "compound"; on the page's one question the forced sign leaves the
     digits as they were, and the answer says so of that question only (chapter 13 counts all)."""
-    for edition, claim in (("en", "here the model writes the same digits"), ("zh", "这里模型在它之后写出的数字与符号正确时相同")):
+    for edition, claim in (
+        ("en", "here the model writes the same digits"),
+        ("zh", "这里模型在它之后写出的数字与符号正确时相同"),
+    ):
         out = outputs(edition, "ch12_what_you_trained")
         same = re.search(r"(?:the same digits after the sign|符号之后的数字与不强制时相同)[:：] ?(True|False)", out)
         assert same, f"{edition}: the forced-sign cell prints no comparison"
@@ -267,8 +297,13 @@ def test_zh_welcome_does_not_promise_equal_timings():
 
 
 # Claims about the original notebook that no lesson card records: each only in a section marked inferred.
-UNRECORDED = {"int(2i / M)": "sinusoid", "mask `None`": "inference", "with replacement": "pairs", "有放回": "pairs",
-              "掩码是 `None`": "inference"}
+UNRECORDED = {
+    "int(2i / M)": "sinusoid",
+    "mask `None`": "inference",
+    "with replacement": "pairs",
+    "有放回": "pairs",
+    "掩码是 `None`": "inference",
+}
 
 
 @pytest.mark.parametrize("edition", ["", "zh/"])
@@ -281,10 +316,12 @@ def test_historical_claims_cite_the_record_or_say_inferred(edition):
         heading, body = section.split("\n", 1)
         hits = [claim for claim in UNRECORDED if claim in body]
         if hits:
-            marked = ("inferred" in heading and "**Inferred" in body) or \
-                ("推断" in heading and ("**推断" in body or "**对 notebook 而言是推断" in body))
-            assert marked, \
+            marked = ("inferred" in heading and "**Inferred" in body) or (
+                "推断" in heading and ("**推断" in body or "**对 notebook 而言是推断" in body)
+            )
+            assert marked, (
                 f"{edition}historical_notes: {heading!r} states {hits} about the notebook without marking it inferred"
+            )
             assert re.search(r"lesson card|卡片", body, flags=re.I), f"{heading!r}: say what the record does say"
 
 
@@ -311,10 +348,11 @@ def site_pages() -> list[Path]:
     return sorted(p for p in SITE.rglob("*.html") if "_static" not in p.parts)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ids(path: Path) -> frozenset[str]:
     return frozenset(el["id"] for el in soup(path).find_all(id=True)) | frozenset(
-        a["name"] for a in soup(path).find_all("a", attrs={"name": True}))
+        a["name"] for a in soup(path).find_all("a", attrs={"name": True})
+    )
 
 
 def test_every_local_link_of_the_built_site_resolves():
@@ -340,8 +378,11 @@ def test_every_local_link_of_the_built_site_resolves():
 def test_no_placeholder_host_anywhere_in_the_site():
     found = []
     for path in SITE.rglob("*"):
-        if path.suffix in {".html", ".ipynb", ".md", ".txt", ".js"} and "_static" not in path.parts \
-                and "_widget_assets" not in path.parts:
+        if (
+            path.suffix in {".html", ".ipynb", ".md", ".txt", ".js"}
+            and "_static" not in path.parts
+            and "_widget_assets" not in path.parts
+        ):
             for m in PLACEHOLDER.finditer(path.read_text(encoding="utf-8", errors="replace")):
                 found.append(f"{path.relative_to(SITE)}: {m.group(0)}")
     assert not found, "placeholder addresses in the built site:\n" + "\n".join(found[:40])
@@ -365,10 +406,14 @@ def test_downloaded_exercises_link_nowhere_relative():
     """A downloaded exercise linked ../../book/ch11_cross_attention.md, which a student does not have."""
     import zipfile
 
-    notebooks = {str(nb.relative_to(ROOT)): nb.read_text(encoding="utf-8") for nb in (ROOT / "exercises").rglob("*.ipynb")}
+    notebooks = {
+        str(nb.relative_to(ROOT)): nb.read_text(encoding="utf-8") for nb in (ROOT / "exercises").rglob("*.ipynb")
+    }
     for archive in SITE.glob("_downloads/*/*.zip"):  # what the site offers: each exercise's folder, zipped
         with zipfile.ZipFile(archive) as z:
-            notebooks.update({f"{archive.name}:{n}": z.read(n).decode("utf-8") for n in z.namelist() if n.endswith(".ipynb")})
+            notebooks.update(
+                {f"{archive.name}:{n}": z.read(n).decode("utf-8") for n in z.namelist() if n.endswith(".ipynb")}
+            )
     assert any(".zip:" in name for name in notebooks), "the site offers no exercise"
     for name, text in notebooks.items():
         for cell in json.loads(text)["cells"]:
@@ -386,7 +431,10 @@ def test_historical_comparison_reports_last_and_best_epoch_and_an_unrecorded_len
 
     _, historical = load_run("historical")
     last, best = f"{historical['val_token_accuracy']:.4f}", f"{historical['best_val_token_accuracy']:.4f}"
-    for edition, unrecorded in (("en", "does not record how long the notebook trained"), ("zh", "没有记录 notebook 训练了多久")):
+    for edition, unrecorded in (
+        ("en", "does not record how long the notebook trained"),
+        ("zh", "没有记录 notebook 训练了多久"),
+    ):
         out = outputs(edition, "ch12_what_you_trained")
         assert last in out and best in out and f"{historical['best_epoch']}" in out, f"{edition}: last and best epoch"
         page_text = text(article(edition, "ch12_what_you_trained"))
@@ -406,8 +454,11 @@ def test_historical_notes_show_no_unrecorded_claim_in_code_either():
         assert "original notebook's formula took" not in shown, edition
         for line in (body[0], *body[-7:]):  # the signature and the code after the docstring
             assert " ".join(line.split()) in shown, f"{edition}: the include lost {line.strip()!r}"
-        include = next(pre.get_text() for pre in article(edition, "historical_notes").select("pre")
-                       if pre.get_text().startswith("def position_encoding_sinusoid"))
+        include = next(
+            pre.get_text()
+            for pre in article(edition, "historical_notes").select("pre")
+            if pre.get_text().startswith("def position_encoding_sinusoid")
+        )
         tree = ast.parse(include)  # a line range that cuts the docstring leaves a stray quote
         assert ast.get_docstring(tree.body[0]) is None and len(tree.body[0].body) == 7, include
 
@@ -426,8 +477,11 @@ def test_lesson_12s_connection_to_decoder_only_qa_is_a_section():
 def test_each_chapter_ends_with_a_recap_table():
     """A recap table in each chapter's summary, in both editions: the three attentions, one
     training step, the phases of generation."""
-    expect = {"ch11_cross_attention": ("[N, H, Ka, Kq]", "[N, H, Kq, Kq]"),
-              "ch12_what_you_trained": ("(N, Ka − 1, V)",), "ch13_generation": ("[N, Kq, M]",)}
+    expect = {
+        "ch11_cross_attention": ("[N, H, Ka, Kq]", "[N, H, Kq, Kq]"),
+        "ch12_what_you_trained": ("(N, Ka − 1, V)",),
+        "ch13_generation": ("[N, Kq, M]",),
+    }
     for edition in EDITIONS:
         for page, cells in expect.items():
             tables = article(edition, page).find_all("table")
@@ -438,7 +492,10 @@ def test_each_chapter_ends_with_a_recap_table():
 def test_lesson_11s_walkthrough_at_subtract_is_the_hypothesis_the_measurement_tests():
     """Lesson 11's conceptual walkthrough at `subtract` comes back as a hypothesis, stated before
     the cells that measure the trained encoder, which print each head's weight on its slots."""
-    for edition, measured in (("en", "weight on the six slots of signs and digits"), ("zh", "符号和数字这六个槽位上的权重")):
+    for edition, measured in (
+        ("en", "weight on the six slots of signs and digits"),
+        ("zh", "符号和数字这六个槽位上的权重"),
+    ):
         page = article(edition, "ch11_cross_attention")
         whole = text(page)
         assert "operator identity + sign 1 + operand 1 + sign 2 + operand 2" in whole, edition
@@ -452,8 +509,10 @@ def test_the_seeds_prefill_decode_branch_is_shown_and_watched_in_a_real_library(
     the installed transformers' own lines printed, and its generate watched on a tiny BART: the
     prefill fed the whole prefix with empty caches, each decode step one token with one more
     self-cache row and the question's 9 cross-cache rows, the same tokens without the cache."""
-    for edition, fed in (("en", "fed {} token(s); before it the self cache held {} row(s), the cross cache {}"),
-                         ("zh", "送入 {} 个词元；调用前自注意力缓存有 {} 行，交叉注意力缓存有 {} 行")):
+    for edition, fed in (
+        ("en", "fed {} token(s); before it the self cache held {} row(s), the cross cache {}"),
+        ("zh", "送入 {} 个词元；调用前自注意力缓存有 {} 行，交叉注意力缓存有 {} 行"),
+    ):
         page = article(edition, "ch13_generation")
         shown = " ".join(pre.get_text() for pre in page.select("pre"))
         assert "if is_prefill:" in shown and "model_forward(**model_inputs" in shown, edition
@@ -464,7 +523,10 @@ def test_the_seeds_prefill_decode_branch_is_shown_and_watched_in_a_real_library(
             for step in [fed.format(P, 0, 0)] + [fed.format(1, P + k, 9) for k in range(2)]:
                 at = out.find(step, at)
                 assert at != -1, f"{edition}: prefix of {P}: no {step!r} after the calls before it"
-        assert out.count("the same tokens without the cache: True" if edition == "en" else "不用缓存得到的词元相同： True") == 2
+        assert (
+            out.count("the same tokens without the cache: True" if edition == "en" else "不用缓存得到的词元相同： True")
+            == 2
+        )
 
 
 @pytest.mark.parametrize("edition", EDITIONS)
@@ -534,7 +596,10 @@ def test_the_trained_weights_travel_once_per_site_not_once_per_page():
     for edition, root in EDITIONS.items():
         for name in ("ch13_generation", "widgets_gallery"):
             html = (root / f"{name}.html").read_text(encoding="utf-8")
-            assert f'"weights_src": "{SITE_WEIGHTS}"' in html or f'"weights_src":"{SITE_WEIGHTS}"' in html, (edition, name)
+            assert f'"weights_src": "{SITE_WEIGHTS}"' in html or f'"weights_src":"{SITE_WEIGHTS}"' in html, (
+                edition,
+                name,
+            )
             assert data not in html, f"{edition}/{name} still carries the weights"
             assert len(html.encode()) < 700_000, (edition, name, len(html.encode()))
 
@@ -573,8 +638,10 @@ def test_lesson_11s_sign_row_needs_the_magnitudes_and_the_table_measures_them():
             assert any(line.startswith(" ".join(words)) for line in lines), f"{edition}: {words} not printed"
         for i in range(maps.shape[0]):
             for h in range(maps.shape[1]):
-                row = (f"{i + 1} {h + 1} {sign_ops[i, h]:.2f} {sign_digits[i, h]:.2f} {units[i, h]:.2f}"
-                       f" {units_compare[i, h]:.2f}")
+                row = (
+                    f"{i + 1} {h + 1} {sign_ops[i, h]:.2f} {sign_digits[i, h]:.2f} {units[i, h]:.2f}"
+                    f" {units_compare[i, h]:.2f}"
+                )
                 assert row in lines, f"{edition}: the table lacks layer {i + 1}, head {h + 1}: {row}"
 
 
@@ -585,18 +652,24 @@ def test_chapter_12s_summary_prints_each_recipes_gap_from_its_checkpoint():
     records give them, in both editions, and the records bear the words out."""
     from encdec.train import checkpoint_root
 
-    runs = {name: json.loads((checkpoint_root() / name / "metrics.json").read_text(encoding="utf-8"))
-            for name in ("historical_early", "historical", "modern")}
+    runs = {
+        name: json.loads((checkpoint_root() / name / "metrics.json").read_text(encoding="utf-8"))
+        for name in ("historical_early", "historical", "modern")
+    }
     gap = {name: m["val_token_accuracy"] - m["val_exact_match"] for name, m in runs.items()}
     assert gap["historical_early"] > 0.3 and runs["historical_early"]["val_exact_match"] < 0.5, gap
     assert gap["historical"] < gap["historical_early"] / 2, gap
-    line = {"en": "{name} token accuracy {t:.3f}, greedy exact match {e:.3f}: {g:.3f} apart",
-            "zh": "{name} 逐词元准确率 {t:.3f}，贪心完全匹配 {e:.3f}：相差 {g:.3f}"}
+    line = {
+        "en": "{name} token accuracy {t:.3f}, greedy exact match {e:.3f}: {g:.3f} apart",
+        "zh": "{name} 逐词元准确率 {t:.3f}，贪心完全匹配 {e:.3f}：相差 {g:.3f}",
+    }
     for edition in EDITIONS:
         printed = {" ".join(row.split()) for row in outputs(edition, "ch12_what_you_trained").splitlines()}
         for name, m in runs.items():
             want = line[edition].format(name=name, t=m["val_token_accuracy"], e=m["val_exact_match"], g=gap[name])
             assert want in printed, f"{edition}: the summary does not print {want!r}"
+
+
 def _colour_bar_run(png: Path) -> int:
     """The longest vertical stretch of the image's right half that is a viridis colour bar: pixels of the colormap,
     each no brighter than the one above, going through more than 40 of its colours (a heatmap's cells
@@ -610,7 +683,7 @@ def _colour_bar_run(png: Path) -> int:
     height, width, best = *pixels.shape[:2], 0
     for x in range(width // 2, width):  # a figure's colour bar stands at its right
         dist = ((pixels[:, x, None, :] - lut[None]) ** 2).sum(-1)  # (height, 256)
-        level, near = dist.argmin(-1).tolist(), (dist.min(-1) < 3 * 8 ** 2).tolist()
+        level, near = dist.argmin(-1).tolist(), (dist.min(-1) < 3 * 8**2).tolist()
         start = None
         for y in range(height + 1):
             inside = y < height and near[y] and (start is None or level[y] <= level[y - 1])

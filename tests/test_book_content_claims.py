@@ -10,8 +10,7 @@ import re
 from pathlib import Path
 
 import yaml
-
-from book_pages import ROOT, PACKAGE, NOTEBOOK_PAGES, ALL_PAGES, read, paragraphs
+from book_pages import ALL_PAGES, NOTEBOOK_PAGES, PACKAGE, ROOT, paragraphs, read
 
 
 def test_no_page_announces_a_lesson_the_book_does_not_have():
@@ -39,8 +38,11 @@ def test_ch13_decoder_steps_and_token_counts_agree():
     for k, tokens in steps:
         assert len(tokens.split(",")) == int(k), f"decoder step {k} feeds {tokens!r}"
     example = " ".join(text.split())
-    m = re.search(r"predicts the (\w+) token \(decoder step (\d) in the flow below\), its input is `\[([^\]]*)\]`, (\w+) "
-                  r"tokens; .*? a `\[(\d), 512\]` matrix", example)
+    m = re.search(
+        r"predicts the (\w+) token \(decoder step (\d) in the flow below\), its input is `\[([^\]]*)\]`, (\w+) "
+        r"tokens; .*? a `\[(\d), 512\]` matrix",
+        example,
+    )
     assert m, "ch13: the sentence on the decoder input (the source of Q) is missing"
     ordinal, step, tokens, count, rows = m.groups()
     assert dict(steps)[step] == tokens, "the Q example's input differs from the step list"
@@ -50,7 +52,9 @@ def test_ch13_decoder_steps_and_token_counts_agree():
 
 
 def test_prefill_wording_does_not_call_the_answer_prefix_the_prompt():
-    js = "".join((PACKAGE / "widgets" / name).read_text(encoding="utf-8") for name in ("prefill_decode.js", "prefill_run.js"))
+    js = "".join(
+        (PACKAGE / "widgets" / name).read_text(encoding="utf-8") for name in ("prefill_decode.js", "prefill_run.js")
+    )
     words = (PACKAGE / "widgets" / "strings" / "en.json").read_text(encoding="utf-8")  # the stepper's words
     for source, text in (("ch13", read("ch13_generation")), ("prefill_decode.js", js), ("strings/en.json", words)):
         assert "whole prompt" not in text and "feed the prompt" not in text, source
@@ -72,7 +76,9 @@ def test_zip_collect_regex_gives_nbgrader_the_groups_it_requires():
     guide = read("instructor_guide")
     regex = re.search(r'named_regexp = r"([^"]+)"', guide).group(1)
     example = re.search(r"`(decoder_block_\w+_attempt_[0-9-]+_\w+\.ipynb)`", guide).group(1)
-    found = FileNameCollectorPlugin(named_regexp=regex).collect(f"/srv/course/downloaded/decoder_block/extracted/{example}")
+    found = FileNameCollectorPlugin(named_regexp=regex).collect(
+        f"/srv/course/downloaded/decoder_block/extracted/{example}"
+    )
     assert found and {"student_id", "file_id"} <= set(found), f"{regex!r} gives {found}"
     released = ROOT / "exercises" / "decoder_block" / (Path(found["file_id"]).stem + ".ipynb")
     assert released.is_file(), f"file_id {found['file_id']!r} names no released notebook"
@@ -97,5 +103,3 @@ def test_bulk_downloads_are_ignored_by_git():
     probe = "downloaded/decoder_block/archive/submissions.zip"
     result = subprocess.run(["git", "check-ignore", "-q", probe], cwd=ROOT)
     assert result.returncode == 0, f"{probe} is not ignored: student work could be committed"
-
-

@@ -11,9 +11,20 @@ import re
 from pathlib import Path
 
 import pytest
-
-from book_pages import (ALL_PAGES, BOOK, EXERCISE_TARGETS, FENCE, NOTEBOOK_PAGES, PACKAGE, blocks, code_cells,
-                        find_pyobject, nested_blocks, package_names, read)
+from book_pages import (
+    ALL_PAGES,
+    BOOK,
+    EXERCISE_TARGETS,
+    FENCE,
+    NOTEBOOK_PAGES,
+    PACKAGE,
+    blocks,
+    code_cells,
+    find_pyobject,
+    nested_blocks,
+    package_names,
+    read,
+)
 
 
 @pytest.mark.parametrize("page", NOTEBOOK_PAGES)
@@ -45,8 +56,11 @@ def test_chapters_show_the_lesson_code_through_literalinclude():
     expected = {
         "ch11_cross_attention": {("model.py", "DecoderBlock.forward"), ("attention.py", "get_subsequent_mask")},
         "ch12_what_you_trained": {("model.py", "Transformer.forward"), ("model.py", "shift_targets")},
-        "ch13_generation": {("generate.py", "greedy_decode"), ("attention.py", "KVCache"),
-                            ("broken.py", "attention_mask_after_softmax")},
+        "ch13_generation": {
+            ("generate.py", "greedy_decode"),
+            ("attention.py", "KVCache"),
+            ("broken.py", "attention_mask_after_softmax"),
+        },
         "historical_notes": {("model.py", "position_encoding_sinusoid")},
     }
     for page, wanted in expected.items():
@@ -56,7 +70,6 @@ def test_chapters_show_the_lesson_code_through_literalinclude():
                 pyobject = re.search(r"^:pyobject:\s*(\S+)", body, flags=re.M)
                 found.add((Path(info.split(None, 1)[1]).name, pyobject.group(1) if pyobject else None))
         assert wanted <= found, f"{page}: missing {wanted - found}"
-
 
 
 def test_training_never_runs_at_build_time():
@@ -73,26 +86,32 @@ def test_cross_references_resolve():
             assert (BOOK / f"{target}.md").is_file(), f"{page}: {{doc}}`{target}` points nowhere"
 
 
-
-
 @pytest.mark.parametrize("page", list(EXERCISE_TARGETS))
 def test_exercise_targets_are_folded_reference_solutions(page):
     assignment, targets = EXERCISE_TARGETS[page]
     top = blocks(read(page))
-    unfolded = {re.search(r"^:pyobject:\s*(\S+)", body, flags=re.M).group(1)
-                for info, body, _ in top if info.startswith("{literalinclude}")}
+    unfolded = {
+        re.search(r"^:pyobject:\s*(\S+)", body, flags=re.M).group(1)
+        for info, body, _ in top
+        if info.startswith("{literalinclude}")
+    }
     assert not targets & unfolded, f"{page} prints the answer unfolded: {targets & unfolded}"
     folded = [i for i, (info, _, _) in enumerate(top) if info.startswith("{dropdown}") and "Reference solution" in info]
     assert len(folded) == 1, f"{page}: expected one reference-solution dropdown"
     i = folded[0]
-    shown = {re.search(r"^:pyobject:\s*(\S+)", body, flags=re.M).group(1)
-             for info, body, _ in nested_blocks(top[i][1]) if info.startswith("{literalinclude}")}
+    shown = {
+        re.search(r"^:pyobject:\s*(\S+)", body, flags=re.M).group(1)
+        for info, body, _ in nested_blocks(top[i][1])
+        if info.startswith("{literalinclude}")
+    }
     assert shown == targets, f"{page}: the reference solution shows {shown}, expected {targets}"
     info, body, _ = top[i - 1]  # the block right before the dropdown
     assert info.startswith("{admonition} Exercise"), f"{page}: no exercise box before the reference solution"
     # the exercise's zip (the notebook, its reference/ and how to install the package), made by the build
     link = re.search(r"\{download\}`[^`<]*<(\.\./build/exercise_downloads/[^>]+\.zip)>`", body)
-    assert link and link.group(1) == f"../build/exercise_downloads/{assignment}.zip", f"{page}: box does not link the exercise"
+    assert link and link.group(1) == f"../build/exercise_downloads/{assignment}.zip", (
+        f"{page}: box does not link the exercise"
+    )
 
 
 @pytest.mark.parametrize("page", ALL_PAGES)
@@ -102,7 +121,6 @@ def test_no_backtick_in_a_backtick_fence_title(page):
         m = FENCE.match(line)
         if m and m.group(1).startswith("`"):
             assert "`" not in m.group(2), f"{page}: {line!r}"
-
 
 
 def test_every_exercise_has_a_download_link_on_the_welcome_page():

@@ -15,8 +15,7 @@ import tomllib
 
 import pytest
 import yaml
-
-from book_pages import ROOT, BOOK, NOTEBOOK_PAGES, ALL_PAGES, code_cells, read
+from book_pages import ALL_PAGES, BOOK, NOTEBOOK_PAGES, ROOT, code_cells, read
 
 COPIES = sorted(NOTEBOOK_PAGES + ["widgets_gallery", "glossary"])
 
@@ -39,13 +38,13 @@ def test_no_outputs_or_machine_paths_committed():
         nb, md = jupytext.read(copy), jupytext.read(copy.with_suffix(".md"))
         assert not any(c.get("outputs") for c in nb.cells), f"{copy.name} has outputs"
         lesson = [c for c in md.cells if "remove-cell" not in c.metadata.get("tags", [])]
-        assert [(c.cell_type, c.source) for c in nb.cells[1:]] == [(c.cell_type, c.source) for c in lesson], \
+        assert [(c.cell_type, c.source) for c in nb.cells[1:]] == [(c.cell_type, c.source) for c in lesson], (
             f"{copy.name} lags behind its .md: run `make book-notebooks`"
+        )
     for page in ALL_PAGES + [f"zh/{p}" for p in ALL_PAGES]:
         text = read(page)
         for literal in ("/work/", "/tmp/", "/root/", "/home/"):
             assert literal not in text, f"{page} names a machine path {literal!r}"
-
 
 
 def repository_module():
@@ -65,18 +64,29 @@ def test_launch_buttons_come_from_one_repository_setting():
     assert "book_repository" in config["sphinx"]["local_extensions"]
     launch = config["launch_buttons"]
     assert {"colab_url", "binderhub_url", "jupyterhub_url"} <= set(launch) and launch.get("thebe") is False
-    assert {"book/*.ipynb", "book/zh/*.ipynb"} <= set(config["exclude_patterns"]), "Sphinx would see two sources per chapter"
+    assert {"book/*.ipynb", "book/zh/*.ipynb"} <= set(config["exclude_patterns"]), (
+        "Sphinx would see two sources per chapter"
+    )
     assert config["html"]["use_download_button"] is True
 
 
 def test_repository_comes_from_the_setting_or_a_github_origin(monkeypatch):
     book_repository = repository_module()
     github = book_repository.github_url
-    for remote in ("https://github.com/someone/some-course", "https://github.com/someone/some-course.git",
-                   "git@github.com:someone/some-course.git", "ssh://git@github.com/someone/some-course"):
+    for remote in (
+        "https://github.com/someone/some-course",
+        "https://github.com/someone/some-course.git",
+        "git@github.com:someone/some-course.git",
+        "ssh://git@github.com/someone/some-course",
+    ):
         assert github(remote) == "https://github.com/someone/some-course", remote
-    for placeholder in ("", "https://github.com/OWNER/REPOSITORY", "https://github.com/executablebooks/jupyter-book",
-                        "https://gitlab.com/someone/some-course", "/srv/git/course.git"):
+    for placeholder in (
+        "",
+        "https://github.com/OWNER/REPOSITORY",
+        "https://github.com/executablebooks/jupyter-book",
+        "https://gitlab.com/someone/some-course",
+        "/srv/git/course.git",
+    ):
         assert github(placeholder) is None, placeholder
     monkeypatch.setattr(book_repository, "origin_remote", lambda root: "git@github.com:someone/some-course.git")
     assert book_repository.repository_url(ROOT, "") == "https://github.com/someone/some-course"
@@ -99,13 +109,22 @@ def test_publishing_workflow_builds_the_book_and_sets_the_repository():
     # The step that sets the one repository setting really rewrites it (run its sed on a copy).
     script = next(r for r in runs if "_config.yml" in r).replace("sed -i", "sed").replace("_config.yml", "")
     env = {"GITHUB_REPOSITORY": "someone/some-course", "DEFAULT_BRANCH": "trunk", "PATH": "/usr/bin:/bin"}
-    out = subprocess.run(["bash", "-c", script], input=(ROOT / "_config.yml").read_text(), env=env,
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["bash", "-c", script],
+        input=(ROOT / "_config.yml").read_text(),
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     repository = yaml.safe_load(out)["repository"]
     assert repository["branch"] == "trunk"
     # an empty url is left to the checkout's origin, which actions/checkout sets to the repository
     assert repository["url"] in ("https://github.com/someone/some-course", "")
-    assert repository_module().github_url("https://github.com/someone/some-course") == "https://github.com/someone/some-course"
+    assert (
+        repository_module().github_url("https://github.com/someone/some-course")
+        == "https://github.com/someone/some-course"
+    )
 
 
 # --- the launch copies' first cell: the student wheel from the site, nothing else ------------------
@@ -138,7 +157,7 @@ def test_launch_copy_first_cell_installs_the_student_wheel_from_the_site(page, m
     for importable in (True, False):
         monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a, e=importable: object() if e else None)
         exec(compile(source, f"{page}: install cell", "exec"), {})
-    (args, kwargs), = calls  # only where encdec is missing
+    ((args, kwargs),) = calls  # only where encdec is missing
     assert args[0][:4] == [sys.executable, "-m", "pip", "install"] and args[0][-1] == url and kwargs == {"check": True}
 
 
@@ -169,7 +188,9 @@ def test_binder_installs_what_the_chapters_import_at_the_pins():
     assert "-c ../constraints.txt" in lines and (ROOT / "binder" / "../constraints.txt").resolve().is_file()
     assert "--extra-index-url https://download.pytorch.org/whl/cpu" in lines
     wanted = {line.lower() for line in lines if not line.startswith("-")}
-    pinned = {line.split("==")[0].lower() for line in (ROOT / "constraints.txt").read_text().splitlines() if "==" in line}
+    pinned = {
+        line.split("==")[0].lower() for line in (ROOT / "constraints.txt").read_text().splitlines() if "==" in line
+    }
     assert wanted <= pinned, f"not pinned in constraints.txt: {wanted - pinned}"
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert {re.split(r"[<>=!~ ;\[]", d)[0].lower() for d in project["dependencies"]} <= wanted
@@ -205,9 +226,13 @@ def test_the_downloaded_notebook_keeps_its_outputs_after_a_cache_hit(tmp_path):
     sys.path.insert(0, str(ROOT / "scripts"))
     from book_repository import executed_notebook_with_outputs
 
-    cell = nbformat.v4.new_code_cell("print(1 + 1)", outputs=[nbformat.v4.new_output("stream", name="stdout", text="2\n")])
-    executed = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("prose"), cell],
-                                        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    cell = nbformat.v4.new_code_cell(
+        "print(1 + 1)", outputs=[nbformat.v4.new_output("stream", name="stdout", text="2\n")]
+    )
+    executed = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_markdown_cell("prose"), cell],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+    )
     nbformat.write(executed, tmp_path / "page.ipynb")
     get_cache(tmp_path / "cache").cache_notebook_file(tmp_path / "page.ipynb", check_validity=False)
     read = nbformat.from_dict(nbformat.reads(nbformat.writes(executed), as_version=4))

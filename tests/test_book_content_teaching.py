@@ -10,8 +10,7 @@ import ast
 import re
 
 import pytest
-
-from book_pages import EXERCISE_TARGETS, CELL_OPTION, read, blocks
+from book_pages import CELL_OPTION, EXERCISE_TARGETS, blocks, read
 
 
 @pytest.mark.parametrize("page", list(EXERCISE_TARGETS))
@@ -33,8 +32,10 @@ def test_quick_checks_are_page_marked_widgets(page):
 
 def test_ch13_links_back_instead_of_reteaching_mask_and_teacher_forcing():
     text = read("ch13_generation")
-    for heading, chapter in (("### The key technique: causal masking", "ch11_cross_attention"),
-                             ("### Training: teacher forcing", "ch12_what_you_trained")):
+    for heading, chapter in (
+        ("### The key technique: causal masking", "ch11_cross_attention"),
+        ("### Training: teacher forcing", "ch12_what_you_trained"),
+    ):
         section = text.split(heading, 1)[1].split("\n#", 1)[0]
         prose = "\n".join(line for line in section.split("```")[0::2][0].splitlines())
         assert f"{{doc}}`{chapter}`" in prose, f"ch13 {heading!r} does not link {chapter}"
@@ -54,7 +55,10 @@ def test_chapters_end_with_summary_and_real_further_reading(page):
         host = url.split("/")[2]
         assert host in {"arxiv.org", "nlp.seas.harvard.edu"}, f"{page}: unexpected link {url}"
         if host == "arxiv.org":
-            assert re.fullmatch(r"https://arxiv\.org/abs/\d{4}\.\d{4,5}", url) and label == f"arXiv:{url.rsplit('/', 1)[1]}", url
+            assert (
+                re.fullmatch(r"https://arxiv\.org/abs/\d{4}\.\d{4,5}", url)
+                and label == f"arXiv:{url.rsplit('/', 1)[1]}"
+            ), url
 
 
 def test_welcome_page_states_the_prerequisites():
@@ -62,5 +66,3 @@ def test_welcome_page_states_the_prerequisites():
     box = next(body for info, body, _ in blocks(text) if info.startswith("{admonition}") and "assumes" in info)
     assert "lesson 11" in box and len(re.findall(r"^- ", box, flags=re.M)) >= 3
     assert text.index("{admonition}") < text.index("## For students")
-
-

@@ -32,7 +32,8 @@ def test_one_zip_per_exercise_and_language(zips):
     out, written = zips
     names = assignments.names()
     assert sorted(p.relative_to(out).as_posix() for p in written) == sorted(
-        [f"{a}.zip" for a in names] + [f"zh/{a}.zip" for a in names])
+        [f"{a}.zip" for a in names] + [f"zh/{a}.zip" for a in names]
+    )
 
 
 @pytest.mark.parametrize("lang", ["", "zh"])
@@ -53,7 +54,11 @@ def test_a_zip_holds_the_release_folder_and_no_solution(zips, assignment, lang):
     assert "BEGIN SOLUTION" not in everything and "BEGIN HIDDEN TESTS" not in everything
     assert not re.search(r'run\(\\?"\w+\.\w+_hidden', everything)  # no hidden check's call
     for source in solution_sources(assignment).values():  # no line of an instructor's solution
-        body = [ln.strip() for ln in source.splitlines() if ln.strip() and not ln.lstrip().startswith(("def ", "class ", '"""', "#", "@"))]
+        body = [
+            ln.strip()
+            for ln in source.splitlines()
+            if ln.strip() and not ln.lstrip().startswith(("def ", "class ", '"""', "#", "@"))
+        ]
         assert not any(line in everything for line in body if len(line) > 25), assignment
 
 
@@ -74,12 +79,22 @@ def test_unpacked_the_visible_checks_find_their_inputs(zips, tmp_path):
     assert "not implemented yet" in said and "no inputs" not in said
 
 
-@pytest.mark.parametrize("page,assignment,prefix", [
-    ("ch11_cross_attention", "decoder_block", ""), ("ch12_what_you_trained", "target_slicing", ""),
-    ("ch13_generation", "kv_cache", ""), ("zh/ch11_cross_attention", "decoder_block", "zh/"),
-    ("zh/ch12_what_you_trained", "target_slicing", "zh/"), ("zh/ch13_generation", "kv_cache", "zh/"),
-    *((page, name, prefix) for page, prefix in (("index", ""), ("zh/index", "zh/"))
-      for name in ("warmup", "decoder_block", "target_slicing", "kv_cache"))])
+@pytest.mark.parametrize(
+    "page,assignment,prefix",
+    [
+        ("ch11_cross_attention", "decoder_block", ""),
+        ("ch12_what_you_trained", "target_slicing", ""),
+        ("ch13_generation", "kv_cache", ""),
+        ("zh/ch11_cross_attention", "decoder_block", "zh/"),
+        ("zh/ch12_what_you_trained", "target_slicing", "zh/"),
+        ("zh/ch13_generation", "kv_cache", "zh/"),
+        *(
+            (page, name, prefix)
+            for page, prefix in (("index", ""), ("zh/index", "zh/"))
+            for name in ("warmup", "decoder_block", "target_slicing", "kv_cache")
+        ),
+    ],
+)
 def test_chapters_link_the_zip_not_a_lone_notebook(page, assignment, prefix):
     text = (ROOT / "book" / f"{page}.md").read_text(encoding="utf-8")
     assert f"build/exercise_downloads/{prefix}{assignment}.zip>`" in text

@@ -17,12 +17,11 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
-
 from browser_support import BOOK_HTML, ROOT, require_built_book
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from book_languages import LABEL, counterpart  # noqa: E402
-from book_pdf import INDEX, LINK, PDF, edition_pages  # noqa: E402
+from book_languages import LABEL, counterpart
+from book_pdf import INDEX, LINK, PDF, edition_pages
 
 pytestmark = pytest.mark.browser
 bs4 = pytest.importorskip("bs4")
@@ -38,7 +37,7 @@ def squeeze(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def soup(page: str):
     return bs4.BeautifulSoup((require_built_book() / f"{page}.html").read_text(encoding="utf-8"), "html.parser")
 
@@ -50,14 +49,14 @@ def title(page: str) -> str:
     return h1.get_text(" ", strip=True)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def pdf(edition: str):
     path = require_built_book() / PDF.format(edition=edition)
     assert path.is_file(), f"{path} is missing: `make book` prints both editions' PDFs"
     return pypdf.PdfReader(path)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def page_texts(edition: str) -> tuple[str, ...]:
     return tuple(page.extract_text() for page in pdf(edition).pages)
 
@@ -66,7 +65,9 @@ def page_texts(edition: str) -> tuple[str, ...]:
 def test_each_edition_is_one_pdf_with_a_bookmark_per_page_in_toc_order(edition):
     reader, pages = pdf(edition), edition_pages()[edition]
     marks = [(item.title, reader.get_destination_page_number(item)) for item in reader.outline]
-    assert [squeeze(t) for t, _ in marks] == [squeeze(title(p)) for p in pages], "one bookmark per page, in _toc.yml order"
+    assert [squeeze(t) for t, _ in marks] == [squeeze(title(p)) for p in pages], (
+        "one bookmark per page, in _toc.yml order"
+    )
     starts = [n for _, n in marks]
     assert starts[0] == 0 and starts == sorted(set(starts)) and starts[-1] < len(reader.pages), starts
     texts = page_texts(edition)
@@ -80,8 +81,10 @@ def test_each_edition_is_one_pdf_with_a_bookmark_per_page_in_toc_order(edition):
 def test_the_site_s_own_links_and_buttons_are_not_printed(edition):
     """The language link, the PDF link and the theme's printed contents list are screen-only."""
     other = counterpart(INDEX[edition])[1]
-    first_sheets = [page_texts(edition)[item_page] for item_page in
-                    (pdf(edition).get_destination_page_number(item) for item in pdf(edition).outline)]
+    first_sheets = [
+        page_texts(edition)[item_page]
+        for item_page in (pdf(edition).get_destination_page_number(item) for item in pdf(edition).outline)
+    ]
     for text in first_sheets:
         lines = [line.strip() for line in text.splitlines()]
         assert LABEL[other] not in lines, text[:300]  # the language switch: a line of its own
@@ -96,10 +99,14 @@ def test_the_chinese_pdf_embeds_cjk_glyphs_and_searchable_titles():
         for ref in page["/Resources"].get("/Font", {}).values():
             font = ref.get_object()
             descendant = (font.get("/DescendantFonts") or [None])[0]  # a Type 0 font's glyphs and descriptor
-            descriptor = font.get("/FontDescriptor") or (descendant.get_object().get("/FontDescriptor") if descendant else None)
+            descriptor = font.get("/FontDescriptor") or (
+                descendant.get_object().get("/FontDescriptor") if descendant else None
+            )
             name = str(descriptor.get_object().get("/FontName", "")) if descriptor else str(font.get("/BaseFont", ""))
-            embedded = "/CharProcs" in font or (descriptor is not None and any(
-                k in descriptor.get_object() for k in ("/FontFile", "/FontFile2", "/FontFile3")))
+            embedded = "/CharProcs" in font or (
+                descriptor is not None
+                and any(k in descriptor.get_object() for k in ("/FontFile", "/FontFile2", "/FontFile3"))
+            )
             if ("CJK" in name or "WenQuanYi" in name) and embedded:
                 cjk.add(name.split("+")[-1])
             assert font.get("/Subtype") != "/Type3", f"a font printed as Type 3 glyphs: {name or font}"
@@ -150,8 +157,11 @@ def test_no_line_of_a_code_block_is_clipped(edition):
 
 def pdf_links(page: str, selector: str = "a[href]") -> set[Path]:
     """The files the PDF links of ``page`` that ``selector`` picks lead to."""
-    return {(BOOK_HTML / Path(page).parent / unquote(urlsplit(a["href"]).path)).resolve()
-            for a in soup(page).select(selector) if urlsplit(a["href"]).path.endswith(".pdf")}
+    return {
+        (BOOK_HTML / Path(page).parent / unquote(urlsplit(a["href"]).path)).resolve()
+        for a in soup(page).select(selector)
+        if urlsplit(a["href"]).path.endswith(".pdf")
+    }
 
 
 @pytest.mark.parametrize("edition", EDITIONS)
@@ -179,7 +189,9 @@ def test_every_folded_answer_prints_open(edition):
             if words:
                 folded += 1
                 if words not in text:
-                    missing.append(f"{page}: {box.summary.get_text(' ', strip=True)[:40] if box.summary else ''}: {words}")
+                    missing.append(
+                        f"{page}: {box.summary.get_text(' ', strip=True)[:40] if box.summary else ''}: {words}"
+                    )
     assert folded >= 15, f"only {folded} folded answers in the {edition} edition: the check checks nothing"
     assert not missing, f"{len(missing)} folded answers missing from the PDF:\n" + "\n".join(missing[:20])
 
@@ -187,8 +199,11 @@ def test_every_folded_answer_prints_open(edition):
 @pytest.mark.parametrize("edition", EDITIONS)
 def test_no_sheet_is_blank(edition):
     """Every sheet holds text or a drawing: a cell taller than a sheet kept whole left one with an empty frame."""
-    blank = [i + 1 for i, (page, words) in enumerate(zip(pdf(edition).pages, page_texts(edition)))
-             if not words.strip() and "/XObject" not in (page.get("/Resources") or {})]
+    blank = [
+        i + 1
+        for i, (page, words) in enumerate(zip(pdf(edition).pages, page_texts(edition)))
+        if not words.strip() and "/XObject" not in (page.get("/Resources") or {})
+    ]
     assert not blank, f"blank sheets in the {edition} PDF: {blank}"
 
 

@@ -13,17 +13,25 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from book_pages import ROOT
 
 bs4 = pytest.importorskip("bs4")
 
 SITE = ROOT / "_build" / "html"
 EDITIONS = {"en": SITE / "book", "zh": SITE / "book" / "zh"}
-PAGES = ["index", "ch11_cross_attention", "ch12_what_you_trained", "ch13_generation", "historical_notes",
-         "widgets_gallery", "glossary"]
+PAGES = [
+    "index",
+    "ch11_cross_attention",
+    "ch12_what_you_trained",
+    "ch13_generation",
+    "historical_notes",
+    "widgets_gallery",
+    "glossary",
+]
 
-pytestmark = pytest.mark.skipif(not (SITE / "book" / "index.html").is_file(), reason="the book is not built (make book)")
+pytestmark = pytest.mark.skipif(
+    not (SITE / "book" / "index.html").is_file(), reason="the book is not built (make book)"
+)
 
 # The repository's own folders (a student's page names the exercises' folders, never these).
 PATHS = r"\b(book|tests|scripts|encdec|autograder|solutions|mk|bench|deploy|binder)/[\w./<>-]*"
@@ -33,9 +41,12 @@ BUILD_TALK = {
         r"\btest(s|ed|ing)?\b|\bassert(s|ed|ion)?\b|\bbuild\b|build time|at (each|every) build|\bthe build\b"
         r"|book built|builds this book|make book|earlier versions? of|hidden cell|the cell checks|this machine"
         r"|window\.encdec|_config\.yml|_build\b|\.yml\b|" + PATHS,
-        re.I),
-    "zh": re.compile(r"测试|断言|单元格?会检查|构建时|构建到|构建本书|本书的构建|自己构建的书|早先的版本|以前的版本|隐藏的单元|隐藏单元"
-                     r"|本机|这台机器|window\.encdec|_config\.yml|_build\b|\.yml\b|" + PATHS),
+        re.I,
+    ),
+    "zh": re.compile(
+        r"测试|断言|单元格?会检查|构建时|构建到|构建本书|本书的构建|自己构建的书|早先的版本|以前的版本|隐藏的单元|隐藏单元"
+        r"|本机|这台机器|window\.encdec|_config\.yml|_build\b|\.yml\b|" + PATHS
+    ),
 }
 
 
@@ -79,4 +90,6 @@ def test_every_table_of_the_prose_names_its_columns(edition, name):
         if table.find_parent(class_="cell_output"):
             continue  # a cell's output: what the code prints
         header = [th.get_text(" ", strip=True) for th in table.select("thead th")]
-        assert header and all(header), f"{edition}/{name}: a table without column names: {table.get_text(' ', strip=True)[:100]}"
+        assert header and all(header), (
+            f"{edition}/{name}: a table without column names: {table.get_text(' ', strip=True)[:100]}"
+        )

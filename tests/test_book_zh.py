@@ -12,11 +12,10 @@ from html import escape as html_escape
 
 import pytest
 import yaml
-
 from book_pages import BOOK, ROOT
 
 sys.path.insert(0, str(BOOK))  # book/zh_sync.py is a script of the book, not a package module
-import zh_sync  # noqa: E402
+import zh_sync
 
 ZH = BOOK / "zh"
 GLOSSARY = yaml.safe_load((BOOK / "glossary.yml").read_text(encoding="utf-8"))["terms"]
@@ -28,7 +27,7 @@ def toc() -> list[str]:
 
 
 def english_pages() -> list[str]:
-    return [p[len("book/"):] for p in toc() if not p.startswith("book/zh/")]
+    return [p[len("book/") :] for p in toc() if not p.startswith("book/zh/")]
 
 
 def test_every_page_has_its_chinese_page_in_the_book():
@@ -48,7 +47,9 @@ def test_chinese_code_cells_are_the_english_ones(page):
     zh_cells, en_cells = zh_sync.code_cells(zh_text), zh_sync.translated_cells(page)
     assert len(zh_cells) == len(en_cells), f"{page}: {len(zh_cells)} code cells, the English page has {len(en_cells)}"
     for i, (zh, en) in enumerate(zip(zh_cells, en_cells)):
-        assert zh == en, f"book/zh/{page}.md, code cell {i + 1} differs from the English page's: run python book/zh_sync.py"
+        assert zh == en, (
+            f"book/zh/{page}.md, code cell {i + 1} differs from the English page's: run python book/zh_sync.py"
+        )
     front = zh_sync.FRONT.match(en_text)
     assert (front is None) or zh_text.startswith(front.group(0)), f"{page}: the notebook header differs"
 
@@ -68,7 +69,9 @@ def test_display_strings_are_translations_of_strings_in_the_code():
         for en, zh in table.items():
             assert en in code, f"{path.name}: {en!r} is not in the English page's code"
             assert zh != en, f"{path.name}: {en!r} is not translated"
-            assert sorted(placeholders(en)) == sorted(placeholders(zh)), f"{path.name}: the placeholders of {en!r} changed"
+            assert sorted(placeholders(en)) == sorted(placeholders(zh)), (
+                f"{path.name}: the placeholders of {en!r} changed"
+            )
 
 
 def test_glossary_has_one_translation_per_term():
@@ -87,9 +90,14 @@ def test_glossary_defines_every_term_in_one_line_in_each_language():
 
 # Everything a reader of the Chinese edition reads: its pages, the display strings of their code,
 # the widgets' strings, the grader's feedback and the Chinese exercises' texts.
-CHINESE_TEXTS = [*ZH.glob("*.md"), *(ZH / "strings").glob("*.yml"), ROOT / "encdec" / "widgets" / "strings" / "zh.json",
-                 *(ROOT / "encdec" / "grading").glob("messages*.py"), ROOT / "encdec" / "grading" / "misconceptions_zh.py",
-                 *ROOT.glob("solutions/*/zh.yml")]
+CHINESE_TEXTS = [
+    *ZH.glob("*.md"),
+    *(ZH / "strings").glob("*.yml"),
+    ROOT / "encdec" / "widgets" / "strings" / "zh.json",
+    *(ROOT / "encdec" / "grading").glob("messages*.py"),
+    ROOT / "encdec" / "grading" / "misconceptions_zh.py",
+    *ROOT.glob("solutions/*/zh.yml"),
+]
 
 
 def test_no_chinese_text_uses_another_translation_of_a_term():
@@ -121,7 +129,7 @@ def prose(text: str) -> str:
         j = i + 1
         while j < len(lines) and lines[j].rstrip() != fence:
             j += 1
-        body = lines[i + 1:j]
+        body = lines[i + 1 : j]
         if not CODE_INFO.match(info):  # a directive: its title and body are prose (options are not)
             out.append(re.sub(r"^\{[\w-]+\}", "", info))
             out.append(prose("\n".join(ln for ln in body if not ln.startswith(":"))))
@@ -160,10 +168,11 @@ def test_first_use_of_each_term_gives_the_english(page):
         if term["zh"] in seen:
             continue
         seen.add(term["zh"])
-        after = text[end:end + len(term["en"]) + 40]
+        after = text[end : end + len(term["en"]) + 40]
         assert re.match(r"\**\s?[（(]\s*" + re.escape(term["en"]) + r"\s*[）),，;；]", after, re.I), (
             f"book/zh/{page}.md: the first use of {term['zh']} is not followed by （{term['en']}）: "
-            f"...{text[max(0, end - 30):end + 30]}...")
+            f"...{text[max(0, end - 30) : end + 30]}..."
+        )
 
 
 def test_chinese_pages_are_written_in_chinese():
@@ -175,6 +184,7 @@ def test_chinese_pages_are_written_in_chinese():
 
 
 # --- the built site ---------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def site():
@@ -207,14 +217,52 @@ def test_the_glossary_page_shows_every_term(site, page):
 
 # The theme's own words (Sphinx, pydata-sphinx-theme, sphinx-book-theme, myst-nb's hidden cells,
 # sphinx-togglebutton): a Chinese page shows none of them, an English page shows them all.
-THEME_WORDS = ["Search", "Contents", "Skip to main content", "Color mode", "Click to show", "Click to hide",
-               "Show code cell", "Hide code cell", "Back to top", "previous", "next", "Download", "Fullscreen",
-               "Print to PDF", "Toggle", "sidebar", "Site navigation", "On this page", "Link to this", "Copyright",
-               "By", "Main", "Version warning", "Launch", "logo", "Page", "The Transformer encoder–decoder"]
+THEME_WORDS = [
+    "Search",
+    "Contents",
+    "Skip to main content",
+    "Color mode",
+    "Click to show",
+    "Click to hide",
+    "Show code cell",
+    "Hide code cell",
+    "Back to top",
+    "previous",
+    "next",
+    "Download",
+    "Fullscreen",
+    "Print to PDF",
+    "Toggle",
+    "sidebar",
+    "Site navigation",
+    "On this page",
+    "Link to this",
+    "Copyright",
+    "By",
+    "Main",
+    "Version warning",
+    "Launch",
+    "logo",
+    "Page",
+    "The Transformer encoder–decoder",
+]
 # What an English chapter with hidden cells shows of them (the header, sidebars, a cell's toggle, the hints).
-SHOWN_IN_ENGLISH = ["Search", "Contents", "Skip to main content", "Color mode", "Click to show", "Show code cell source",
-                    "Hide code cell source", "Back to top", "previous", "next", "Toggle primary sidebar", "Link to this heading",
-                    "Launch interactive content", "Launch on Binder"]
+SHOWN_IN_ENGLISH = [
+    "Search",
+    "Contents",
+    "Skip to main content",
+    "Color mode",
+    "Click to show",
+    "Show code cell source",
+    "Hide code cell source",
+    "Back to top",
+    "previous",
+    "next",
+    "Toggle primary sidebar",
+    "Link to this heading",
+    "Launch interactive content",
+    "Launch on Binder",
+]
 NAMING_ATTRIBUTES = ("title", "aria-label", "data-bs-title", "placeholder", "alt")
 
 
@@ -268,7 +316,9 @@ def test_an_english_page_shows_its_interface_in_english(published):
 
 
 def sidebar_captions(html: str) -> list[str]:
-    return re.findall(r'<p aria-level="2" class="caption" role="heading"><span class="caption-text">([^<]+)</span>', html)
+    return re.findall(
+        r'<p aria-level="2" class="caption" role="heading"><span class="caption-text">([^<]+)</span>', html
+    )
 
 
 @pytest.mark.browser
@@ -281,8 +331,11 @@ def test_the_sidebar_lists_the_pages_edition_first(site, page):
     en_parts = [p["caption"] for p in parts if not p["chapters"][0]["file"].startswith("book/zh/")]
     assert captions == (zh_parts + en_parts if page.startswith("book/zh/") else en_parts + zh_parts), page
     # the sidebar's first link: its edition's home page (no English home link above a Chinese page's parts)
-    first = re.search(r'<nav class="bd-links bd-docs-nav"[^>]*>.*?<a class="[^"]*reference internal[^"]*" href="[^"]*">\s*([^<]+?)\s*</a>',
-                      (site / f"{page}.html").read_text(encoding="utf-8"), flags=re.S).group(1)
+    first = re.search(
+        r'<nav class="bd-links bd-docs-nav"[^>]*>.*?<a class="[^"]*reference internal[^"]*" href="[^"]*">\s*([^<]+?)\s*</a>',
+        (site / f"{page}.html").read_text(encoding="utf-8"),
+        flags=re.S,
+    ).group(1)
     home = {"en": "book/index.md", "zh": "book/zh/index.md"}["zh" if page.startswith("book/zh/") else "en"]
     title = re.search(r"^# (.+)$", (ROOT / home).read_text(encoding="utf-8"), flags=re.M).group(1)
     assert first == re.sub(r"[`*]", "", title), (page, first, title)
@@ -290,8 +343,9 @@ def test_the_sidebar_lists_the_pages_edition_first(site, page):
 
 # The Chinese prose as a reader meets it: the built pages (link texts included, which name other
 # pages by their titles), not the sources. Cheap: parses HTML that is already built.
-built = pytest.mark.skipif(not (ROOT / "_build" / "html" / "book" / "zh" / "index.html").is_file(),
-                           reason="the book is not built (make book)")
+built = pytest.mark.skipif(
+    not (ROOT / "_build" / "html" / "book" / "zh" / "index.html").is_file(), reason="the book is not built (make book)"
+)
 # English words the Chinese prose always translates (outside code): the word it uses instead.
 TRANSLATED = {"batch": "批次", "block": "块"}
 
@@ -310,7 +364,7 @@ def test_a_chinese_page_gives_each_terms_english_once(page):
     text = "\n".join(built_prose(page))
     for term in GLOSSARY:
         glossed = re.compile(re.escape(term["zh"]) + r"\s?[（(]\s*" + re.escape(term["en"]) + r"\s*[）)，,;；]", re.I)
-        uses = [text[max(0, m.start() - 20):m.end()] for m in glossed.finditer(text)]
+        uses = [text[max(0, m.start() - 20) : m.end()] for m in glossed.finditer(text)]
         assert len(uses) <= 1, f"zh/{page}: {term['zh']}（{term['en']}） given {len(uses)} times: {uses}"
     for en, zh in TRANSLATED.items():
         found = re.findall(r".{0,20}\b" + en + r"(?:e?s)?\b.{0,20}", text, re.I)
@@ -340,5 +394,7 @@ def commands(text: str) -> list[str]:
 def test_the_chinese_instructor_guide_gives_the_same_commands():
     """A command a Chinese instructor copies is the English guide's command: the guides' fenced blocks
     agree line by line, comments aside (the Chinese guide once left a test module out of one)."""
-    en, zh = (commands((BOOK / p).read_text(encoding="utf-8")) for p in ("instructor_guide.md", "zh/instructor_guide.md"))
+    en, zh = (
+        commands((BOOK / p).read_text(encoding="utf-8")) for p in ("instructor_guide.md", "zh/instructor_guide.md")
+    )
     assert en and en == zh, [(a, b) for a, b in zip(en, zh) if a != b][:3] or (len(en), len(zh))

@@ -19,7 +19,6 @@ import re
 
 import pytest
 import yaml
-
 from test_book_zh import CHINESE_TEXTS, GLOSSARY, ROOT, ZH, prose, zh_sync
 
 HAN = r"[\u4e00-\u9fff]"
@@ -47,8 +46,11 @@ def texts() -> list[tuple[str, str]]:
         if path.suffix == ".md":
             out.append((name, prose(raw)))
         elif path.suffix == ".py":
-            out += [(name, n.value) for n in ast.walk(ast.parse(raw))
-                    if isinstance(n, ast.Constant) and isinstance(n.value, str) and re.search(HAN, n.value)]
+            out += [
+                (name, n.value)
+                for n in ast.walk(ast.parse(raw))
+                if isinstance(n, ast.Constant) and isinstance(n.value, str) and re.search(HAN, n.value)
+            ]
         elif path.suffix == ".json":
             out += [(name, s) for s in json_strings(json.loads(raw))]
         elif path.parent.name == "strings":  # fragments of code: what they print, their {fields} blanked
@@ -74,10 +76,14 @@ def test_the_rules_catch_what_they_forbid():
     assert question_offences("## 问题：一组表示不够用\n## 迁移问题") == []
     assert ascii_punctuation("每行之和为 1, 然后:再算") == ["1, 然", "后:再"]
     assert ascii_punctuation("形状 (N, Kq, M)；T = {T}, top-k {k}") == []
-    assert ascii_punctuation("读取 (每个头一个)；P(答案 | 题目, BOS)；(\"标签\", x)") == ["(每个头一个)"]
+    assert ascii_punctuation('读取 (每个头一个)；P(答案 | 题目, BOS)；("标签", x)') == ["(每个头一个)"]
     assert ascii_punctuation("  (所有头: ") == ["头:", "(所"]
-    assert english_comments(["```{code-cell} ipython3\nx = 1  # (N, K): each row by itself\ny = 2  # (N, K)\n"
-                             "z = 3  # 每一行单独运行\nw = 4  # step 1\n```"]) == ["(N, K): each row by itself", "step 1"]
+    assert english_comments(
+        [
+            "```{code-cell} ipython3\nx = 1  # (N, K): each row by itself\ny = 2  # (N, K)\n"
+            "z = 3  # 每一行单独运行\nw = 4  # step 1\n```"
+        ]
+    ) == ["(N, K): each row by itself", "step 1"]
 
 
 def offences(text: str) -> list[str]:
@@ -86,15 +92,16 @@ def offences(text: str) -> list[str]:
 
 def question_offences(text: str) -> list[str]:
     bare = PROBLEM.sub(" ", text)
-    return [bare[max(0, m.start() - 2):m.end() + 1] for m in re.finditer("问题", bare)]
+    return [bare[max(0, m.start() - 2) : m.end() + 1] for m in re.finditer("问题", bare)]
 
 
 def ascii_punctuation(text: str) -> list[str]:
     """ASCII commas, colons and semicolons next to a Chinese character; ASCII parentheses around Chinese."""
     paren = r"(?<![A-Za-z])\((?![\"'])"  # not a call, a probability P(答案 | 题目) or a tuple ("标签", x)
     sentences = re.sub(r"(?<=[A-Za-z])\([^()\n]*\)", " ", text)  # P(4 | 题目, BOS): notation, not a sentence
-    return (re.findall(rf"{HAN}\s*[,:;]\S?|\S?[,:;]\s*{HAN}", sentences)
-            + re.findall(rf"{paren}[^()\n]*{HAN}[^()\n]*\)|{paren}{HAN}", text))
+    return re.findall(rf"{HAN}\s*[,:;]\S?|\S?[,:;]\s*{HAN}", sentences) + re.findall(
+        rf"{paren}[^()\n]*{HAN}[^()\n]*\)|{paren}{HAN}", text
+    )
 
 
 @pytest.mark.parametrize("path", sorted({p for p, _ in texts()}))
@@ -105,7 +112,10 @@ def test_chinese_texts_say_things_one_way(path):
             continue
         wrong += [f"{w} (say {NOT_SAID[w]})" for w in offences(text)]
         if not name.startswith("book/zh/") or name.startswith("book/zh/strings/"):
-            wrong += [f"问题 in ...{w}... (the model's question is {QUESTION_WORD})" for w in re.findall(".{0,6}问题.{0,4}", text)]
+            wrong += [
+                f"问题 in ...{w}... (the model's question is {QUESTION_WORD})"
+                for w in re.findall(".{0,6}问题.{0,4}", text)
+            ]
         else:
             wrong += [f"问题 in ...{w}... (the model's question is {QUESTION_WORD})" for w in question_offences(text)]
         wrong += [f"ASCII punctuation in Chinese: {w!r}" for w in ascii_punctuation(text)]

@@ -45,6 +45,7 @@ def test_mask_after_softmax_keeps_the_future_in_the_denominator():
 def test_intact_is_greedy_decode_and_the_block_leaves_no_trace(modern, sample):
     questions, _ = sample
     before = greedy_decode(modern, questions, 4)
+
     def attrs():  # every module's own attributes
         return [sorted(vars(m)) for m in modern.modules()]
 
@@ -104,6 +105,5 @@ def test_still_right_counts_whole_answers(modern, sample):
 
 
 def test_an_unknown_mistake_is_refused(modern):
-    with pytest.raises(ValueError, match="unknown mistake"):
-        with broken.broken(modern, "dropout_at_inference"):
-            pass
+    with pytest.raises(ValueError, match="unknown mistake"), broken.broken(modern, "dropout_at_inference"):
+        pass

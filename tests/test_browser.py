@@ -11,9 +11,6 @@ import re
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-
-from encdec.widgets._base import text
-
 from browser_support import (
     BOOK_HTML,
     CHAPTERS,
@@ -29,6 +26,8 @@ from browser_support import (
     wait_for_widget,
     widget_states,
 )
+
+from encdec.widgets._base import text
 
 pytestmark = pytest.mark.browser
 SCREENSHOTS = ROOT / "build" / "test-artifacts" / "screenshots"
@@ -72,6 +71,7 @@ def test_chapter_11s_cross_attention_grid_holds_the_trained_weights(open_page, p
     """The explorer of chapter 11 opens at the running example's shape, Ka = 4 (the decoder is fed
     BOS POSITIVE 0 4, no EOS row), its grid of A filled with the trained model's weights."""
     from browser_support import fmt
+
     from encdec.train import load_run
     from encdec.widgets import CrossAttentionExplorer
 
@@ -171,7 +171,10 @@ def test_launch_and_download_buttons(open_page, path):
     else:
         p.page.locator(".dropdown-launch-buttons button").click()
         assert p.page.locator(".dropdown-launch-buttons a", has_text="Colab").is_visible()
-        links = {a.text_content().strip(): a.get_attribute("href") for a in p.page.locator(".dropdown-launch-buttons a").all()}
+        links = {
+            a.text_content().strip(): a.get_attribute("href")
+            for a in p.page.locator(".dropdown-launch-buttons a").all()
+        }
         assert set(links) == set(expected)
         for name, href in links.items():
             parts = urlparse(href)
@@ -189,7 +192,9 @@ def test_launch_and_download_buttons(open_page, path):
 
 
 def _notebook(*sources: str) -> str:
-    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": s} for s in sources]
+    cells = [
+        {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": s} for s in sources
+    ]
     kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}
     return json.dumps({"cells": cells, "metadata": {"kernelspec": kernel}, "nbformat": 4, "nbformat_minor": 5})
 
@@ -202,12 +207,14 @@ def test_widget_syncs_both_ways_in_jupyterlab_by_mouse_and_keyboard_and_in_its_d
     turns dark with light text."""
     from browser_support import jupyterlab
 
-    (tmp_path / "live.ipynb").write_text(_notebook(
-        "from encdec.widgets import MaskToggle\nw = MaskToggle()\nw",
-        "print('STATE', w.preset, w.mask[2][3])",
-        "w.preset = 'none'",
-        "print('FORBIDDEN', [(i, j) for i, row in enumerate(w.mask) for j, v in enumerate(row) if v])",
-    ))
+    (tmp_path / "live.ipynb").write_text(
+        _notebook(
+            "from encdec.widgets import MaskToggle\nw = MaskToggle()\nw",
+            "print('STATE', w.preset, w.mask[2][3])",
+            "w.preset = 'none'",
+            "print('FORBIDDEN', [(i, j) for i, row in enumerate(w.mask) for j, v in enumerate(row) if v])",
+        )
+    )
     with jupyterlab(tmp_path) as base:
         log = PageLog()
         context = chromium.new_context(viewport={"width": 1280, "height": 900})
@@ -240,7 +247,9 @@ def test_widget_syncs_both_ways_in_jupyterlab_by_mouse_and_keyboard_and_in_its_d
                         raise
             cell = w.locator("td[data-row='2'][data-col='3']")
             cell.click()  # allow reader 2 to read source 3
-            page.wait_for_function("el => !el.classList.contains('forbidden')", arg=cell.element_handle(), timeout=10000)
+            page.wait_for_function(
+                "el => !el.classList.contains('forbidden')", arg=cell.element_handle(), timeout=10000
+            )
             page.wait_for_timeout(500)
             run(1)
             out = cells.nth(1).locator(".jp-OutputArea-output")
@@ -252,7 +261,9 @@ def test_widget_syncs_both_ways_in_jupyterlab_by_mouse_and_keyboard_and_in_its_d
                 "() => document.querySelector(\".encdec-widget td[data-row='1'][data-col='3'] .w\").textContent !== '✕'",
                 timeout=30000,
             )
-            assert w.locator("[data-testid='preset']").inner_text() == text("mask_toggle.status_none", "en")  # Python's change, drawn
+            assert w.locator("[data-testid='preset']").inner_text() == text(
+                "mask_toggle.status_none", "en"
+            )  # Python's change, drawn
 
             # keyboard alone: from the first cell's editor, Escape (JupyterLab's command mode), then Tab
             cells.nth(0).locator(".cm-content").click()
@@ -285,12 +296,17 @@ def test_widget_syncs_both_ways_in_jupyterlab_by_mouse_and_keyboard_and_in_its_d
             page.locator(".lm-Menu-itemLabel", has_text=re.compile("^JupyterLab Dark$")).click()
             page.wait_for_selector("body[data-jp-theme-light='false']", state="attached", timeout=30000)
             try:  # the theme's stylesheet arrives after its switch: wait for the colours, then read them
-                page.wait_for_function(f"(w) => {{ const [b, t] = ({WIDGET_TONES_JS})(w); return b < {DARK_TONE} && t > {DARK_TONE}; }}",
-                                       arg=w.element_handle(), timeout=15000)
+                page.wait_for_function(
+                    f"(w) => {{ const [b, t] = ({WIDGET_TONES_JS})(w); return b < {DARK_TONE} && t > {DARK_TONE}; }}",
+                    arg=w.element_handle(),
+                    timeout=15000,
+                )
             except Exception:
                 pass  # the assertion below says what the colours are
             background, ink = w.evaluate(WIDGET_TONES_JS)
-            assert background < DARK_TONE < ink, f"the widget under JupyterLab Dark: background {background:.0f}, text {ink:.0f} (0-255)"
+            assert background < DARK_TONE < ink, (
+                f"the widget under JupyterLab Dark: background {background:.0f}, text {ink:.0f} (0-255)"
+            )
             assert log.problems() == {}, log.problems()
         except Exception:
             SCREENSHOTS.mkdir(parents=True, exist_ok=True)

@@ -9,8 +9,8 @@ import random
 
 import pytest
 import torch
-
 from browser_support import Opened, fmt, standalone_widget_page, wait_for_widget
+
 from encdec.data import VOCAB, decode, encode_question
 from encdec.generate import greedy_decode
 from encdec.train import load_run
@@ -69,9 +69,13 @@ def test_the_lesson_example_step_by_step_shows_the_python_numbers(opened, pages,
         cells = w.locator("[data-testid='cross'] td").all_inner_texts()
         assert cells == [fmt(x, 2) for heads in step["cross"] for row in heads for x in row]
         assert len(cells) == L * H * 9
-        assert [int(w.locator(f"[data-testid='self-rows-{layer}']").get_attribute("data-rows")) for layer in range(L)] == step["self_rows"]
+        assert [
+            int(w.locator(f"[data-testid='self-rows-{layer}']").get_attribute("data-rows")) for layer in range(L)
+        ] == step["self_rows"]
         fed = w.locator("[data-testid='fed']").inner_text()
-        assert ("BOS at position(s) 0." if s == 1 else f"{decode([trace['tokens'][s - 1]])}, at position {s - 1}.") in fed
+        assert (
+            "BOS at position(s) 0." if s == 1 else f"{decode([trace['tokens'][s - 1]])}, at position {s - 1}."
+        ) in fed
     assert w.locator("[data-testid='next']").is_disabled()
     assert "9 rows" in w.locator("[data-testid='cross-kv']").inner_text()
     assert p.log.problems() == {}
@@ -104,8 +108,12 @@ def test_a_typed_question_is_answered_as_python_answers_it_and_the_step_that_wen
         want = greedy_decode(models[preset], torch.tensor([ids]), max_new_tokens=4)[0].tolist()
         assert answer_ids(w, preset) == want
         # each token coloured by itself: a right token (EOS too) after a wrong one is no mistake
-        marks = [c.split()[-1] for c in w.locator(f"[data-testid='answer-{preset}'] .encdec-chip").evaluate_all(
-            "(chips) => chips.map((c) => c.className)")]
+        marks = [
+            c.split()[-1]
+            for c in w.locator(f"[data-testid='answer-{preset}'] .encdec-chip").evaluate_all(
+                "(chips) => chips.map((c) => c.className)"
+            )
+        ]
         assert marks == ["kv"] + ["out" if got == r else "leak" for got, r in zip(want[1:], right[1:])], preset
     assert w.locator("[data-testid='verdict-modern']").inner_text() == text("ask_model.right")
     go = w.locator("[data-testid='goto-historical']")  # historical's answer leaves the right one at `step`
@@ -117,7 +125,9 @@ def test_a_typed_question_is_answered_as_python_answers_it_and_the_step_that_wen
     token = trace["tokens"][step]  # what historical predicts at that step
     assert w.locator("[data-testid='top'] tr").first.get_attribute("data-token") == VOCAB[token]
     assert w.locator("[data-testid='top-0']").inner_text().startswith(fmt(trace["steps"][step - 1]["probs"][token]))
-    assert [int(w.locator(f"[data-testid='self-rows-{layer}']").get_attribute("data-rows")) for layer in range(4)] == [step] * 4
+    assert [int(w.locator(f"[data-testid='self-rows-{layer}']").get_attribute("data-rows")) for layer in range(4)] == [
+        step
+    ] * 4
 
     box.fill("50 + 1")
     box.press("Enter")
@@ -143,11 +153,15 @@ def test_forcing_the_first_token_and_switching_the_cache_off(opened, pages, mode
     answer = torch.tensor([encode_question(LESSON_QUESTION_TEXT)]), torch.tensor([[14, 10, 0, 4, 15]])
     teacher = model(answer[0], model.positions(9), answer[1], model.positions(5)).argmax(-1)[0].tolist()
     assert w.locator("[data-testid='row-teacher'] .encdec-chip").all_inner_texts() == decode([14, *teacher]).split()
-    assert w.locator("[data-testid='row-free'] .encdec-chip").all_inner_texts() == "BOS POSITIVE 0 4 EOS".split()
+    assert w.locator("[data-testid='row-free'] .encdec-chip").all_inner_texts() == ["BOS", "POSITIVE", "0", "4", "EOS"]
 
     w.locator("[data-testid='forced']").select_option("")
     compare = w.locator("[data-testid='cache-compare']")
-    assert (compare.get_attribute("data-on"), compare.get_attribute("data-off"), compare.get_attribute("data-same")) == ("4", "10", "yes")
+    assert (
+        compare.get_attribute("data-on"),
+        compare.get_attribute("data-off"),
+        compare.get_attribute("data-same"),
+    ) == ("4", "10", "yes")
     w.locator("[data-testid='use-cache']").press("Space")  # a native checkbox: the keyboard switches it
     assert not w.locator("[data-testid='use-cache']").is_checked()
     w.locator("[data-testid='end']").click()
@@ -165,12 +179,18 @@ def test_window_encdec_generate_equals_greedy_decode(opened, pages, models):
     questions = [parse_question(q)[0] for q in texts]
     assert p.page.evaluate("window.encdec.presets") == list(PRESETS)
     for preset in PRESETS:
-        got = p.page.evaluate("([preset, qs]) => Promise.all(qs.map((q) => window.encdec.generate(preset, q)))", [preset, questions])
+        got = p.page.evaluate(
+            "([preset, qs]) => Promise.all(qs.map((q) => window.encdec.generate(preset, q)))", [preset, questions]
+        )
         want = greedy_decode(models[preset], torch.tensor(questions), max_new_tokens=4).tolist()
         assert got == [row[: row.index(15) + 1] if 15 in row else row for row in want]
-    error = p.page.evaluate("async () => { try { await window.encdec.generate('modern', [14, 1, 2]); } catch (e) { return e.message; } }")
+    error = p.page.evaluate(
+        "async () => { try { await window.encdec.generate('modern', [14, 1, 2]); } catch (e) { return e.message; } }"
+    )
     assert error == text("ask_model.error_bad_question_ids", ids="[14,1,2]")
-    error = p.page.evaluate("async () => { try { await window.encdec.generate('overfit', [14]); } catch (e) { return e.message; } }")
+    error = p.page.evaluate(
+        "async () => { try { await window.encdec.generate('overfit', [14]); } catch (e) { return e.message; } }"
+    )
     assert error == text("ask_model.error_preset", preset="overfit", known="modern, historical")
 
 
@@ -208,8 +228,15 @@ def test_the_built_chapter_asks_the_model_from_file(opened, models, edition):
     for preset in PRESETS:
         assert answer_ids(w, preset) == greedy_decode(models[preset], torch.tensor([ids]), max_new_tokens=4)[0].tolist()
     w.locator("[data-testid='end']").click()
-    assert [int(w.locator(f"[data-testid='self-rows-{layer}']").get_attribute("data-rows")) for layer in range(2)] == [4, 4]
+    assert [int(w.locator(f"[data-testid='self-rows-{layer}']").get_attribute("data-rows")) for layer in range(2)] == [
+        4,
+        4,
+    ]
     w.locator("[data-testid='use-cache']").press("Space")
     compare = w.locator("[data-testid='cache-compare']")
-    assert (compare.get_attribute("data-on"), compare.get_attribute("data-off"), compare.get_attribute("data-same")) == ("4", "10", "yes")
+    assert (
+        compare.get_attribute("data-on"),
+        compare.get_attribute("data-off"),
+        compare.get_attribute("data-same"),
+    ) == ("4", "10", "yes")
     assert p.log.problems() == {}

@@ -8,8 +8,8 @@ import math
 import re
 
 import pytest
-
 from browser_support import GALLERY, fmt, softmax, wait_for_widget
+
 from encdec.widgets._base import text
 
 pytestmark = pytest.mark.browser
@@ -105,17 +105,23 @@ def test_cross_attention_explorer_hover_and_swap(open_page, gallery):
 
     # the decoder is fed BOS POSITIVE 0 4 (never EOS): four rows, no "a4 EOS"
     assert w.locator("[data-testid='shape-A'] td").first.inner_text() == "[N, 4, 9]"
-    assert [w.locator(f"th:has(+ td[data-row='{i}'][data-col='0'])").inner_text().split()[-1] for i in range(4)] == \
-        ["BOS", "POSITIVE", "0", "4"]
+    assert [w.locator(f"th:has(+ td[data-row='{i}'][data-col='0'])").inner_text().split()[-1] for i in range(4)] == [
+        "BOS",
+        "POSITIVE",
+        "0",
+        "4",
+    ]
     A = example_weights(4, 9)  # the grid holds A's numbers, each row a distribution
     assert w.locator("td.encdec-acell").all_inner_texts() == [fmt(x, 2) for row in A for x in row]
     w.locator("td[data-row='3'][data-col='7']").hover()
     token = lambda t: text("cross_attention.token", lang, token=t)  # noqa: E731
-    assert w.locator("[data-testid='hover-info']").inner_text() == \
-        text("cross_attention.hover", lang, i=3, j=7, w=fmt(A[3][7], 2), answer=token("4"), question=token("4"))
+    assert w.locator("[data-testid='hover-info']").inner_text() == text(
+        "cross_attention.hover", lang, i=3, j=7, w=fmt(A[3][7], 2), answer=token("4"), question=token("4")
+    )
     w.locator("td[data-row='0'][data-col='1']").hover()
-    assert w.locator("[data-testid='hover-info']").inner_text() == \
-        text("cross_attention.hover", lang, i=0, j=1, w=fmt(A[0][1], 2), answer=token("BOS"), question=token("NEGATIVE"))
+    assert w.locator("[data-testid='hover-info']").inner_text() == text(
+        "cross_attention.hover", lang, i=0, j=1, w=fmt(A[0][1], 2), answer=token("BOS"), question=token("NEGATIVE")
+    )
     assert w.locator("[data-testid='weights-note']").inner_text() == text("cross_attention.weights_example", lang)
     w.locator("[data-testid='swap-q']").check()
     assert w.locator("[data-testid='shape-A'] td").first.inner_text() == "[N, 9, 4]"
@@ -158,8 +164,9 @@ def test_prefill_decode_stepper_grows_the_cache(open_page, gallery):
 
     assert rows() == [0] * L
     w.locator("[data-testid='next']").click()
-    assert rows() == [1] * L and re.fullmatch(as_pattern("prefill_decode.step_prefill", lang),
-                                              w.locator("[data-testid='step-label']").inner_text())
+    assert rows() == [1] * L and re.fullmatch(
+        as_pattern("prefill_decode.step_prefill", lang), w.locator("[data-testid='step-label']").inner_text()
+    )
     assert w.locator("[data-testid='cross-cache-0']").get_attribute("data-rows") == "9"
     w.locator("[data-testid='next']").click()
     w.locator("[data-testid='next']").click()
@@ -169,8 +176,9 @@ def test_prefill_decode_stepper_grows_the_cache(open_page, gallery):
     work = w.locator("[data-testid='work'] [data-step]")  # one bar per step, the current one marked
     assert work.count() >= 3  # three steps were taken
     assert "current" in work.nth(2).get_attribute("class")
-    prefill, decode = (work.nth(k).locator(".encdec-work-dec").evaluate("e => e.getBoundingClientRect().width")
-                       for k in (0, 1))
+    prefill, decode = (
+        work.nth(k).locator(".encdec-work-dec").evaluate("e => e.getBoundingClientRect().width") for k in (0, 1)
+    )
     assert work.nth(0).locator(".encdec-work-enc").evaluate("e => e.getBoundingClientRect().width") > 0
     assert work.nth(1).locator(".encdec-work-enc").evaluate("e => e.getBoundingClientRect().width") == 0
     assert prefill > decode > 0
@@ -204,8 +212,20 @@ def test_attention_map_viewer_switches_head(open_page, gallery):
     last = len(expected["encoder_self"]) - 1
     w.locator(f"button[data-layer='{last}']").click()
     assert shown() == as_text(expected["encoder_self"][last][1])
-    assert w.locator("[data-testid='map-title']").inner_text().startswith(text("attention_maps.title", lang, kind=text(
-        "attention_maps.kind_encoder_self", lang), layer=last + 1, head=2, what=text("attention_maps.what_encoder_self", lang)))
+    assert (
+        w.locator("[data-testid='map-title']")
+        .inner_text()
+        .startswith(
+            text(
+                "attention_maps.title",
+                lang,
+                kind=text("attention_maps.kind_encoder_self", lang),
+                layer=last + 1,
+                head=2,
+                what=text("attention_maps.what_encoder_self", lang),
+            )
+        )
+    )
     assert p.log.problems() == {}
 
 
@@ -232,7 +252,9 @@ def test_ask_the_model_answers_a_typed_question_as_python_does(open_page, galler
         assert [int(x) for x in w.locator(f"[data-testid='answer-{preset}']").get_attribute("data-ids").split()] == want
         assert p.page.evaluate("([preset, ids]) => window.encdec.generate(preset, ids)", [preset, ids]) == want
     w.locator("[data-testid='next']").click()
-    assert re.fullmatch(as_pattern("ask_model.step_prefill", lang), w.locator("[data-testid='step-label']").inner_text())
+    assert re.fullmatch(
+        as_pattern("ask_model.step_prefill", lang), w.locator("[data-testid='step-label']").inner_text()
+    )
     w.locator("[data-testid='end']").click()
     assert w.locator("[data-testid='self-rows-0']").get_attribute("data-rows") == "4"
     assert p.log.problems() == {}
@@ -265,16 +287,26 @@ def test_break_it_picks_a_mistake_and_shows_its_answer_and_count(open_page, gall
             want, _ = break_answer(model, lesson, name)
             assert w.locator("[data-testid='broken-answer']").get_attribute("data-ids") == " ".join(map(str, want))
             row = next(r for r in mistake_table(preset) if r["name"] == name)
-            count = text("break_it.count", lang, right=f"{row['right']:,}", total=f"{row['total']:,}",
-                         pct=f"{100 * row['right'] / row['total']:.1f}")
+            count = text(
+                "break_it.count",
+                lang,
+                right=f"{row['right']:,}",
+                total=f"{row['total']:,}",
+                pct=f"{100 * row['right'] / row['total']:.1f}",
+            )
             assert w.locator("[data-testid='broken-count']").inner_text() == count
             assert w.locator(f"[data-testid='count-{name}']").get_attribute("data-right") == str(row["right"])
-        assert w.locator("[data-testid='intact-answer']").get_attribute("data-ids") == " ".join(map(str, break_answer(model, lesson, "intact")[0]))
+        assert w.locator("[data-testid='intact-answer']").get_attribute("data-ids") == " ".join(
+            map(str, break_answer(model, lesson, "intact")[0])
+        )
     w.locator("[data-testid='operand-b']").fill("7")
     w.locator("[data-testid='operand-b']").press("Enter")
     w.locator("[data-testid='mistake-q_from_encoder']").check()
     assert w.locator("[data-testid='broken-answer']").get_attribute("data-ids") == ""
-    assert re.fullmatch(as_pattern("break_it.no_answer_cell", lang, rows=9, t=1), w.locator("[data-testid='broken-answer']").inner_text())
+    assert re.fullmatch(
+        as_pattern("break_it.no_answer_cell", lang, rows=9, t=1),
+        w.locator("[data-testid='broken-answer']").inner_text(),
+    )
     note = w.locator("[data-testid='operand-note']")
     assert note.is_hidden()
     w.locator("[data-testid='operand-a']").fill("99")  # no operand of the task: said, and nothing run on it

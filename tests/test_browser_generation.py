@@ -9,14 +9,14 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from browser_support import fmt, standalone_widget_page
+from test_browser_widgets_a11y import Reader, every_reader
+
 from encdec.train import load_run
 from encdec.widgets import PrefillDecodeStepper
 from encdec.widgets._base import LESSON_QUESTION_TEXT
 from encdec.widgets.ask_model import EXAMPLES
 from encdec.widgets.prefill_decode import decode_trace, sample_trace
-from test_browser_widgets_a11y import Reader, every_reader
 
 pytestmark = pytest.mark.browser
 SAMPLING = {"mode": "sample", "temperature": 2.0, "top_k": 3, "seed": 0}
@@ -27,8 +27,11 @@ def pages(tmp_path_factory):
     folder = tmp_path_factory.mktemp("generation")
     greedy = PrefillDecodeStepper.from_run("modern", prefix="BOS POSITIVE")
     sampled = PrefillDecodeStepper.from_run("historical", **SAMPLING)
-    return {(kind, lang): standalone_widget_page([w], folder, f"{kind}_{lang}", lang).as_uri()
-            for kind, w in (("greedy", greedy), ("sampled", sampled)) for lang in ("en", "zh")}
+    return {
+        (kind, lang): standalone_widget_page([w], folder, f"{kind}_{lang}", lang).as_uri()
+        for kind, w in (("greedy", greedy), ("sampled", sampled))
+        for lang in ("en", "zh")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +68,10 @@ def rows(w, L):
 
 def work(w):
     bars = w.locator("[data-testid='work'] [data-step]")
-    return [[int(bars.nth(k).get_attribute("data-enc")), int(bars.nth(k).get_attribute("data-dec"))] for k in range(bars.count())]
+    return [
+        [int(bars.nth(k).get_attribute("data-enc")), int(bars.nth(k).get_attribute("data-dec"))]
+        for k in range(bars.count())
+    ]
 
 
 def test_a_longer_prefix_is_prefilled_at_once_then_decoded_in_the_page(reader, models):
@@ -81,7 +87,8 @@ def test_a_longer_prefix_is_prefilled_at_once_then_decoded_in_the_page(reader, m
     assert r.say("prefill_decode.work_key_enc") in legend and r.say("prefill_decode.work_key_dec") in legend
     w.locator("[data-testid='next']").click()  # the prefill: three positions, three rows in every layer
     assert w.locator("[data-testid='step-label']").inner_text() == r.say(
-        "prefill_decode.step_prefill", total=len(trace["steps"]), positions=r.say("prefill_decode.positions_other", n=3))
+        "prefill_decode.step_prefill", total=len(trace["steps"]), positions=r.say("prefill_decode.positions_other", n=3)
+    )
     assert rows(w, L) == [3] * L and w.locator("[data-testid='cross-cache-0']").get_attribute("data-rows") == "9"
     assert w.locator("[data-testid='produced']").inner_text() == trace["steps"][0]
     assert "current" in w.locator("[data-testid='work'] [data-step='1']").get_attribute("class")
@@ -116,7 +123,9 @@ def test_a_sampled_run_draws_what_python_draws(reader, models):
             w.locator("[data-testid='temperature']").focus()  # the change lands as the field is left
         if seed == 6:
             w.locator("[data-testid='draw-again']").click()
-        want = first if seed == 0 else sample_trace(models["historical"], LESSON_QUESTION_TEXT, "BOS", 2.0, 3, None, seed)
+        want = (
+            first if seed == 0 else sample_trace(models["historical"], LESSON_QUESTION_TEXT, "BOS", 2.0, 3, None, seed)
+        )
         w.locator("[data-testid='reset']").click()
         for s, (token, dist) in enumerate(zip(want["steps"], want["dists"]), start=1):
             w.locator("[data-testid='next']").click()
@@ -125,8 +134,24 @@ def test_a_sampled_run_draws_what_python_draws(reader, models):
             assert float(panel.get_attribute("data-u")) == pytest.approx(dist["u"], abs=1e-15)
             assert int(panel.get_attribute("data-kept")) == sum(q > 0 for q in dist["q"]) == 3  # top-k = 3
             for row in panel.locator("tbody tr").all():
-                v = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "POSITIVE", "NEGATIVE", "add", "subtract",
-                     "BOS", "EOS"].index(row.get_attribute("data-token"))
+                v = [
+                    "0",
+                    "1",
+                    "2",
+                    "3",
+                    "4",
+                    "5",
+                    "6",
+                    "7",
+                    "8",
+                    "9",
+                    "POSITIVE",
+                    "NEGATIVE",
+                    "add",
+                    "subtract",
+                    "BOS",
+                    "EOS",
+                ].index(row.get_attribute("data-token"))
                 assert row.locator("[data-testid='p']").inner_text().startswith(fmt(dist["p"][v]))
                 q = row.locator("[data-testid='q']").inner_text()
                 assert q.startswith(fmt(dist["q"][v])) if dist["q"][v] > 0 else q == r.say("prefill_decode.cut")
@@ -136,15 +161,23 @@ def test_a_sampled_run_draws_what_python_draws(reader, models):
     greedy = decode_trace(models["historical"], LESSON_QUESTION_TEXT, None, "BOS")
     w.locator("[data-testid='reset']").click()
     w.locator("[data-testid='next']").click()
-    assert w.locator("[data-testid='dist-note']").inner_text() == r.say("prefill_decode.dist_greedy", token=greedy["steps"][0])
+    assert w.locator("[data-testid='dist-note']").inner_text() == r.say(
+        "prefill_decode.dist_greedy", token=greedy["steps"][0]
+    )
     assert w.locator("[data-testid='sampling-settings']").count() == 0
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_every_reader_works_the_generation_view(reader, models, lang):
     r = reader("sampled", lang)
-    total = len(sample_trace(models["historical"], LESSON_QUESTION_TEXT, "BOS POSITIVE", **{k: v for k, v in SAMPLING.items()
-                                                                                          if k != "mode"})["steps"])
+    total = len(
+        sample_trace(
+            models["historical"],
+            LESSON_QUESTION_TEXT,
+            "BOS POSITIVE",
+            **{k: v for k, v in SAMPLING.items() if k != "mode"},
+        )["steps"]
+    )
     label = r.w.locator("[data-testid='step-label']")
 
     def light():
@@ -154,7 +187,9 @@ def test_every_reader_works_the_generation_view(reader, models, lang):
         assert r.w.locator("[data-testid='prefix-pick']").input_value() == "BOS POSITIVE"
         r.tab_to("[data-testid='next']")
         r.page.keyboard.press("Enter")
-        assert label.inner_text() == r.say("prefill_decode.step_prefill", total=total, positions=r.say("prefill_decode.positions_other", n=2))
+        assert label.inner_text() == r.say(
+            "prefill_decode.step_prefill", total=total, positions=r.say("prefill_decode.positions_other", n=2)
+        )
         assert r.live().startswith(label.inner_text())
 
     def dark():

@@ -10,6 +10,7 @@ and the formgrader's view of each submission are opened in Chromium with a liste
 request and dialog; on load, and after a click on every element, nothing reaches the beacon, no
 request leaves the page's own resources and no script opens a dialog. The same run proves the output cap (tests/test_output_cap.py).
 """
+
 from __future__ import annotations
 
 import atexit
@@ -27,21 +28,26 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+from browser_support import browser, jupyterlab
+from test_formgrader import MATHJAX_CDN, MATHJAX_STAND_IN
+from test_sandbox_hostile import PY, course_base, make_course
 
 from autograder.fixtures import table
 from autograder.fixtures.make import graded_notebook
 from autograder.fixtures.payloads import BEACON_PORT, PNG_1PX
 from autograder.state import grading_state
 
-from browser_support import browser, jupyterlab
-from test_formgrader import MATHJAX_CDN, MATHJAX_STAND_IN
-from test_sandbox_hostile import PY, course_base, make_course
-
 pytestmark = pytest.mark.grading
 ASSIGNMENT = "decoder_block"
 # the rows graded in the one run: active content, and the display flood (tests/test_output_cap.py)
-ACTIVE = ["hostile_xss", "hostile_active_metadata", "hostile_markdown_javascript", "hostile_active_html",
-          "hostile_integrity_comment", "hostile_page_markup"]
+ACTIVE = [
+    "hostile_xss",
+    "hostile_active_metadata",
+    "hostile_markdown_javascript",
+    "hostile_active_html",
+    "hostile_integrity_comment",
+    "hostile_page_markup",
+]
 STUDENTS = ACTIVE + ["hostile_display_update_flood"]
 ATTACHED_SVG = "<svg xmlns='http://www.w3.org/2000/svg' onload=\"fetch('{beacon}/attachment-svg')\"></svg>"
 
@@ -75,14 +81,18 @@ class Beacon(http.server.ThreadingHTTPServer):
 def submission(name: str, beacon: Beacon) -> str:
     """The row's notebook, every beacon address on the live beacon; the Markdown row's cell also
     carries attachments (an SVG with onload, a PNG) that it shows."""
-    text = graded_notebook(name).read_text().replace(f"127.0.0.1:{BEACON_PORT}", f"127.0.0.1:{beacon.server_address[1]}")
+    text = (
+        graded_notebook(name).read_text().replace(f"127.0.0.1:{BEACON_PORT}", f"127.0.0.1:{beacon.server_address[1]}")
+    )
     nb = json.loads(text)
     for cell in nb["cells"]:
         source = "".join(cell["source"])
         if cell["cell_type"] == "markdown" and "md-cell-js" in source:
             svg = ATTACHED_SVG.format(beacon=beacon.url).encode()
-            cell["attachments"] = {"beacon.svg": {"image/svg+xml": base64.b64encode(svg).decode()},
-                                   "pixel.png": {"image/png": PNG_1PX}}
+            cell["attachments"] = {
+                "beacon.svg": {"image/svg+xml": base64.b64encode(svg).decode()},
+                "pixel.png": {"image/png": PNG_1PX},
+            }
             cell["source"] = source + "\n\n![svg](attachment:beacon.svg) ![png](attachment:pixel.png)"
     return json.dumps(nb)
 
@@ -97,8 +107,11 @@ def inert_course() -> tuple[Path, Beacon]:
         folder = grading_state(course).submitted / name / ASSIGNMENT
         folder.mkdir(parents=True)
         (folder / graded_notebook(name).name).write_text(submission(name, beacon))  # under its row's file name
-    for args in (["generate_assignment", ASSIGNMENT, "--force"], ["autograde", ASSIGNMENT],
-                 ["generate_feedback", ASSIGNMENT]):
+    for args in (
+        ["generate_assignment", ASSIGNMENT, "--force"],
+        ["autograde", ASSIGNMENT],
+        ["generate_feedback", ASSIGNMENT],
+    ):
         run = subprocess.run([PY, "-m", "nbgrader", *args], cwd=course, capture_output=True, text=True, timeout=900)
         assert run.returncode == 0, (args, run.stderr[-3000:])
     return course, beacon
@@ -134,8 +147,9 @@ class Markup(html.parser.HTMLParser):
         self._in_script = tag == "script"
         for name, raw in attrs:
             value = (raw or "").strip()
-            if name.startswith("on") or (not value.startswith("#") and (self.beacon in value
-                                                                          or "javascript:" in value.lower())):
+            if name.startswith("on") or (
+                not value.startswith("#") and (self.beacon in value or "javascript:" in value.lower())
+            ):
                 self.found.append(f"<{tag} {name}={value!r}>")
         if tag in self.ACTIVE_TAGS or (tag == "meta" and any(n == "http-equiv" for n, _ in attrs)):
             self.found.append(f"<{tag}>")
@@ -161,11 +175,19 @@ def test_what_is_rendered_names_no_active_content():
         assert not any(c.get("attachments") for c in nb["cells"]), student
         assert "widgets" not in nb["metadata"], student  # no widget state for a page to load a manager for
         rendered = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
-        rendered += [str(o.get("data", {}).get(mime, ""))  # text/plain is shown as text
-                     for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])
-                     for mime in ("text/html", "text/markdown", "image/svg+xml", "application/javascript")]
-        assert all(set(o.get("metadata", {})) <= {"image/png", "image/jpeg"}
-                   for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])), student
+        rendered += [
+            str(o.get("data", {}).get(mime, ""))  # text/plain is shown as text
+            for c in nb["cells"]
+            if c["cell_type"] == "code"
+            for o in c.get("outputs", [])
+            for mime in ("text/html", "text/markdown", "image/svg+xml", "application/javascript")
+        ]
+        assert all(
+            set(o.get("metadata", {})) <= {"image/png", "image/jpeg"}
+            for c in nb["cells"]
+            if c["cell_type"] == "code"
+            for o in c.get("outputs", [])
+        ), student
         for text in [*rendered, feedback_page(course, student).read_text()]:
             assert active_markup(text, beacon.url) == [], student
 
@@ -257,8 +279,11 @@ def test_the_formgrader_view_makes_no_request_on_load_or_click():
             page = context.new_page()
             watched(context, page, watch)
             # every element of the notebook as the formgrader shows it, none of the formgrader's controls
-            clicked = visit(page, f"{base}/formgrader/submissions/{sid}/?index=0",
-                            ".cell *:not(input):not(textarea):not(button):not(.btn)")
+            clicked = visit(
+                page,
+                f"{base}/formgrader/submissions/{sid}/?index=0",
+                ".cell *:not(input):not(textarea):not(button):not(.btn)",
+            )
             assert clicked > 50, student
             context.close()
             assert watch.leaked() == [], (student, watch.leaked())

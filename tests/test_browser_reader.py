@@ -10,11 +10,16 @@ tests/test_browser_widgets_a11y.py; this module holds every page of the site to 
 from __future__ import annotations
 
 import pytest
-
-from browser_support import (
-    DARK_TONE, ROOT, WIDGET_TONES_JS, Opened, serve, site_pages, switch_theme,
-)
 from book_published import published_book
+from browser_support import (
+    DARK_TONE,
+    ROOT,
+    WIDGET_TONES_JS,
+    Opened,
+    serve,
+    site_pages,
+    switch_theme,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -82,7 +87,9 @@ def reader_report(chromium, served, path) -> dict:
         page = opened.page
         try:
             light = _axe(page)
-            sizes = sorted(((r.sizes()["responseBodySize"], r.url.removeprefix(served)) for r in opened.requests), reverse=True)
+            sizes = sorted(
+                ((r.sizes()["responseBodySize"], r.url.removeprefix(served)) for r in opened.requests), reverse=True
+            )
             switch_theme(page, "dark")
             dark = _axe(page)
             switch_theme(page, "light")
@@ -91,7 +98,13 @@ def reader_report(chromium, served, path) -> dict:
             phone = page.evaluate(FITS_JS)
         finally:
             opened.context.close()
-        _reports[path] = {"problems": opened.log.problems(), "light": light, "dark": dark, "sizes": sizes, "phone": phone}
+        _reports[path] = {
+            "problems": opened.log.problems(),
+            "light": light,
+            "dark": dark,
+            "sizes": sizes,
+            "phone": phone,
+        }
     return _reports[path]
 
 
@@ -111,7 +124,9 @@ def test_page_loads_at_most_its_budget(chromium, served, path):
     report = reader_report(chromium, served, path)
     weight = sum(size for size, _ in report["sizes"])
     assert report["problems"] == {}, f"{path}: {report['problems']}"
-    assert 0 < weight <= PAGE_BUDGET, f"{path} loads {weight:,} bytes (budget {PAGE_BUDGET:,}); heaviest {report['sizes'][:4]}"
+    assert 0 < weight <= PAGE_BUDGET, (
+        f"{path} loads {weight:,} bytes (budget {PAGE_BUDGET:,}); heaviest {report['sizes'][:4]}"
+    )
 
 
 def test_the_pages_weighed_are_the_pages_as_published():
@@ -135,7 +150,9 @@ def test_the_trained_weights_load_when_the_reader_first_asks(chromium, served, p
         status = w.locator("[data-testid='status']")
         assert status.get_attribute("data-weights") == "idle"
         assert [r.url for r in opened.requests if r.url.endswith(SITE_WEIGHTS)] == []
-        said = w.evaluate("(w) => { w.querySelector('[data-testid=ask]').click(); return w.querySelector('[data-testid=status]').dataset.weights; }")
+        said = w.evaluate(
+            "(w) => { w.querySelector('[data-testid=ask]').click(); return w.querySelector('[data-testid=status]').dataset.weights; }"
+        )
         assert said == "loading"  # at once, before the script has arrived
         w.locator("[data-testid='answer-modern']").wait_for(timeout=20000)
         assert status.get_attribute("data-weights") == "ready"
@@ -149,9 +166,9 @@ def test_the_trained_weights_load_when_the_reader_first_asks(chromium, served, p
 def test_the_generation_view_loads_the_weights_on_its_readers_first_change(chromium, served, path):
     """Chapter 13's prefill stepper shows its first run, recorded in Python, with no weights; a change of
     its prefix loads the site's weights (once) and runs the model in the page: greedy_decode's tokens."""
+    from encdec.train import load_run
     from encdec.widgets.export_weights import SITE_WEIGHTS
     from encdec.widgets.prefill_decode import decode_trace
-    from encdec.train import load_run
 
     opened = _open(chromium, f"{served}{path}.html")
     try:
@@ -210,7 +227,9 @@ def test_a_dark_page_is_dark_behind_the_widgets_too(chromium, served):
         opened.context.close()
     assert len(colours) == 10
     for name, background, text in colours:
-        assert background < DARK_TONE < text, f"{name} in the dark theme: background {background:.0f}, text {text:.0f} (0-255)"
+        assert background < DARK_TONE < text, (
+            f"{name} in the dark theme: background {background:.0f}, text {text:.0f} (0-255)"
+        )
 
 
 CHROME_COLOURS_JS = """() => [...document.querySelectorAll('.search-button__default-text, .theme-switch-button, .bd-header, .encdec-widget')]
@@ -241,8 +260,13 @@ ICON_CLEAR_JS = """() => [...document.querySelectorAll('form.bd-search')].filter
 })"""
 
 
-@pytest.mark.parametrize("page,query,finds", [("book/ch11_cross_attention", "teacher forcing", "Training: teacher forcing"),
-                                              ("book/zh/ch11_cross_attention", "交叉注意力", "11 · 编码器")])
+@pytest.mark.parametrize(
+    "page,query,finds",
+    [
+        ("book/ch11_cross_attention", "teacher forcing", "Training: teacher forcing"),
+        ("book/zh/ch11_cross_attention", "交叉注意力", "11 · 编码器"),
+    ],
+)
 def test_search_finds_the_pages_and_the_query_is_clear_of_the_icon(chromium, served, page, query, finds):
     """The search index is loaded by the search page only (book/_templates/layout.html): Ctrl+K on
     a chapter opens the field, the query goes to the search page, which lists the pages that hold
@@ -268,7 +292,9 @@ def test_search_finds_the_pages_and_the_query_is_clear_of_the_icon(chromium, ser
     assert any(finds in t for t in titles), f"searching {query!r} found {titles}"
     for where, boxes in (("the Ctrl+K dialog", in_dialog), ("the search page", on_page)):
         assert boxes, f"no search field shown in {where}"
-        assert all(right <= text for _, right, text in boxes), f"{where}: icon (left, right) over the text's start: {boxes}"
+        assert all(right <= text for _, right, text in boxes), (
+            f"{where}: icon (left, right) over the text's start: {boxes}"
+        )
 
 
 @pytest.mark.parametrize("path", [p for p in PAGES if "ch1" in p or "gallery" in p])
@@ -302,7 +328,9 @@ def test_every_control_of_every_widget_is_reachable_by_keyboard_and_named(chromi
         page.locator("body").focus()
         for _ in range(400):  # every widget has a tab stop, reached from the top in page order
             page.keyboard.press("Tab")
-            name = page.evaluate("() => document.activeElement && document.activeElement.closest('.encdec-widget')?.dataset.widget")
+            name = page.evaluate(
+                "() => document.activeElement && document.activeElement.closest('.encdec-widget')?.dataset.widget"
+            )
             if name:
                 reached.add(name)
             if reached == set(found["names"]):
@@ -318,13 +346,17 @@ def test_every_control_of_every_widget_is_reachable_by_keyboard_and_named(chromi
 # A saved state whose module is lost, or names what is not a widget of the site's map (static_page.js's
 # MODULES, written from encdec/widgets/registry.py): a path out of the module folder, an object's own
 # key, a registered name with a path after it. None loads a script; each place says why.
-BROKEN_MODULES = {"lost": (None, "no saved state of an anywidget"),
-                  "path": ("encdec-esm:../widgets", "not a widget of the site"),
-                  "object key": ("encdec-esm:__proto__", "not a widget of the site"),
-                  "name and path": ("encdec-esm:mask_toggle/../../x", "not a widget of the site")}
+BROKEN_MODULES = {
+    "lost": (None, "no saved state of an anywidget"),
+    "path": ("encdec-esm:../widgets", "not a widget of the site"),
+    "object key": ("encdec-esm:__proto__", "not a widget of the site"),
+    "name and path": ("encdec-esm:mask_toggle/../../x", "not a widget of the site"),
+}
 
 
-@pytest.mark.parametrize("broken", ["lost", "object key", "name and path", pytest.param("path", marks=pytest.mark.matrix)])
+@pytest.mark.parametrize(
+    "broken", ["lost", "object key", "name and path", pytest.param("path", marks=pytest.mark.matrix)]
+)
 def test_the_static_renderer_draws_each_widget_and_names_one_it_cannot(chromium, tmp_path, broken):
     """widgets.js (encdec/widgets/static_page.js) on a page of two widgets, the first named as the built
     book names it (its module from the site's script), the second's saved module broken: the first still
@@ -333,6 +365,7 @@ def test_the_static_renderer_draws_each_widget_and_names_one_it_cannot(chromium,
     import json
 
     from browser_support import standalone_widget_page
+
     from encdec.widgets import CrossEntropySlider, MaskToggle
     from encdec.widgets._base import SITE_ESM_NAME
 
@@ -340,7 +373,8 @@ def test_the_static_renderer_draws_each_widget_and_names_one_it_cannot(chromium,
     page_file = standalone_widget_page([mask, slider], tmp_path)
     html = page_file.read_text(encoding="utf-8")
     start = html.index('<script type="application/vnd.jupyter.widget-state+json">') + len(
-        '<script type="application/vnd.jupyter.widget-state+json">')
+        '<script type="application/vnd.jupyter.widget-state+json">'
+    )
     end = html.index("</script>", start)
     state = json.loads(html[start:end])
     # the page saves every widget the process holds (other tests' too): change these two's own states
@@ -355,7 +389,9 @@ def test_the_static_renderer_draws_each_widget_and_names_one_it_cannot(chromium,
     page = opened.page
     try:
         page.wait_for_selector(".encdec-MaskToggle")
-        page.wait_for_function("() => [...document.querySelectorAll('.encdec-widget-view')].some((v) => v.textContent.includes('could not be shown'))")
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('.encdec-widget-view')].some((v) => v.textContent.includes('could not be shown'))"
+        )
         views = page.locator(".encdec-widget-view")
         assert views.count() == 2
         message = views.nth(1).inner_text()

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from browser_support import ROOT, Opened, fmt, softmax, standalone_widget_page, wait_for_widget
+
 import encdec.widgets
 from encdec.widgets import QuickCheck, choice, number
 from encdec.widgets._base import text
@@ -21,7 +21,10 @@ AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 WCAG_AA = "{runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}}"
 DARK_PAGE = "#14181e"  # the book's dark background
 COLUMN = 356  # the text column of a 390 x 844 phone
-QUESTIONS = [choice("Who provides `Q`?", ["decoder", "encoder"], answer=0), number("How many weights in row 4?", answer=5)]
+QUESTIONS = [
+    choice("Who provides `Q`?", ["decoder", "encoder"], answer=0),
+    number("How many weights in row 4?", answer=5),
+]
 # every widget of the one list (encdec/widgets/registry.py), made with no arguments but the quick check
 WIDGETS = {name: getattr(encdec.widgets, name) for name in REGISTERED} | {"QuickCheck": lambda: QuickCheck(QUESTIONS)}
 
@@ -29,8 +32,11 @@ WIDGETS = {name: getattr(encdec.widgets, name) for name in REGISTERED} | {"Quick
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
     folder = tmp_path_factory.mktemp("a11y")
-    return {(name, lang): standalone_widget_page([make()], folder, f"{name}_{lang}", lang).as_uri()
-            for name, make in WIDGETS.items() for lang in ("en", "zh")}
+    return {
+        (name, lang): standalone_widget_page([make()], folder, f"{name}_{lang}", lang).as_uri()
+        for name, make in WIDGETS.items()
+        for lang in ("en", "zh")
+    }
 
 
 class Reader:
@@ -78,8 +84,11 @@ class Reader:
         assert found == [], f"{state}: {found}"
 
     def dark(self, on=True):
-        self.page.evaluate("([on, bg]) => { document.documentElement.dataset.theme = on ? 'dark' : 'light';"
-                           " document.body.style.background = on ? bg : ''; }", [on, DARK_PAGE])
+        self.page.evaluate(
+            "([on, bg]) => { document.documentElement.dataset.theme = on ? 'dark' : 'light';"
+            " document.body.style.background = on ? bg : ''; }",
+            [on, DARK_PAGE],
+        )
 
     def ring(self):
         """The focused element's focus ring: its width and its contrast on the widget's background."""
@@ -114,8 +123,10 @@ class Reader:
         seen, inside = set(), False
         for _ in range(60):
             self.page.keyboard.press("Tab")
-            stop = self.w.evaluate("w => w.contains(document.activeElement) ? (document.activeElement.closest('[data-stop]')"
-                                   " || {dataset: {}}).dataset.stop ?? '?' : null")
+            stop = self.w.evaluate(
+                "w => w.contains(document.activeElement) ? (document.activeElement.closest('[data-stop]')"
+                " || {dataset: {}}).dataset.stop ?? '?' : null"
+            )
             if stop is None and inside:
                 break
             inside = inside or stop is not None
@@ -194,8 +205,14 @@ def test_mask_toggle(reader, lang):
             r.page.keyboard.press(key)
         assert r.focused("data-row") == "2" and r.focused("data-col") == "1"
         weights = softmax(scores[2][:3])
-        allowed = r.say("mask_toggle.cell_allowed", i=2, reader="0", j=1, source="POSITIVE",
-                        shown=f"{fmt(weights[1])} s={fmt(scores[2][1], 1)}")
+        allowed = r.say(
+            "mask_toggle.cell_allowed",
+            i=2,
+            reader="0",
+            j=1,
+            source="POSITIVE",
+            shown=f"{fmt(weights[1])} s={fmt(scores[2][1], 1)}",
+        )
         assert r.cell_name(cell(2, 1)) == allowed
         assert r.w.locator("[data-testid='readout']").inner_text() == allowed  # shown on focus, not only said
         r.page.keyboard.press("Space")
@@ -233,8 +250,14 @@ def test_softmax_compare(reader, lang):
         r.page.keyboard.press("Enter")
         assert r.w.locator("button[data-reader='1']").get_attribute("aria-pressed") == "true"
         assert r.focused("data-reader") == "1"
-        assert r.live() == r.say("softmax_compare.live", i=1, token="POSITIVE", score="3.0", right="1.000",
-                                 wrong=r.w.locator("[data-testid='sum-zero']").inner_text())
+        assert r.live() == r.say(
+            "softmax_compare.live",
+            i=1,
+            token="POSITIVE",
+            score="3.0",
+            right="1.000",
+            wrong=r.w.locator("[data-testid='sum-zero']").inner_text(),
+        )
 
     def dark():
         before = r.w.locator("[data-testid='sum-zero']").inner_text()
@@ -263,7 +286,9 @@ def test_cross_entropy(reader, lang):
         r.tab_to("[data-testid='bars']")
         assert r.ring() >= 3
         readout = r.w.locator("[data-testid='readout']")
-        assert readout.inner_text().startswith(r.opening("cross_entropy.bar_title", token="4"))  # the correct token's bar
+        assert readout.inner_text().startswith(
+            r.opening("cross_entropy.bar_title", token="4")
+        )  # the correct token's bar
         r.page.keyboard.press("ArrowLeft")
         assert readout.inner_text().startswith(r.opening("cross_entropy.bar_title", token="3"))
         assert r.live() == readout.inner_text()
@@ -286,8 +311,14 @@ def test_cross_attention(reader, lang):
         r.page.keyboard.press("ArrowLeft")
         from encdec.widgets.cross_attention import example_weights
 
-        want = r.say("cross_attention.hover", i=1, j=7, w=fmt(example_weights(4, 9)[1][7], 2), answer=token("POSITIVE"),
-                     question=token("4"))
+        want = r.say(
+            "cross_attention.hover",
+            i=1,
+            j=7,
+            w=fmt(example_weights(4, 9)[1][7], 2),
+            answer=token("POSITIVE"),
+            question=token("4"),
+        )
         assert r.w.locator("[data-testid='hover-info']").inner_text() == want  # the hover readout, on focus
         before = r.live()
         r.page.keyboard.press("Space")
@@ -341,7 +372,9 @@ def test_prefill_decode(reader, lang):
     def dark():
         for _ in range(2):
             r.page.keyboard.press("Enter")
-        assert r.live() == r.say("prefill_decode.live", step=r.say("prefill_decode.step_decode", s=4, total=4), token="EOS")
+        assert r.live() == r.say(
+            "prefill_decode.live", step=r.say("prefill_decode.step_decode", s=4, total=4), token="EOS"
+        )
         assert r.focused() == "back"  # Next is disabled at the end: the focus went back, not to the page
         r.page.keyboard.press("Enter")
         assert label.inner_text() == r.say("prefill_decode.step_decode", s=3, total=4)
@@ -358,8 +391,17 @@ def test_attention_maps(reader, lang):
         r.tab_to("button[data-head='1']")
         r.page.keyboard.press("Enter")
         assert r.w.locator("button[data-head='1']").get_attribute("aria-pressed") == "true"
-        assert r.live() == title.inner_text() == r.say("attention_maps.title", kind=r.say("attention_maps.kind_cross"),
-                                                       layer=1, head=2, what=r.say("attention_maps.what_cross"))
+        assert (
+            r.live()
+            == title.inner_text()
+            == r.say(
+                "attention_maps.title",
+                kind=r.say("attention_maps.kind_cross"),
+                layer=1,
+                head=2,
+                what=r.say("attention_maps.what_cross"),
+            )
+        )
 
     def dark():
         r.tab_to("td[data-row='0'][data-col='0']")
@@ -406,8 +448,17 @@ def test_ask_model(reader, lang):
         r.page.keyboard.press("Control+a")
         r.page.keyboard.type("-7 - 12")
         r.page.keyboard.press("Enter")
-        assert r.w.locator("[data-testid='question-tokens'] .encdec-chip").all_inner_texts() == \
-            ["BOS", "NEGATIVE", "0", "7", "subtract", "POSITIVE", "1", "2", "EOS"]
+        assert r.w.locator("[data-testid='question-tokens'] .encdec-chip").all_inner_texts() == [
+            "BOS",
+            "NEGATIVE",
+            "0",
+            "7",
+            "subtract",
+            "POSITIVE",
+            "1",
+            "2",
+            "EOS",
+        ]
         assert "modern" in r.live() and "historical" in r.live()
         r.tab_to("[data-testid='next']")
         assert r.ring() >= 3
@@ -452,7 +503,9 @@ def test_break_it(reader, lang):
         ids, _ = break_answer(model, encode_question(question_text(-30, "subtract", -34)), "stale_position")
         assert answer("broken") == " ".join(map(str, ids)) and decode(ids) == "BOS POSITIVE 0 0 0"
         assert answer("intact") == " ".join(map(str, encode_answer("BOS POSITIVE 0 4 EOS")))
-        assert r.w.locator("[data-testid='count-stale_position']").get_attribute("data-right") == str(rows["stale_position"]["right"])
+        assert r.w.locator("[data-testid='count-stale_position']").get_attribute("data-right") == str(
+            rows["stale_position"]["right"]
+        )
         assert r.live().startswith(r.say("break_it.m_stale_position"))
 
     def dark():
@@ -465,7 +518,10 @@ def test_break_it(reader, lang):
         r.page.keyboard.press("ArrowDown")  # Q from the encoder: no answer, and PyTorch's words
         assert answer("broken") == ""
         assert r.w.locator("[data-testid='torch-error']").inner_text().endswith(rows["q_from_encoder"]["error"])
-        a, op = int(r.w.locator("[data-testid='operand-a']").input_value()), r.w.locator("[data-testid='op-select']").input_value()
+        a, op = (
+            int(r.w.locator("[data-testid='operand-a']").input_value()),
+            r.w.locator("[data-testid='op-select']").input_value(),
+        )
         ids = encode_question(question_text(a, op, -34))
         assert a == 12 and r.w.locator("[data-testid='question-tokens'] .encdec-chip").count() == len(ids)
 
@@ -481,8 +537,10 @@ def test_heat_cells_keep_their_text_readable_at_every_weight(reader):
         for (let k = 0; k <= 100; k++) { const a = heat(k / 100); row.append(h('td', { class: a.class, style: a.style }, '0.00')); } }""")
     for dark in (False, True):
         r.dark(dark)
-        pairs = r.w.evaluate("w => [...w.querySelectorAll('tbody tr:first-child td')].slice(-101).map((td) => "
-                             "[getComputedStyle(td).color, getComputedStyle(td).backgroundColor])")
+        pairs = r.w.evaluate(
+            "w => [...w.querySelectorAll('tbody tr:first-child td')].slice(-101).map((td) => "
+            "[getComputedStyle(td).color, getComputedStyle(td).backgroundColor])"
+        )
         worst = min(contrast(*pair) for pair in pairs)
         assert worst >= 4.5, (dark, worst)
     # JupyterLab's dark theme gives the same dark colours

@@ -6,8 +6,7 @@ and its errors checked by tests/test_browser.py, which goes over every page of _
 from __future__ import annotations
 
 import pytest
-
-from browser_support import Opened, ROOT, browser, require_built_book, toc_pages
+from browser_support import ROOT, Opened, browser, require_built_book, toc_pages
 
 pytestmark = pytest.mark.browser
 ZH_PAGES = [p for p in toc_pages() if p.startswith("book/zh/")]

@@ -4,6 +4,7 @@ validates, its outputs are gone, its nbgrader metadata typed) or refuses it with
 parameters; it never raises anything else. Each attack a student who read the source would try is a
 case here (the reader in process, cheap); a few go through stock nbgrader as fixture rows
 (``broken_invalid_outputs``, ``db_printed_outputs``, ``broken_grade_id_list``, ``wu_download_copies``)."""
+
 from __future__ import annotations
 
 import json
@@ -37,6 +38,7 @@ def _set(at: int, **fields):
     def edit(raw):
         _cell(raw, at).update(fields)
         return raw
+
     return edit
 
 
@@ -44,13 +46,19 @@ def _meta(at: int, **fields):
     def edit(raw):
         _cell(raw, at)["metadata"].update(fields)
         return raw
+
     return edit
 
 
 def _read(tmp_path: Path, content) -> nbformat.NotebookNode:
     path = tmp_path / "decoder_block.ipynb"
-    path.write_bytes(content if isinstance(content, bytes) else
-                     content.encode() if isinstance(content, str) else json.dumps(content).encode())
+    path.write_bytes(
+        content
+        if isinstance(content, bytes)
+        else content.encode()
+        if isinstance(content, str)
+        else json.dumps(content).encode()
+    )
     return handed_in.read_handed_in(path)
 
 
@@ -78,23 +86,38 @@ GRADED = {
     "no source": (lambda raw: (_cell(raw, 3).pop("source"), raw)[1], {"source": (1, 4)}),
     "a lone surrogate in a source and in a grade id (JSON escapes allow it, UTF-8 cannot write it)": (
         lambda raw: nbgrader_json("mask_test", grade_id="mask_\ud800")(_set(3, source=["x = '\ud800'"])(raw)),
-        {"source": (1, 4), "nbgrader.grade_id": (1, 5)}),
+        {"source": (1, 4), "nbgrader.grade_id": (1, 5)},
+    ),
     "metadata a list": (_set(5, metadata=["nbgrader"]), {"metadata": (1, 6)}),
     "nbgrader metadata a string": (_meta(5, nbgrader="grade"), {"nbgrader": (1, 6)}),
     "points NaN, flags as ints, schema a bool": (
         nbgrader_json("mask_test", points=float("nan"), grade=1, locked="yes", schema_version=True),
-        {"nbgrader.points": (1, 5), "nbgrader.grade": (1, 5), "nbgrader.locked": (1, 5),
-         "nbgrader.schema_version": (1, 5)}),
+        {
+            "nbgrader.points": (1, 5),
+            "nbgrader.grade": (1, 5),
+            "nbgrader.locked": (1, 5),
+            "nbgrader.schema_version": (1, 5),
+        },
+    ),
     "cells that are not dicts, an unknown cell type": (
         lambda raw: (raw["cells"].extend(["x", 3, None, {"cell_type": "widget", "source": ""}]), raw)[1],
-        {"cell": (3, 18), "cell_type": (1, 21)}),
+        {"cell": (3, 18), "cell_type": (1, 21)},
+    ),
     "ids invalid, duplicated, missing": (
-        lambda raw: ([_cell(raw, i).update(id=v) for i, v in ((1, "bad id!"), (2, 7), (3, raw["cells"][0]["id"]))],
-                     _cell(raw, 4).pop("id"), raw)[2],
-        {"id": (2, 2)}),
+        lambda raw: (
+            [_cell(raw, i).update(id=v) for i, v in ((1, "bad id!"), (2, 7), (3, raw["cells"][0]["id"]))],
+            _cell(raw, 4).pop("id"),
+            raw,
+        )[2],
+        {"id": (2, 2)},
+    ),
     "forged repairs and verdicts in the metadata": (
-        lambda raw: (raw["metadata"].setdefault("encdec", {}).update(repairs=[{"key": "renamed", "file": "<b>"}]),
-                     _meta(6, encdec_verdict=[{"ok": True}])(raw))[1], {}),
+        lambda raw: (
+            raw["metadata"].setdefault("encdec", {}).update(repairs=[{"key": "renamed", "file": "<b>"}]),
+            _meta(6, encdec_verdict=[{"ok": True}])(raw),
+        )[1],
+        {},
+    ),
 }
 
 
@@ -114,9 +137,18 @@ def test_whatever_it_holds_it_is_graded_as_one_canonical_notebook(tmp_path, case
 
 
 def test_nbformat_3_and_a_byte_order_mark_are_read(tmp_path):
-    v3 = {"nbformat": 3, "metadata": {}, "worksheets": [{"cells": [
-        {"cell_type": "heading", "level": 2, "source": "Title"},
-        {"cell_type": "code", "input": "x = 1", "prompt_number": 1, "outputs": [{"output_type": "pyout"}]}]}]}
+    v3 = {
+        "nbformat": 3,
+        "metadata": {},
+        "worksheets": [
+            {
+                "cells": [
+                    {"cell_type": "heading", "level": 2, "source": "Title"},
+                    {"cell_type": "code", "input": "x = 1", "prompt_number": 1, "outputs": [{"output_type": "pyout"}]},
+                ]
+            }
+        ],
+    }
     nb = _read(tmp_path, v3)
     assert [(c.cell_type, c.source) for c in nb.cells] == [("markdown", "## Title"), ("code", "x = 1")]
     nb = _read(tmp_path, "\ufeff" + RELEASE.read_text())
@@ -157,11 +189,18 @@ def _json_value(rng: random.Random, depth: int = 0):
     if kind == "list":
         return [_json_value(rng, depth + 1) for _ in range(rng.randint(0, 3))]
     if kind == "dict":
-        return {rng.choice(["grade_id", "nbgrader", "source", "x"]): _json_value(rng, depth + 1)
-                for _ in range(rng.randint(0, 3))}
-    return {"none": None, "bool": rng.random() < 0.5, "int": rng.randint(-2**70, 2**70),
-            "float": rng.choice([0.5, float("nan"), float("inf"), -1e308]),
-            "str": rng.choice(["", "code", "a b", "é", "\ud800"]), "long": "y" * rng.randint(65, 300)}[kind]
+        return {
+            rng.choice(["grade_id", "nbgrader", "source", "x"]): _json_value(rng, depth + 1)
+            for _ in range(rng.randint(0, 3))
+        }
+    return {
+        "none": None,
+        "bool": rng.random() < 0.5,
+        "int": rng.randint(-(2**70), 2**70),
+        "float": rng.choice([0.5, float("nan"), float("inf"), -1e308]),
+        "str": rng.choice(["", "code", "a b", "é", "\ud800"]),
+        "long": "y" * rng.randint(65, 300),
+    }[kind]
 
 
 def test_random_json_in_every_field_is_typed_or_refused(tmp_path):
@@ -169,8 +208,17 @@ def test_random_json_in_every_field_is_typed_or_refused(tmp_path):
     refuses; it never raises another error (which would drop the notebook ungraded)."""
     rng = random.Random(49)
     cell_fields = ["cell_type", "source", "metadata", "id", "input", "level", "outputs", "execution_count"]
-    nbgrader_fields = ["grade_id", "grade", "solution", "locked", "task", "points", "schema_version", "checksum",
-                       "cell_type"]
+    nbgrader_fields = [
+        "grade_id",
+        "grade",
+        "solution",
+        "locked",
+        "task",
+        "points",
+        "schema_version",
+        "checksum",
+        "cell_type",
+    ]
     for trial in range(150):
         raw = _raw()
         cells = raw["cells"]  # the edits below may replace the list itself
@@ -209,7 +257,9 @@ def test_of_several_downloads_the_one_with_the_answers_is_chosen_whatever_the_na
     _copy(tmp_path, "decoder_block-Copy1.ipynb", answered=True)
     _copy(tmp_path, "warmup.ipynb", answered=True, assignment="warmup")  # another exercise's, some of its grade ids
     assert [p.name for p in handed_in.stands_for(missing, expected)] == [
-        "decoder_block-Copy1.ipynb", "decoder_block (1).ipynb"]
+        "decoder_block-Copy1.ipynb",
+        "decoder_block (1).ipynb",
+    ]
     _copy(tmp_path, "decoder_block (1).ipynb", answered=True)  # as many answers: the first by name
     assert handed_in.stands_for(missing, expected)[0].name == "decoder_block (1).ipynb"
     odd = os.fsdecode(b"decoder_block \xff.ipynb")  # a name that is no UTF-8: said, and written, all the same

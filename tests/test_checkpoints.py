@@ -67,8 +67,9 @@ def test_a_shipped_checkpoint_is_the_current_preset_and_names_its_command(preset
     assert claimed["model_config"] == asdict(model_config), "the preset changed: retrain with `make checkpoints`"
     # a field TrainConfig gained after the run is absent from its record: the run had its default
     recorded = {**json.loads(json.dumps(asdict(TrainConfig()))), **claimed["train_config"]}
-    assert recorded == json.loads(json.dumps(asdict(train_config))), \
+    assert recorded == json.loads(json.dumps(asdict(train_config))), (
         "the preset changed: retrain with `make checkpoints`"
+    )
     assert claimed["command"].startswith(f"python -m encdec.train --preset {preset} --out encdec/checkpoints/{preset}")
     assert claimed["epochs_run"] == len(claimed["history"])
     if train_config.stop_when_space_exact:  # it stops at the first pass with every question right
@@ -97,10 +98,14 @@ def test_ch12_reads_the_historical_run_as_it_is():
     assert abs(mean - sum(before) / stretch) <= 0.005, "the plateau still climbs or falls"
     assert min(last) > original, "the notebook's figure is inside the plateau's range"
     window = 50
-    reached = next(i + 1 for i in range(window - 1, len(accuracy)) if sum(accuracy[i - window + 1 : i + 1]) / window >= original)
+    reached = next(
+        i + 1 for i in range(window - 1, len(accuracy)) if sum(accuracy[i - window + 1 : i + 1]) / window >= original
+    )
     assert reached < 1000, "not 'a few hundred epochs in'"
-    for page, words in (("ch12_what_you_trained", ("to its plateau", "far below that whole range", "still creeping up")),
-                        ("zh/ch12_what_you_trained", ("训练到平台期", "远低于这整个范围", "仍在缓慢上升"))):
+    for page, words in (
+        ("ch12_what_you_trained", ("to its plateau", "far below that whole range", "still creeping up")),
+        ("zh/ch12_what_you_trained", ("训练到平台期", "远低于这整个范围", "仍在缓慢上升")),
+    ):
         text = read(page)
         assert words[0] in text and words[1] in text and words[2] not in text, page
     assert claimed["best_val_token_accuracy"] == max(accuracy)
@@ -112,11 +117,14 @@ def test_historical_early_is_the_plateau_run_stopped_early():
     of validation token accuracy first reaches the notebook's figure."""
     early, full = _claims("historical_early"), _claims("historical")
     keys = ("epoch", "train_loss", "val_loss", "val_token_accuracy")
-    assert [{k: r[k] for k in keys} for r in early["history"]] == \
-        [{k: r[k] for k in keys} for r in full["history"][: early["epochs_run"]]]
+    assert [{k: r[k] for k in keys} for r in early["history"]] == [
+        {k: r[k] for k in keys} for r in full["history"][: early["epochs_run"]]
+    ]
     accuracy = [r["val_token_accuracy"] for r in full["history"]]
     window, original = 50, full["original"]["val_token_accuracy"]
-    reached = next(i + 1 for i in range(window - 1, len(accuracy)) if sum(accuracy[i - window + 1 : i + 1]) / window >= original)
+    reached = next(
+        i + 1 for i in range(window - 1, len(accuracy)) if sum(accuracy[i - window + 1 : i + 1]) / window >= original
+    )
     assert early["epochs_run"] == reached
 
 
@@ -144,10 +152,18 @@ def test_the_readme_quotes_the_shipped_figures():
     rows = {line.split("|")[1].strip().strip("`"): line for line in readme.splitlines() if line.startswith("| `")}
     for preset in PRESETS:
         m, row = _claims(preset), rows[preset]
-        figures = [f"{m['val_token_accuracy']:.3f}" if preset != "historical" else f"{m['val_token_accuracy']:.4f}",
-                   f"{m['epochs_run']} epochs", f"{m['train_seconds']:.0f} s"]
+        figures = [
+            f"{m['val_token_accuracy']:.3f}" if preset != "historical" else f"{m['val_token_accuracy']:.4f}",
+            f"{m['epochs_run']} epochs",
+            f"{m['train_seconds']:.0f} s",
+        ]
         if preset == "historical":
-            figures += [f"{m['best_val_token_accuracy']:.4f}", f"epoch {m['best_epoch']}", f"{m['val_exact_match']:.3f}",
-                        f"{m['val_unseen_exact_match']:.3f}", f"{m['num_space'] - m['space_wrong']:,}"]
+            figures += [
+                f"{m['best_val_token_accuracy']:.4f}",
+                f"epoch {m['best_epoch']}",
+                f"{m['val_exact_match']:.3f}",
+                f"{m['val_unseen_exact_match']:.3f}",
+                f"{m['num_space'] - m['space_wrong']:,}",
+            ]
         for figure in figures:
             assert figure in row, f"README.md's {preset} row does not say {figure!r}: {row}"

@@ -46,8 +46,13 @@ FIXTURE_ROWS = f'''
 
 def _copy_project(dest: Path) -> None:
     """The project's files as a fresh clone has them, plus the built venv (linked); its own build/."""
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True,
-                           capture_output=True).stdout.decode().split("\0")
+    files = (
+        subprocess.run(
+            ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, check=True, capture_output=True
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for rel in filter(None, files):
         src = ROOT / rel
         if src.is_file():
@@ -91,18 +96,27 @@ def course(tmp_path_factory):
     assert anchor in text, "table.py no longer has the place the recipe adds rows after"
     fixtures.write_text(text.replace(anchor, anchor + FIXTURE_ROWS, 1))
     env = {**os.environ, "PYTHONPATH": str(dest)}  # the copy's packages, not the installed ones
-    run = subprocess.run(["make", "-s", "-o", ".venv/.installed", "exercises"], cwd=dest, env=env, capture_output=True, text=True, timeout=900)
+    run = subprocess.run(
+        ["make", "-s", "-o", ".venv/.installed", "exercises"],
+        cwd=dest,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    installed = subprocess.run([sys.executable, "-c", "import autograder; print(autograder.__file__)"], cwd="/",
-                               capture_output=True, text=True).stdout
+    installed = subprocess.run(
+        [sys.executable, "-c", "import autograder; print(autograder.__file__)"], cwd="/", capture_output=True, text=True
+    ).stdout
     assert installed.startswith(str(ROOT)), f"the copy re-installed the shared venv's package: {installed}"
     return dest, env
 
 
 def test_make_exercises_releases_the_new_assignment(course):
     dest, env = course
-    listed = subprocess.run([sys.executable, "-m", "autograder.assignments"], cwd=dest, env=env, check=True,
-                            capture_output=True, text=True).stdout
+    listed = subprocess.run(
+        [sys.executable, "-m", "autograder.assignments"], cwd=dest, env=env, check=True, capture_output=True, text=True
+    ).stdout
     assert f"{NAME}\t2" in listed.splitlines()  # its points, from its own grade cells
     release = json.loads((dest / "exercises" / NAME / f"{NAME}.ipynb").read_text())
     text = json.dumps(release)
@@ -119,15 +133,38 @@ def test_the_grading_tests_pick_it_up(course):
     regeneration tests loop over the same list, `python -m autograder.assignments`, which names it:
     above; in this copy they would only repeat the commands `make exercises` has just run.)"""
     dest, env = course
-    run = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider",
-                          "tests/test_grading_references.py", "tests/test_exercises_notebooks.py", "-k",
-                          f"{NAME} or release_hides"],
-                         cwd=dest, env=env, capture_output=True, text=True, timeout=900)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-v",
+            "-p",
+            "no:cacheprovider",
+            "tests/test_grading_references.py",
+            "tests/test_exercises_notebooks.py",
+            "-k",
+            f"{NAME} or release_hides",
+        ],
+        cwd=dest,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     out = run.stdout[-4000:] + run.stderr[-2000:]
     assert run.returncode == 0, out
     assert f"test_solution_passes_and_stub_says_not_implemented[{NAME}] PASSED" in run.stdout, out
-    graded = subprocess.run([sys.executable, "autograder/grade_fixtures.py", "--only", "md_pass_all",
-                             "md_bug_mask_inverted"], cwd=dest, env=env, capture_output=True, text=True, timeout=900)
+    graded = subprocess.run(
+        [sys.executable, "autograder/grade_fixtures.py", "--only", "md_pass_all", "md_bug_mask_inverted"],
+        cwd=dest,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert graded.returncode == 0, graded.stdout[-3000:] + graded.stderr[-3000:]
     rows = {line.split()[0]: line.split() for line in graded.stdout.splitlines() if line.startswith("md_")}
-    assert rows["md_pass_all"][1:3] == ["2.0", "2.0"] and rows["md_bug_mask_inverted"][1:3] == ["0.0", "0.0"], graded.stdout
+    assert rows["md_pass_all"][1:3] == ["2.0", "2.0"] and rows["md_bug_mask_inverted"][1:3] == ["0.0", "0.0"], (
+        graded.stdout
+    )

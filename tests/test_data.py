@@ -7,7 +7,7 @@ from encdec import data
 
 
 def test_vocab_is_the_original_sixteen_tokens_in_order():
-    assert data.VOCAB == tuple("0123456789") + ("POSITIVE", "NEGATIVE", "add", "subtract", "BOS", "EOS")
+    assert tuple("0123456789") + ("POSITIVE", "NEGATIVE", "add", "subtract", "BOS", "EOS") == data.VOCAB
     assert data.TOKEN_TO_ID["BOS"] == 14 and data.TOKEN_TO_ID["EOS"] == 15
 
 

@@ -4,6 +4,7 @@ Each edition is imported in a subprocess with its folder first on ``sys.path`` (
 has the real ``encdec`` imported already). The last test starts real sandboxed kernels and looks
 from inside them.
 """
+
 from __future__ import annotations
 
 import ast
@@ -29,11 +30,20 @@ PY = sys.executable
 ASSIGNMENTS = edition.assignments()
 # the book's modules no exercise needs: sampling at temperature 0 is greedy decoding, padding.decoder_logits
 # the forward's wiring
-OMITTED = ("train.py", "presets.py", "widgets", "sampling.py", "broken.py", "padding.py", "architecture.py",
-           "whole_space.py", "cost.py")
+OMITTED = (
+    "train.py",
+    "presets.py",
+    "widgets",
+    "sampling.py",
+    "broken.py",
+    "padding.py",
+    "architecture.py",
+    "whole_space.py",
+    "cost.py",
+)
 
 # Run inside each edition: call every target, then the given parts on the real package's numbers.
-PROBE = r'''
+PROBE = r"""
 import importlib, inspect, json, sys
 import torch
 from encdec._graded import GradedRunUsesYourCode
@@ -85,7 +95,7 @@ for name in ("encdec.train", "encdec.presets", "encdec.widgets"):
     except ImportError:
         out[name] = "absent"
 print(json.dumps(out))
-'''
+"""
 
 
 def run_in_edition(folder: Path, code: str, **names) -> dict:
@@ -100,8 +110,13 @@ def run_in_edition(folder: Path, code: str, **names) -> dict:
         assert encdec.__file__.startswith({str(folder)!r}), encdec.__file__
         """)
     prelude += "".join(f"{k} = {v!r}\n" for k, v in names.items())
-    proc = subprocess.run([PY, "-c", prelude + code], capture_output=True, text=True, timeout=300,
-                          env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+    proc = subprocess.run(
+        [PY, "-c", prelude + code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"),
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -126,14 +141,29 @@ def probes(editions, tmp_path_factory) -> dict[str, dict]:
     with torch.no_grad():
         memory = model.encode(ques)
         dec_in = model.emb_layer(ans) + model.positions(Ka)
-        ref = {"H": H, "M": M, "mha": mha.state_dict(), "x": x, "mem": mem, "mask": mask,
-               "mha_cross": mha(x, mem, mem), "mha_causal": mha(x, x, x, mask),
-               "config": dataclasses.asdict(config), "model": model.state_dict(), "ques": ques,
-               "ans": ans, "ans_mask": mask, "memory": memory, "decoded": model.decoder(dec_in, memory, mask)}
+        ref = {
+            "H": H,
+            "M": M,
+            "mha": mha.state_dict(),
+            "x": x,
+            "mem": mem,
+            "mask": mask,
+            "mha_cross": mha(x, mem, mem),
+            "mha_causal": mha(x, x, x, mask),
+            "config": dataclasses.asdict(config),
+            "model": model.state_dict(),
+            "ques": ques,
+            "ans": ans,
+            "ans_mask": mask,
+            "memory": memory,
+            "decoded": model.decoder(dec_in, memory, mask),
+        }
     path = tmp_path_factory.mktemp("ref") / "ref.pt"
     torch.save(ref, path)
-    return {a: run_in_edition(folder.parent, PROBE, TARGETS=edition.targets(a), REF=str(path))
-            for a, folder in editions.items()}
+    return {
+        a: run_in_edition(folder.parent, PROBE, TARGETS=edition.targets(a), REF=str(path))
+        for a, folder in editions.items()
+    }
 
 
 def test_every_assignment_has_targets():
@@ -169,8 +199,9 @@ def test_source_holds_no_target_body(editions, assignment):
     folder = editions[assignment]
     assert not any((folder / name).exists() for name in OMITTED)
     assert (folder / "_graded.py").is_file()
-    assert sorted(p.name for p in (folder / "grading").glob("*.py")) == \
-        sorted(p.name for p in (ROOT / "encdec" / "grading").glob("*.py"))
+    assert sorted(p.name for p in (folder / "grading").glob("*.py")) == sorted(
+        p.name for p in (ROOT / "encdec" / "grading").glob("*.py")
+    )
     for name in edition.targets(assignment):
         module, *qual = name.split(".")[1:]
         tree = ast.parse((folder / f"{module}.py").read_text())
@@ -211,8 +242,9 @@ def test_unchanged_stamp_means_no_rebuild_and_a_change_rebuilds(tmp_path):
 
 def test_graders_building_at_once_agree(tmp_path):
     code = "import sys; from autograder import edition; print(edition.ensure('decoder_block', sys.argv[1]))"
-    procs = [subprocess.Popen([PY, "-c", code, str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
-             for _ in range(6)]
+    procs = [
+        subprocess.Popen([PY, "-c", code, str(tmp_path)], cwd=ROOT, stdout=subprocess.PIPE, text=True) for _ in range(6)
+    ]
     paths = {p.communicate(timeout=120)[0].strip() for p in procs}
     assert all(p.returncode == 0 for p in procs)
     assert paths == {str(tmp_path / "decoder_block" / "encdec")}
@@ -242,14 +274,20 @@ def test_build_fails_loudly(tmp_path):
 
 
 def test_cli_builds_every_assignment(tmp_path):
-    run = subprocess.run([PY, "-m", "autograder.edition", "--out", str(tmp_path)], cwd=ROOT,
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [PY, "-m", "autograder.edition", "--out", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert run.returncode == 0, run.stderr
     for a in ASSIGNMENTS:
         assert f"{a}: {tmp_path / a / 'encdec'}" in run.stdout
         assert (tmp_path / a / "encdec" / "_graded.py").is_file() and (tmp_path / a / "STAMP").is_file()
-    bad = subprocess.run([PY, "-m", "autograder.edition", "--out", str(tmp_path), "nope"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [PY, "-m", "autograder.edition", "--out", str(tmp_path), "nope"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 1 and "no solution notebook" in bad.stderr
 
 
@@ -263,8 +301,10 @@ def test_sandboxed_steps_are_kept_by_the_config_fragment():
     class CourseExecute(SandboxedExecute):
         pass
 
-    for steps, expected in [([ClearOutput, CourseExecute], [ClearOutput, CourseExecute]),
-                            ([ClearOutput, "nbgrader.preprocessors.Execute"], [ClearOutput, SandboxedExecute])]:
+    for steps, expected in [
+        ([ClearOutput, CourseExecute], [ClearOutput, CourseExecute]),
+        ([ClearOutput, "nbgrader.preprocessors.Execute"], [ClearOutput, SandboxedExecute]),
+    ]:
         c = Config()
         c.Autograde.autograde_preprocessors = steps
         sandbox_grading(c, autograding=False)
@@ -283,7 +323,7 @@ def test_kernel_without_a_known_assignment_is_not_started(tmp_path):
             asyncio.run(km.start_kernel(cwd=str(tmp_path)))
 
 
-INSIDE = r'''
+INSIDE = r"""
 import json, os
 import torch
 import encdec.model
@@ -347,7 +387,7 @@ got["torch_given"] = [list(torch.nn.Linear(8, 8)(x).shape), list(torch.nn.LayerN
                       round(F.softmax(x, -1).sum().item()), list(F.scaled_dot_product_attention(x, x, x).shape),
                       list(encdec.model.MultiHeadAttention(2, 8)(x, x, x).shape)]
 print(json.dumps(got))
-'''
+"""
 
 
 @pytest.mark.grading
@@ -383,19 +423,26 @@ def test_graded_kernel_sees_the_edition_not_the_package(tmp_path, prefork):
     package = ROOT / "encdec"
     assert got["file"] == str(package / "__init__.py")  # at the package's own path ...
     assert "_graded.py" in got["listing"] and "train.py" not in got["listing"]  # ... the edition
-    assert got["forward"] == ["GradedRunUsesYourCode", "encdec.model.DecoderBlock.forward is not available in a "
-                              "graded run: the grader runs your own code for this exercise, so write it instead of "
-                              "calling the package's version."]
+    assert got["forward"] == [
+        "GradedRunUsesYourCode",
+        "encdec.model.DecoderBlock.forward is not available in a "
+        "graded run: the grader runs your own code for this exercise, so write it instead of "
+        "calling the package's version.",
+    ]
     assert got["train"] == "absent" and got["editions_visible"] == []
     assert got["mha"] == [1, 3, 8]
-    removed = {"decoder_layer": "torch.nn.TransformerDecoderLayer", "encoder_layer": "torch.nn.TransformerEncoderLayer",
-               "transformer": "torch.nn.Transformer", "mha": "torch.nn.MultiheadAttention",
-               "mha_forward": "torch.nn.functional.multi_head_attention_forward"}
+    removed = {
+        "decoder_layer": "torch.nn.TransformerDecoderLayer",
+        "encoder_layer": "torch.nn.TransformerEncoderLayer",
+        "transformer": "torch.nn.Transformer",
+        "mha": "torch.nn.MultiheadAttention",
+        "mha_forward": "torch.nn.functional.multi_head_attention_forward",
+    }
     said = {k: ["GradedRunUsesTorchLayer", f"{v} is not available in a graded run"] for k, v in removed.items()}
     assert got["torch"] == said
     assert got["torch_reloaded"] == {k: said[k] for k in ("decoder_layer", "mha")}  # no pyc resurrects them
     assert len(got["torch_code"]) == 3 and all(got["torch_code"].values()) and all(got["torch_source"].values())
-    assert got["torch_bytecode"] == {m: True for m in got["torch_bytecode"]}  # every cached copy is the edition's
+    assert got["torch_bytecode"] == dict.fromkeys(got["torch_bytecode"], True)  # every cached copy is the edition's
     assert got["torch_given"] == [[1, 3, 8], [1, 3, 8], 3, [1, 3, 8], [1, 3, 8]]
 
 
@@ -436,9 +483,12 @@ def test_torch_edition_removes_the_ready_made_layers_and_keeps_every_other_line(
         # bodies are blank after their raise; what follows the installed text is comment or the error
         old_lines, new_lines = old.splitlines(), new.splitlines()
         assert all(old_lines[i - 1] == new_lines[i - 1] for i in kept), rel
-        assert not any(new_lines[i - 1].strip() for i in set(range(1, len(old_lines) + 1)) - kept
-                       if "GradedRunUsesTorchLayer" not in new_lines[i - 1]), rel
-        tail = ast.parse("\n".join(new_lines[len(old_lines):]))
+        assert not any(
+            new_lines[i - 1].strip()
+            for i in set(range(1, len(old_lines) + 1)) - kept
+            if "GradedRunUsesTorchLayer" not in new_lines[i - 1]
+        ), rel
+        tail = ast.parse("\n".join(new_lines[len(old_lines) :]))
         assert [type(n).__name__ for n in tail.body] == (["ClassDef"] if rel == "nn/functional.py" else [])
         # the compiled copy mounted over the installed one is valid for the edition's text, and only for it
         for pyc in installed.joinpath(rel).parent.joinpath("__pycache__").glob(f"{Path(rel).stem}.*.pyc"):
@@ -461,8 +511,10 @@ def test_the_package_uses_none_of_torchs_removed_layers():
     for path in sorted((ROOT / "encdec").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Attribute):
-                assert node.attr not in gone and not (node.attr == "Transformer" and "nn" in ast.unparse(node.value)), \
-                    (path, ast.unparse(node))
+                assert node.attr not in gone and not (node.attr == "Transformer" and "nn" in ast.unparse(node.value)), (
+                    path,
+                    ast.unparse(node),
+                )
             elif isinstance(node, ast.alias):
                 assert node.name.split(".")[-1] not in gone, (path, node.name)
             elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in gone:

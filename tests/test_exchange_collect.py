@@ -8,6 +8,7 @@ as nbgrader's own collect does.
 Run as root (the test gives files to another user: the student is ``nobody``, the collecting user
 root, who can read everything, the worst case).
 """
+
 from __future__ import annotations
 
 import json
@@ -17,7 +18,7 @@ import pwd
 import secrets
 import shutil
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import nbformat
@@ -66,10 +67,15 @@ class Term:
         """``cls`` run as ``nbgrader collect`` runs it; the collected folder and the log's lines."""
         cfg = Config()
         cfg.Exchange.root = str(self.base / "exchange")
-        cfg.CourseDirectory.update(course_id="course", assignment_id=ASSIGNMENT, root=str(self.base / "instructor"),
-                                   db_url=self.gradebook,
-                                   submitted_directory=into, release_directory=str(ROOT / "exercises"),
-                                   ignore=[".ipynb_checkpoints", collected.RECORD])
+        cfg.CourseDirectory.update(
+            course_id="course",
+            assignment_id=ASSIGNMENT,
+            root=str(self.base / "instructor"),
+            db_url=self.gradebook,
+            submitted_directory=into,
+            release_directory=str(ROOT / "exercises"),
+            ignore=[".ipynb_checkpoints", collected.RECORD],
+        )
         log = logging.getLogger(f"test-collect-{secrets.token_hex(4)}")
         lines: list[str] = []
         handler = logging.Handler()
@@ -115,11 +121,13 @@ def test_an_honest_submission_collects_as_nbgraders_own_collect(tmp_path, gradeb
     ours, lines = term.collect()
     stock, _ = term.collect(ExchangeCollect, into="stock")
     stamp = files(ours).pop("timestamp.txt")  # the server's clock: see test_the_server_s_clock_times_a_submission
-    assert {k: v for k, v in files(ours).items() if k != "timestamp.txt"} == \
-        {k: v for k, v in files(stock).items() if k != "timestamp.txt"} and NOTEBOOK in files(ours)
+    assert {k: v for k, v in files(ours).items() if k != "timestamp.txt"} == {
+        k: v for k, v in files(stock).items() if k != "timestamp.txt"
+    } and NOTEBOOK in files(ours)
     assert stamp.decode().endswith(" UTC")
-    assert {p.relative_to(ours): p.stat().st_mode for p in ours.rglob("*") if p.is_file()} == \
-        {p.relative_to(stock): p.stat().st_mode for p in stock.rglob("*") if p.is_file()}
+    assert {p.relative_to(ours): p.stat().st_mode for p in ours.rglob("*") if p.is_file()} == {
+        p.relative_to(stock): p.stat().st_mode for p in stock.rglob("*") if p.is_file()
+    }
     assert not (ours / collected.RECORD).exists() and not any("Left behind" in line for line in lines)
 
 
@@ -162,7 +170,7 @@ def test_the_server_s_clock_times_a_submission(tmp_path, gradebook):
     recorded for the folder and its files, which only root could set back; a file changed later
     (its content, in place) moves it later."""
     term = Term(tmp_path, gradebook)  # named and stamped 2026-12-06 10:00, made now
-    before = datetime.now(timezone.utc).replace(tzinfo=None)
+    before = datetime.now(UTC).replace(tzinfo=None)
     folder, lines = term.collect()
     handed_in = parse_utc((folder / "timestamp.txt").read_text())
     assert abs((handed_in - before).total_seconds()) < 30, (handed_in, before)
@@ -184,8 +192,10 @@ def test_the_feedback_states_what_was_left_behind(tmp_path, gradebook):
     folder, _ = term.collect()
     output, _ = HandedInExporter().from_filename(str(folder / NOTEBOOK))
     records = repairs(nbformat.reads(output, as_version=4))
-    assert [(r["key"], sorted(r["files"].split(", ")), r["count"]) for r in records] == \
-        [("left_behind_link", sorted(["warmup.ipynb", MARKUP]), 2), ("left_behind_not_regular", ["pipe.ipynb"], 1)]
+    assert [(r["key"], sorted(r["files"].split(", ")), r["count"]) for r in records] == [
+        ("left_behind_link", sorted(["warmup.ipynb", MARKUP]), 2),
+        ("left_behind_not_regular", ["pipe.ipynb"], 1),
+    ]
     for lang in language.LANGUAGES:
         words = notice(records, lang)
         assert all(name in words for name in ("warmup.ipynb", MARKUP, "pipe.ipynb")) and words.count("\n- ") == 2
@@ -202,7 +212,10 @@ def test_a_submission_whose_only_notebook_was_left_behind_is_graded_blank_and_sa
     folder, lines = term.collect()
     output, _ = HandedInExporter().from_filename(str(folder / NOTEBOOK))
     records = repairs(nbformat.reads(output, as_version=4))
-    assert [(r["key"], r["files"]) for r in records] == [("left_behind_link", NOTEBOOK), ("left_behind_no_notebook", NOTEBOOK)]
+    assert [(r["key"], r["files"]) for r in records] == [
+        ("left_behind_link", NOTEBOOK),
+        ("left_behind_no_notebook", NOTEBOOK),
+    ]
     assert any("left_behind_no_notebook" in line for line in lines), lines
     for lang in language.LANGUAGES:
         assert "{" not in notice(records, lang) and notice(records, lang).count(NOTEBOOK) == 2

@@ -23,8 +23,12 @@ def validate(notebook: Path, tmp_path: Path) -> str:
     work = tmp_path / notebook.parent.name
     shutil.copytree(notebook.parent, work, ignore=shutil.ignore_patterns(".grading", "*.ipynb"))
     shutil.copy(notebook, work / notebook.name.split("__")[-1])
-    out = subprocess.run([sys.executable, "-m", "nbgrader", "validate", notebook.name.split("__")[-1]], cwd=work,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "nbgrader", "validate", notebook.name.split("__")[-1]],
+        cwd=work,
+        capture_output=True,
+        text=True,
+    )
     return out.stdout + out.stderr
 
 
@@ -67,6 +71,7 @@ def _without(*grade_ids):
     def edit(nb):
         nb.cells = [c for c in nb.cells if _grade_id(c) not in grade_ids]
         return nb
+
     return edit
 
 
@@ -78,6 +83,7 @@ def _retyped(keep_metadata: bool):
         if not keep_metadata:
             cell.metadata = {}
         return nb
+
     return edit
 
 

@@ -76,8 +76,9 @@ def test_zh_release_has_the_english_code_and_chinese_markdown(assignment):
         else:  # code, solution stubs and test cells: the same source, grade ids, points, checksums
             assert (e["source"], e["metadata"]) == (z["source"], z["metadata"])
     assert zh["metadata"]["encdec"] == {**en["metadata"]["encdec"], "language": "zh"}
-    assert {k: v for k, v in zh["metadata"].items() if k != "encdec"} == \
-        {k: v for k, v in en["metadata"].items() if k != "encdec"}
+    assert {k: v for k, v in zh["metadata"].items() if k != "encdec"} == {
+        k: v for k, v in en["metadata"].items() if k != "encdec"
+    }
     # the release's visible checks: the English ones, speaking Chinese
     from encdec.grading import wire
 
@@ -139,9 +140,10 @@ def test_own_run_lines_of_the_chinese_release_have_no_english_sentence(tmp_path,
     """The lines the kernel writes without a stored file of the check's own: a hidden check run
     outside grading, a visible check whose reference file is missing, a graded run. They speak the
     release's language (its other reference files say it); the English release keeps its words."""
+    from test_feedback_zh import english_runs
+
     from autograder import judge
     from autograder.preprocessors import deliver
-    from test_feedback_zh import english_runs
 
     def softmax(scores, mask):
         return torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
@@ -154,16 +156,21 @@ def test_own_run_lines_of_the_chinese_release_have_no_english_sentence(tmp_path,
         checks.run("decoder_block.softmax_hidden", softmax, wd)
         with pytest.raises(FileNotFoundError) as err:
             checks.run("decoder_block.masked_softmax", softmax, wd)
-        deliver(wd, "decoder_block.masked_softmax",
-                judge.wire_bytes("decoder_block.masked_softmax", judge.graded_inputs("decoder_block.masked_softmax", 1)))
+        deliver(
+            wd,
+            "decoder_block.masked_softmax",
+            judge.wire_bytes("decoder_block.masked_softmax", judge.graded_inputs("decoder_block.masked_softmax", 1)),
+        )
         checks.run("decoder_block.masked_softmax", softmax, wd)
         said[lang] = capsys.readouterr().out + str(err.value)
         assert language.current() == "en"
     for lang in said:
         with language.speaking(lang):
-            lines = [language.text("hidden_own_run", check_id="decoder_block.softmax_hidden"),
-                     language.text("no_reference", check_id="decoder_block.masked_softmax"),
-                     language.text("graded_run_done", check_id="decoder_block.masked_softmax")]
+            lines = [
+                language.text("hidden_own_run", check_id="decoder_block.softmax_hidden"),
+                language.text("no_reference", check_id="decoder_block.masked_softmax"),
+                language.text("graded_run_done", check_id="decoder_block.masked_softmax"),
+            ]
         assert all(line in said[lang] for line in lines), (lang, said[lang])
     assert not CJK.search(said["en"]) and "hidden check decoder_block.softmax_hidden:" in said["en"]
     assert CJK.search(said["zh"]) and not english_runs(said["zh"]), said["zh"]
@@ -183,13 +190,20 @@ def _saved(check_id: str, impl, workdir: Path) -> tuple[bytes | None, dict]:
     return withdraw(workdir, check_id), inputs
 
 
-@pytest.mark.parametrize("check_id,impl,said", ids=["named", "partial", "stub", "passed"], argvalues=[
-    ("decoder_block.masked_softmax", lambda s, m: torch.softmax(s, dim=-1).masked_fill(m, 0.0),
-     MISCONCEPTIONS_ZH["mask_after_softmax"]),
-    ("target_slicing.shift", lambda a: (a[:, :-1], a), MISCONCEPTIONS_ZH["labels_not_sliced"]),  # partial credit
-    ("target_slicing.shift", lambda a: (_ for _ in ()).throw(NotImplementedError()), "尚未实现"),
-    ("target_slicing.shift", lambda a: (a[:, :-1], a[:, 1:]), "与参考结果一致"),
-])
+@pytest.mark.parametrize(
+    "check_id,impl,said",
+    ids=["named", "partial", "stub", "passed"],
+    argvalues=[
+        (
+            "decoder_block.masked_softmax",
+            lambda s, m: torch.softmax(s, dim=-1).masked_fill(m, 0.0),
+            MISCONCEPTIONS_ZH["mask_after_softmax"],
+        ),
+        ("target_slicing.shift", lambda a: (a[:, :-1], a), MISCONCEPTIONS_ZH["labels_not_sliced"]),  # partial credit
+        ("target_slicing.shift", lambda a: (_ for _ in ()).throw(NotImplementedError()), "尚未实现"),
+        ("target_slicing.shift", lambda a: (a[:, :-1], a[:, 1:]), "与参考结果一致"),
+    ],
+)
 def test_the_grader_decides_in_english_and_words_it_in_chinese(check_id, impl, said, tmp_path):
     from autograder import judge
     from autograder.preprocessors import verdict_outputs as _verdict_outputs
@@ -218,11 +232,15 @@ def test_chinese_submissions_grade_exactly_as_the_english_ones(stock_batch):
     release, gets the same score, the English feedback stays English and the Chinese one names the
     same mistake in Chinese (and no diagnosis in English). `make test`: the fixtures of GRADED;
     ENCDEC_ZH_ALL=1: the whole table."""
-    from autograder.integrity import flagged_submissions
     from nbgrader.api import Gradebook, MissingEntry
 
-    flagged = {f["student"]: sorted(map(str, f["reasons"]))
-               for db in {stock_batch.state(n).db_url for n in STOCK_BATCH_ZH} for f in flagged_submissions(db)}
+    from autograder.integrity import flagged_submissions
+
+    flagged = {
+        f["student"]: sorted(map(str, f["reasons"]))
+        for db in {stock_batch.state(n).db_url for n in STOCK_BATCH_ZH}
+        for f in flagged_submissions(db)
+    }
     problems = []  # every fixture compared, then every difference said at once
     for name in STOCK_BATCH_ZH:
         state = stock_batch.state(name)  # both releases' submissions of a fixture are in one gradebook

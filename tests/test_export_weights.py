@@ -46,7 +46,10 @@ def test_the_command_writes_one_file_per_preset(tmp_path, capsys):
     assert "historical.json" in capsys.readouterr().out
     again = json.loads(paths[0].read_text())
     assert again == export_weights.export_preset("historical")  # the same export, regenerated
-    assert [p.name for p in export_weights.main(["--out", str(tmp_path / "both")])] == ["modern.json", "historical.json"]
+    assert [p.name for p in export_weights.main(["--out", str(tmp_path / "both")])] == [
+        "modern.json",
+        "historical.json",
+    ]
     with pytest.raises(SystemExit):
         export_weights.main(["--out", str(tmp_path), "--preset", "nonsense"])
 

@@ -2,6 +2,7 @@
 string that is not a cell is escaped where the page is drawn, a comment is text with its line breaks
 whoever wrote it, a notebook whose page cannot be made gets a short page; hidden-test markers mean
 something in the release's test cells only (HideHiddenTests). In process, no grading: milliseconds."""
+
 from __future__ import annotations
 
 import html.parser
@@ -22,8 +23,9 @@ def exporter(*preprocessors) -> FeedbackExporter:
     c = Config()
     c.FeedbackExporter.extra_template_basedirs = TEMPLATE_BASEDIRS
     c.FeedbackExporter.template_name = "feedback"  # as GenerateFeedback sets them
-    c.FeedbackExporter.extra_template_paths = [str(Path(TEMPLATE_BASEDIRS[1]).parent / "static" / "node_modules"
-                                                   / "bootstrap" / "dist" / "css")]
+    c.FeedbackExporter.extra_template_paths = [
+        str(Path(TEMPLATE_BASEDIRS[1]).parent / "static" / "node_modules" / "bootstrap" / "dist" / "css")
+    ]
     ex = FeedbackExporter(config=c)
     for p in preprocessors:
         ex.register_preprocessor(p, enabled=True)
@@ -32,11 +34,23 @@ def exporter(*preprocessors) -> FeedbackExporter:
 
 def graded_notebook() -> nbformat.NotebookNode:
     answer = nbformat.v4.new_code_cell("def f():\n    return 1")
-    answer.metadata.nbgrader = {"solution": True, "grade": False, "locked": False, "grade_id": "f_solution",
-                                "comment": MARKUP}
+    answer.metadata.nbgrader = {
+        "solution": True,
+        "grade": False,
+        "locked": False,
+        "grade_id": "f_solution",
+        "comment": MARKUP,
+    }
     task = nbformat.v4.new_markdown_cell("my answer")
-    task.metadata.nbgrader = {"solution": True, "grade": True, "locked": False, "grade_id": "essay",
-                              "points": 1, "score": 1, "comment": MARKUP}
+    task.metadata.nbgrader = {
+        "solution": True,
+        "grade": True,
+        "locked": False,
+        "grade_id": "essay",
+        "points": 1,
+        "score": 1,
+        "comment": MARKUP,
+    }
     return nbformat.v4.new_notebook(cells=[answer, task])
 
 
@@ -77,8 +91,11 @@ def test_the_repairs_notice_is_text_drawn_from_the_records():
     nb = graded_notebook()
     for c in nb.cells:
         c.metadata.nbgrader.pop("comment")
-    records = [{"key": "unknown_cell", "cell": MARKUP}, {"key": "schema", "cell": "a", "version": "<svg/onload=alert()>"},
-               {"key": "renamed", "file": "<img src=x onerror=alert(4)>.ipynb", "name": "decoder_block.ipynb"}]
+    records = [
+        {"key": "unknown_cell", "cell": MARKUP},
+        {"key": "schema", "cell": "a", "version": "<svg/onload=alert()>"},
+        {"key": "renamed", "file": "<img src=x onerror=alert(4)>.ipynb", "name": "decoder_block.ipynb"},
+    ]
     reset(nb, records)
     cell = nbformat.v4.new_markdown_cell("the cell's own source, sanitized")
     cell.id = NOTICE_ID
@@ -121,7 +138,9 @@ def hide(c):
 
 def test_hidden_test_markers_mean_something_in_test_cells_only():
     marker = "### BEGIN HIDDEN TESTS\nsecret()\n### END HIDDEN TESTS"
-    assert hide(cell("visible()\n" + marker, grade=True, points=1)) == "visible()\n# (hidden test: its code is not shown)"
+    assert (
+        hide(cell("visible()\n" + marker, grade=True, points=1)) == "visible()\n# (hidden test: its code is not shown)"
+    )
     for answer in ("### BEGIN HIDDEN TESTS\nmine()", "### BEGIN HIDDEN TESTS\n### BEGIN HIDDEN TESTS", marker):
         assert hide(cell(answer, solution=True)) == answer  # an answer's text, shown as written
         assert hide(nbformat.v4.new_code_cell(answer)) == answer  # a cell of the student's own

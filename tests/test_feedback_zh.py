@@ -26,7 +26,7 @@ from encdec import model as M
 from encdec.grading import language
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import grading_support as support  # noqa: E402
+import grading_support as support
 
 pytestmark = pytest.mark.grading
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,8 +37,10 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 
 # --- the buggy solutions: each judge, each kind of line ------------------------------------------
 
+
 def block(self_mask=True, cross_mask=False, ff_in="out_4", cross=True, dropout=False, prenorm=False, cross_q="out_2"):
     """A DecoderBlock with one wire of the lesson's moved."""
+
     class Block(M.DecoderBlock):
         def forward(self, dec_inp, enc_inp, mask=None):
             if prenorm:
@@ -49,15 +51,21 @@ def block(self_mask=True, cross_mask=False, ff_in="out_4", cross=True, dropout=F
             out_1 = F.dropout(out_1, 0.1) if dropout else out_1
             out_2 = self.layer_norm_1(dec_inp + out_1)
             q = out_2 if cross_q == "out_2" else enc_inp
-            out_3 = self.attention_cross(q, enc_inp, enc_inp, mask) if cross_mask else self.attention_cross(q, enc_inp, enc_inp)
+            out_3 = (
+                self.attention_cross(q, enc_inp, enc_inp, mask)
+                if cross_mask
+                else self.attention_cross(q, enc_inp, enc_inp)
+            )
             out_4 = self.layer_norm_2(out_2 + out_3) if cross else self.layer_norm_2(out_2)
             out_5 = self.feed_forward(out_2 if ff_in == "out_2" else out_4)
             return self.layer_norm_3(out_4 + out_5)
+
     return Block
 
 
 def model(memory="encoder", sliced=True, masked=True, question=True, dropout=False):
     """A Transformer whose forward is the lesson's with one mistake."""
+
     class Model(M.Transformer):
         def forward(self, ques_b, ques_pos, ans_b, ans_pos):
             q = self.emb_layer(ques_b if question else torch.zeros_like(ques_b)) + ques_pos
@@ -65,6 +73,7 @@ def model(memory="encoder", sliced=True, masked=True, question=True, dropout=Fal
             ids, pos = (ans_b[:, :-1], ans_pos[:, :-1]) if sliced else (ans_b, ans_pos)
             out = self.decoder(self.emb_layer(ids) + pos, enc_out, M.get_subsequent_mask(ids) if masked else None)
             return self.proj_to_vocab(F.dropout(out, 0.1) if dropout else out)
+
     return Model
 
 
@@ -108,8 +117,10 @@ CASES = {  # name -> (check id, the student's solution)
     "decode_wrong_shape": ("kv_cache.tokens_hidden", lambda m, q, n: support.cached_decoder()(m, q, n)[:, 1:]),
     "decode_wrong_axis_tokens": ("kv_cache.tokens", support.cached_decoder(cache=WrongAxisCache)),
     "decode_wrong_axis_structure": ("kv_cache.encoder_once", support.cached_decoder(cache=WrongAxisCache)),
-    "decode_wrong_axis_encoder_every_step": ("kv_cache.encoder_once",
-                                             support.cached_decoder(cache=WrongAxisCache, encoder_every_step=True)),
+    "decode_wrong_axis_encoder_every_step": (
+        "kv_cache.encoder_once",
+        support.cached_decoder(cache=WrongAxisCache, encoder_every_step=True),
+    ),
     "passed_block_shape": ("decoder_block.shapes", M.DecoderBlock),
     "passed_model_shape": ("target_slicing.forward_shapes", M.Transformer),
     "passed_structure": ("kv_cache.structure_hidden", support.cached_decoder()),
@@ -123,7 +134,11 @@ def saved(name: str, workdir: Path) -> tuple[str, bytes | dict | None, dict]:
     check_id, impl = CASES[name]
     inputs = J.graded_inputs(check_id, SEED)
     if "runs" in inputs:
-        return check_id, {p: in_process.measured_run(check_id, impl, workdir, one) for p, one in inputs["runs"].items()}, inputs
+        return (
+            check_id,
+            {p: in_process.measured_run(check_id, impl, workdir, one) for p, one in inputs["runs"].items()},
+            inputs,
+        )
     return check_id, in_process.run_once(check_id, impl, workdir, inputs)[0], inputs
 
 
@@ -132,9 +147,36 @@ def saved(name: str, workdir: Path) -> tuple[str, bytes | dict | None, dict]:
 # code spans, names with _ . ( [ or digits, shapes and numbers are code, not English
 _CODE = re.compile(r"`[^`]*`|\([^()\u4e00-\u9fff]*\)|\[[^\[\]\u4e00-\u9fff]*\]|[\w.]*[_.(\[0-9][\w.:,\-+\[\]()]*")
 CODE_WORDS = {  # identifiers the feedback names as they are in the code (and in the Chinese lesson)
-    "DecoderBlock", "DecoderBlock.forward", "Transformer", "Transformer.forward", "KVCache", "KVCache.update",
-    "logits", "softmax", "argmax", "pick_next", "EOS", "BOS", "MLP", "AssertionError", "NotImplementedError",
-    "RuntimeError", "IndexError", "ValueError", "Q", "K", "V", "N", "M", "H", "Ka", "Kq", "Dh", "T", "dim", "update",
+    "DecoderBlock",
+    "DecoderBlock.forward",
+    "Transformer",
+    "Transformer.forward",
+    "KVCache",
+    "KVCache.update",
+    "logits",
+    "softmax",
+    "argmax",
+    "pick_next",
+    "EOS",
+    "BOS",
+    "MLP",
+    "AssertionError",
+    "NotImplementedError",
+    "RuntimeError",
+    "IndexError",
+    "ValueError",
+    "Q",
+    "K",
+    "V",
+    "N",
+    "M",
+    "H",
+    "Ka",
+    "Kq",
+    "Dh",
+    "T",
+    "dim",
+    "update",
 }
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*")
 
@@ -160,11 +202,14 @@ def test_the_checker_finds_english_and_lets_code_through():
     assert english_runs("the encoder ran 3 times for one call")
     assert english_runs("第 2 步：the decoder was fed 3 tokens")
     assert not english_runs("`attention_self`（带掩码的自注意力）的 query 是 dec_inp (2, 5, 16)；课程的块给它 out_2。")
-    assert not english_runs("kv_cache.update：KVCache.update 抛出了 RuntimeError: Sizes of tensors must match\n（在你的 X 中抛出）")
+    assert not english_runs(
+        "kv_cache.update：KVCache.update 抛出了 RuntimeError: Sizes of tensors must match\n（在你的 X 中抛出）"
+    )
     assert not english_runs("KVCache.update 返回的键的形状为 (2, 2, 1, 8)；缓存沿 T 增长（dim=2）。")
 
 
 # --- the tests -----------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def verdicts(tmp_path_factory):

@@ -8,6 +8,7 @@ nbgrader's grading page loads MathJax 2 from a CDN (its template names the URL) 
 unconditionally; offline, the test answers that one URL with a stand-in that has the calls the
 page makes (`MATHJAX_STAND_IN`), so the page runs as it would online, without typesetting.
 """
+
 from __future__ import annotations
 
 import csv
@@ -18,14 +19,13 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from browser_support import PageLog, block_external, browser, jupyterlab, watch_page
+from test_sandbox_hostile import HOSTILE, PY, course_base, make_course
 
 from autograder import assignments
 from autograder.fixtures.make import BUILT
 from autograder.fixtures.page_markup import FIRE, FORMGRADER_PLAIN, FORMGRADER_URLS
 from autograder.state import grading_state
-
-from browser_support import PageLog, block_external, browser, jupyterlab, watch_page
-from test_sandbox_hostile import HOSTILE, PY, course_base, make_course
 
 pytestmark = [pytest.mark.browser, pytest.mark.grading]
 ROOT = Path(__file__).resolve().parents[1]
@@ -104,7 +104,8 @@ def test_formgrader_review_adjust_export(course):
             row = page.locator("#main-table tr").nth(i)
             rows[row.locator("td.name a.name-shown").inner_text().strip()] = row
         assert {s: rows[s].locator("td.score").inner_text().strip() for s in STUDENTS} == {
-            s: f"{score} / 11" for s, (_, score) in STUDENTS.items()}
+            s: f"{score} / 11" for s, (_, score) in STUDENTS.items()
+        }
         needs_review = {s for s, row in rows.items() if row.locator("td.needs-manual-grade .glyphicon-ok").count()}
         assert needs_review == {"flagged"}  # the integrity flag: held for the instructor's review
 
@@ -129,8 +130,9 @@ def test_formgrader_review_adjust_export(course):
     assert log.problems() == {}
 
     export = course / "export.csv"
-    run = subprocess.run([PY, "-m", "nbgrader", "export", "--to", str(export)], cwd=course, capture_output=True,
-                         text=True, timeout=300)
+    run = subprocess.run(
+        [PY, "-m", "nbgrader", "export", "--to", str(export)], cwd=course, capture_output=True, text=True, timeout=300
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     with open(export, newline="") as f:
         scores = {r[3]: r[4 + 1 + ASSIGNMENTS.index("decoder_block")] for r in list(csv.reader(f))[2:]}
@@ -147,8 +149,9 @@ def test_no_address_or_name_runs_script(course):
     from nbgrader.api import Gradebook
 
     with Gradebook(grading_state(course).db_url) as gb:
-        gb.update_or_create_student("wrong_block", first_name=f"<img src=x onerror={FIRE}>",
-                                    last_name=f'<svg onload={FIRE}>')
+        gb.update_or_create_student(
+            "wrong_block", first_name=f"<img src=x onerror={FIRE}>", last_name=f"<svg onload={FIRE}>"
+        )
         graded = f"submissions/{gb.find_submission_notebook('decoder_block', 'decoder_block', 'wrong_block').id}"
     fired = []
     with jupyterlab(course, timeout_s=120) as base, browser() as chromium:
@@ -156,22 +159,26 @@ def test_no_address_or_name_runs_script(course):
         context.route(MATHJAX_CDN, lambda route: route.fulfill(body=MATHJAX_STAND_IN, content_type="text/javascript"))
         page = context.new_page()
         page.on("dialog", lambda dialog: (fired.append(dialog.message), dialog.dismiss()))
-        for path in FORMGRADER_URLS + FORMGRADER_PLAIN + ["manage_students", "gradebook/decoder_block/decoder_block",
-                                                          graded]:
+        for path in (
+            FORMGRADER_URLS + FORMGRADER_PLAIN + ["manage_students", "gradebook/decoder_block/decoder_block", graded]
+        ):
             answer = page.goto(f"{base}/formgrader/{path}")
             page.wait_for_load_state("load")
             if path in FORMGRADER_URLS:
                 assert answer.status == 404, (path, answer.status)
             else:
                 page.wait_for_load_state("networkidle")  # the lists are filled from the API
-                assert answer.ok and (path not in FORMGRADER_PLAIN
-                                      or path.rsplit("/", 1)[-1] in page.locator("body").inner_text()), path
+                assert answer.ok and (
+                    path not in FORMGRADER_PLAIN or path.rsplit("/", 1)[-1] in page.locator("body").inner_text()
+                ), path
             if page.locator("text=Show All Names").count():
                 page.get_by_text("Show All Names").click()
             # every element hovered; on a refused page clicked too (an honest page's buttons grade and release)
-            page.evaluate("""refused => { for (const el of document.querySelectorAll('body *')) { try {
+            page.evaluate(
+                """refused => { for (const el of document.querySelectorAll('body *')) { try {
                 el.dispatchEvent(new Event('mouseover', {bubbles: true})); if (refused) el.click(); } catch (e) {} } }""",
-                          path in FORMGRADER_URLS)
+                path in FORMGRADER_URLS,
+            )
             page.wait_for_timeout(100)
             if page.evaluate("() => window.__fired"):
                 fired.append(path)

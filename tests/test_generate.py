@@ -12,8 +12,15 @@ from encdec.model import Transformer
 @pytest.fixture
 def model():
     torch.manual_seed(0)
-    config = ModelConfig(emb_dim=32, num_heads=4, feedforward_dim=64, num_enc_layers=2,
-                         num_dec_layers=3, dropout=0.0, position_encoding="sinusoid")
+    config = ModelConfig(
+        emb_dim=32,
+        num_heads=4,
+        feedforward_dim=64,
+        num_enc_layers=2,
+        num_dec_layers=3,
+        dropout=0.0,
+        position_encoding="sinusoid",
+    )
     m = Transformer(config).eval()
     with torch.no_grad():  # make EOS unlikely so sequences run long and the cache is exercised
         m.proj_to_vocab.bias[EOS_ID] = -50.0

@@ -4,6 +4,7 @@ submissions; every score must be the one `nbgrader autograde` gives (the fixture
 results.json must follow Gradescope's schema. The archive for the Chinese release
 (`--lang zh`) scores a submission of that release exactly as the English archive scores the
 English one, and its feedback is in Chinese."""
+
 from __future__ import annotations
 
 import json
@@ -17,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from autograder import assignments
 from autograder.fixtures import table
 from autograder.fixtures.make import graded_notebook
-from autograder import assignments
 from autograder.gradescope import build, results
 from encdec.grading.misconceptions import MISCONCEPTIONS
 
@@ -56,8 +57,12 @@ def graded(archives, tmp_path_factory):
     def run(name: str) -> dict:
         if name not in done:
             a = MANIFEST[name]["assignment"]
-            done[name] = run_archive(archives[a], tmp_path_factory.mktemp(name) / "autograder", a,
-                                     graded_notebook(name).read_text(encoding="utf-8"))
+            done[name] = run_archive(
+                archives[a],
+                tmp_path_factory.mktemp(name) / "autograder",
+                a,
+                graded_notebook(name).read_text(encoding="utf-8"),
+            )
         return done[name]
 
     return run
@@ -86,12 +91,27 @@ def test_every_archive_holds_what_grading_needs_and_nothing_more(archives, assig
         assert all(z.read(n) == (ours / Path(n).name).read_bytes() for n in refs)
         for script in ("setup.sh", "run_autograder"):
             assert subprocess.run(["bash", "-n"], input=z.read(script).decode(), text=True).returncode == 0, script
-    assert {"setup.sh", "run_autograder", "gradescope.json", "nbgrader_config.py", "constraints.txt",
-            f"solutions/{assignment}/{assignment}.ipynb", f"build/grading-edition/{assignment}/STAMP"} <= set(names)
+    assert {
+        "setup.sh",
+        "run_autograder",
+        "gradescope.json",
+        "nbgrader_config.py",
+        "constraints.txt",
+        f"solutions/{assignment}/{assignment}.ipynb",
+        f"build/grading-edition/{assignment}/STAMP",
+    } <= set(names)
     assert any(n.startswith("encdec/") for n in names) and any(n.startswith("autograder/sandbox/") for n in names)
     others = [f"solutions/{a}/" for a in ASSIGNMENTS if a != assignment]
-    assert not [n for n in names if "/fixtures/" in n or "/hostile/" in n or "course-secret" in n
-                or "gradebook.db" in n or n.startswith(tuple(others)) or "__pycache__" in n]
+    assert not [
+        n
+        for n in names
+        if "/fixtures/" in n
+        or "/hostile/" in n
+        or "course-secret" in n
+        or "gradebook.db" in n
+        or n.startswith(tuple(others))
+        or "__pycache__" in n
+    ]
 
 
 def run_archive(archive: Path, root: Path, assignment: str, notebook: str) -> dict:
@@ -140,16 +160,18 @@ def test_the_chinese_archive_has_the_chinese_release_references(archive_zh):
 def test_the_chinese_archive_scores_alike_and_gives_feedback_in_chinese(graded, archive_zh, tmp_path):
     """A known bug handed in from each release to its archive: the same items and scores, the
     diagnosis in each release's language (the English run is test_run_autograder_scores_like_nbgrader's)."""
-    from encdec.grading.misconceptions_zh import MISCONCEPTIONS_ZH
     from grading_course import zh_submission
+
+    from encdec.grading.misconceptions_zh import MISCONCEPTIONS_ZH
 
     name, bug = "db_bug_mask_after_softmax", "mask_after_softmax"
     a = MANIFEST[name]["assignment"]
     en = graded(name)
     zh = run_archive(archive_zh, tmp_path / "zh", a, zh_submission(name))
     assert en["score"] == zh["score"] == MANIFEST[name]["expected_score"]
-    assert [(t["name"], t["score"], t["max_score"], t["visibility"]) for t in en["tests"]] == \
-        [(t["name"], t["score"], t["max_score"], t["visibility"]) for t in zh["tests"]]
+    assert [(t["name"], t["score"], t["max_score"], t["visibility"]) for t in en["tests"]] == [
+        (t["name"], t["score"], t["max_score"], t["visibility"]) for t in zh["tests"]
+    ]
     said_en, said_zh = ("".join("".join(t["output"] for t in r["tests"]).split()) for r in (en, zh))
     assert "".join(MISCONCEPTIONS[bug].split()) in said_en and not re.search(r"[\u4e00-\u9fff]", said_en)
     assert "".join(MISCONCEPTIONS_ZH[bug].split()) in said_zh and "Diagnosis" not in said_zh
@@ -159,8 +181,11 @@ def test_results_refuse_what_gradescope_cannot_read():
     good = results.build([("a", 1.0, 2.0), ("b_hidden", 0.0, 1.0)], {"a": "half"}, {"b_hidden"})
     results.check_schema(good)
     assert [t["visibility"] for t in good["tests"]] == ["visible", "after_due_date"] and good["score"] == 1.0
-    for bad in ({"score": 1, "tests": []}, {"score": 1.0, "tests": [{"name": "a"}]},
-                {"score": 1.0, "tests": [{"name": "a", "score": 3.0, "max_score": 2.0, "output": "", "visibility": "visible"}]}):
+    for bad in (
+        {"score": 1, "tests": []},
+        {"score": 1.0, "tests": [{"name": "a"}]},
+        {"score": 1.0, "tests": [{"name": "a", "score": 3.0, "max_score": 2.0, "output": "", "visibility": "visible"}]},
+    ):
         with pytest.raises(ValueError):
             results.check_schema(bad)
 

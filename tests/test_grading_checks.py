@@ -7,6 +7,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from grading_support import (
+    ROOT,
+    SEED,
+    OverwritingCache,
+    block_with,
+    cached_decoder,
+    graded,
+    lesson_forward,
+    own_run,
+    uncached,
+)
 
 from autograder import judge as J
 from autograder.judge.core import randomize_
@@ -14,13 +25,10 @@ from autograder.preprocessors import deliver, withdraw
 from encdec import attention as A
 from encdec import model as M
 from encdec.generate import greedy_decode
-from encdec.padding import padding_mask
-from encdec.sampling import sampling_probs
 from encdec.grading import wire
 from encdec.grading.misconceptions import MISCONCEPTIONS
-
-from grading_support import ROOT, SEED, OverwritingCache, block_with, cached_decoder, graded, lesson_forward, own_run, \
-    uncached
+from encdec.padding import padding_mask
+from encdec.sampling import sampling_probs
 
 
 class ShiftedPositions(M.Transformer):
@@ -64,10 +72,19 @@ REFERENCE = {
     "kv_cache.structure": greedy_decode,
     # the warm-up: through the package's targets where it has them (the mask, the masked softmax)
     "warmup.causal_mask": lambda T: A.get_subsequent_mask(torch.zeros(1, T, dtype=torch.long))[0],
-    "warmup.causal_softmax": lambda s: A.masked_softmax(s, A.get_subsequent_mask(torch.zeros(1, s.shape[-1], dtype=torch.long))[0]),
-    "warmup.combined_mask": lambda L, T: warmup_padding(L, T, T) | A.get_subsequent_mask(torch.zeros(1, T, dtype=torch.long))[0],
-    "warmup.shapes": lambda N, Lq, Lk, M, H: {"Q": (N, H, Lq, M // H), "K": (N, H, Lk, M // H), "V": (N, H, Lk, M // H),
-                                              "scores": (N, H, Lq, Lk), "out": (N, Lq, M)},
+    "warmup.causal_softmax": lambda s: A.masked_softmax(
+        s, A.get_subsequent_mask(torch.zeros(1, s.shape[-1], dtype=torch.long))[0]
+    ),
+    "warmup.combined_mask": lambda L, T: (
+        warmup_padding(L, T, T) | A.get_subsequent_mask(torch.zeros(1, T, dtype=torch.long))[0]
+    ),
+    "warmup.shapes": lambda N, Lq, Lk, M, H: {
+        "Q": (N, H, Lq, M // H),
+        "K": (N, H, Lk, M // H),
+        "V": (N, H, Lk, M // H),
+        "scores": (N, H, Lq, Lk),
+        "out": (N, Lq, M),
+    },
     "warmup.padding_mask": lambda L, Tq, Tk: warmup_padding(L, Tq, Tk),  # noqa: PLW0108 (defined below)
     "warmup.sampling": sampling_probs,
     "warmup.sdpa_mask": lambda mask: ~mask,  # SDPA's attn_mask: True = may attend
@@ -101,7 +118,9 @@ def test_reference_passes_every_check(check_id, workdir):
     assert verdict.label == "passed"  # what the class report counts (autograder.judge.labels)
 
 
-@pytest.mark.parametrize("check_id", sorted(c for c in J.CHECKS if not J.CHECKS[c].hidden and c not in NO_PACKAGE_TARGET))
+@pytest.mark.parametrize(
+    "check_id", sorted(c for c in J.CHECKS if not J.CHECKS[c].hidden and c not in NO_PACKAGE_TARGET)
+)
 def test_own_run_says_by_name_when_the_solution_calls_the_package(check_id, workdir):
     """The reference implementations *are* the package's targets: the student's own run says so."""
     with pytest.raises(AssertionError) as err:
@@ -112,11 +131,27 @@ def test_own_run_says_by_name_when_the_solution_calls_the_package(check_id, work
 
 BUGS = [
     # (check, implementation, diagnosis substring)
-    ("decoder_block.mask", lambda seq: torch.tril(torch.ones(seq.shape[1], seq.shape[1], dtype=torch.bool)).expand(seq.shape[0], -1, -1), "mask inverted"),
-    ("decoder_block.masked_softmax", lambda s, m: torch.softmax(s, -1).masked_fill(m, 0.0), "mask applied after softmax"),
+    (
+        "decoder_block.mask",
+        lambda seq: torch.tril(torch.ones(seq.shape[1], seq.shape[1], dtype=torch.bool)).expand(seq.shape[0], -1, -1),
+        "mask inverted",
+    ),
+    (
+        "decoder_block.masked_softmax",
+        lambda s, m: torch.softmax(s, -1).masked_fill(m, 0.0),
+        "mask applied after softmax",
+    ),
     ("decoder_block.output", block_with(lambda s, x, e, m: lesson_forward(s, x, e, m, self_mask=None)), "no mask"),
-    ("decoder_block.output", block_with(lambda s, x, e, m: lesson_forward(s, x, e, m, q="dec")), "read the decoder input"),
-    ("decoder_block.output", block_with(lambda s, x, e, m: lesson_forward(s, x, e, m, res2=False)), "residual is missing"),
+    (
+        "decoder_block.output",
+        block_with(lambda s, x, e, m: lesson_forward(s, x, e, m, q="dec")),
+        "read the decoder input",
+    ),
+    (
+        "decoder_block.output",
+        block_with(lambda s, x, e, m: lesson_forward(s, x, e, m, res2=False)),
+        "residual is missing",
+    ),
     ("decoder_block.output", block_with(lambda s, x, e, m: lesson_forward(s, x, e, m, mlp=False)), "MLP was skipped"),
     ("decoder_block.output", block_with(lambda s, x, e, m: lesson_forward(s, x, e, ~m)), "mask inverted"),
     ("target_slicing.shift", lambda a: (a[:, 1:], a[:, :-1]), "shift reversed"),
@@ -124,7 +159,11 @@ BUGS = [
     ("target_slicing.shift", lambda a: (a[:, :-1], a), "labels not sliced"),
     ("target_slicing.forward", ShiftedPositions, "sliced from the wrong end"),
     ("target_slicing.forward", UnslicedPositions, "added with different lengths"),  # observed: fits two slicing slips
-    ("target_slicing.loss", lambda lg, a: torch.nn.functional.cross_entropy(lg.reshape(-1, lg.shape[-1]), a[:, :-1].reshape(-1)), "labels not shifted"),
+    (
+        "target_slicing.loss",
+        lambda lg, a: torch.nn.functional.cross_entropy(lg.reshape(-1, lg.shape[-1]), a[:, :-1].reshape(-1)),
+        "labels not shifted",
+    ),
     ("kv_cache.update", OverwritingCache, "only the newest"),
     ("kv_cache.tokens", cached_decoder(position=lambda t: 0), "not position 0"),
     ("kv_cache.tokens", cached_decoder(cache=OverwritingCache), "only the newest token"),
@@ -151,7 +190,9 @@ def test_at_least_eight_misconceptions_are_named_by_the_bug_table():
 
 
 def test_cross_attention_query_from_encoder_is_named(workdir):
-    body = block_with(lambda s, x, e, m: s.layer_norm_2(s.layer_norm_1(x + s.attention_self(x, x, x, m)) + s.attention_cross(e, x, x)))
+    body = block_with(
+        lambda s, x, e, m: s.layer_norm_2(s.layer_norm_1(x + s.attention_self(x, x, x, m)) + s.attention_cross(e, x, x))
+    )
     verdict, _ = graded("decoder_block.output", body, workdir)
     assert "Q taken from the encoder" in " ".join(verdict.message.split())
 
@@ -169,6 +210,7 @@ def test_stub_reports_not_implemented(workdir):
 def test_a_folded_given_part_says_whose_exercise_it_is(workdir):
     """In an assessed term a given part can be another exercise's answer, folded out: the student's
     own run passes on what its NotImplementedError says (autograder/assessed.py's stub)."""
+
     def given_part_folded(*args):
         raise NotImplementedError("DecoderBlock.forward is yours to write in the decoder_block exercise")
 
@@ -183,7 +225,9 @@ def test_verify_without_saved_outputs_scores_zero():
 
 def test_verify_refuses_pickled_outputs(workdir):
     np.savez(workdir / "x.npz", dec_in=np.array([object()], dtype=object))
-    verdict = J.verify("target_slicing.shift", (workdir / "x.npz").read_bytes(), J.graded_inputs("target_slicing.shift", SEED))
+    verdict = J.verify(
+        "target_slicing.shift", (workdir / "x.npz").read_bytes(), J.graded_inputs("target_slicing.shift", SEED)
+    )
     assert not verdict.ok and "safely" in verdict.message
 
 
@@ -194,7 +238,9 @@ def test_withdraw_refuses_links_and_verify_refuses_zip_bombs(workdir):
     (workdir / wire.OUTPUTS_DIR / "target_slicing.shift.npz").symlink_to(secret)
     assert withdraw(workdir, "target_slicing.shift") is None  # a link is not read: the check scores 0
     np.savez_compressed(workdir / "bomb.npz", loss=np.zeros(wire.MAX_BYTES // 8 + 1))
-    verdict = J.verify("target_slicing.loss", (workdir / "bomb.npz").read_bytes(), J.graded_inputs("target_slicing.loss", SEED))
+    verdict = J.verify(
+        "target_slicing.loss", (workdir / "bomb.npz").read_bytes(), J.graded_inputs("target_slicing.loss", SEED)
+    )
     assert not verdict.ok and "unpacks to" in verdict.message
 
 
@@ -234,10 +280,17 @@ def test_the_kernel_side_never_imports_the_grader_or_reference_code():
     for path in sorted((ROOT / "encdec" / "grading").glob("*.py")):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             for name in names:
-                assert not name.startswith(("autograder", "encdec.generate", "encdec.train")), f"{path.name} imports {name}"
+                assert not name.startswith(("autograder", "encdec.generate", "encdec.train")), (
+                    f"{path.name} imports {name}"
+                )
                 assert name not in ("generate", "train", "variants"), f"{path.name} imports {name}"
 
 
@@ -274,7 +327,11 @@ def test_a_leak_that_no_mask_variant_explains_is_observed_not_named(workdir):
     verdict, _ = graded("decoder_block.causal_hidden", body, workdir)
     message = " ".join(verdict.message.split())
     assert not verdict.ok and "Observed: the future leaked into the past" in message and "Diagnosis:" not in message
-    verdict, _ = graded("decoder_block.causal_hidden", block_with(lambda s, x, e, m: lesson_forward(s, x, e, m, self_mask=None)), workdir)
+    verdict, _ = graded(
+        "decoder_block.causal_hidden",
+        block_with(lambda s, x, e, m: lesson_forward(s, x, e, m, self_mask=None)),
+        workdir,
+    )
     assert "Diagnosis: no mask" in " ".join(verdict.message.split())
 
 
@@ -314,8 +371,10 @@ def test_a_check_whose_function_has_no_cell_names_it():
     from encdec.grading.cells import undefined_in
 
     nb = nbformat.read(graded_notebook("tamper_deleted_solution_and_test"), as_version=4)
-    hidden = nbformat.v4.new_code_cell('### BEGIN HIDDEN TESTS\ncheckss = 1\nchecks.run("decoder_block.mask_hidden", '
-                                       'get_subsequent_mask)\n### END HIDDEN TESTS')
+    hidden = nbformat.v4.new_code_cell(
+        '### BEGIN HIDDEN TESTS\ncheckss = 1\nchecks.run("decoder_block.mask_hidden", '
+        "get_subsequent_mask)\n### END HIDDEN TESTS"
+    )
     block = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "block_output")
     assert undefined_in(nb, hidden) == "get_subsequent_mask"
     assert undefined_in(nb, block) is None  # DecoderBlock's cell is there

@@ -6,14 +6,20 @@ from __future__ import annotations
 
 import pytest
 import torch
+from grading_support import (
+    DropsOldestCache,
+    ScalesValuesCache,
+    cached_decoder,
+    graded,
+    graded_inputs,
+    own_run,
+    plain_argmax,
+)
 
 from autograder import judge as J
 from encdec import attention as A
 from encdec.data import EOS_ID
 from encdec.generate import greedy_decode, new_caches, pick_next
-
-from grading_support import (DropsOldestCache, ScalesValuesCache, cached_decoder, graded, graded_inputs, own_run,
-                             plain_argmax)
 
 
 @pytest.fixture()
@@ -51,7 +57,9 @@ def test_decoding_inputs_have_rows_that_finish_early_and_rows_that_never_finish(
 def test_a_decoder_that_ignores_finished_rows_fails_for_every_student(check_id, workdir):
     secret = b"a course secret for this test only"
     for student in STUDENTS:
-        verdict, _ = graded(check_id, plain_argmax_decoder, workdir, seed=J.check_seed(secret, student, "kv_cache", check_id))
+        verdict, _ = graded(
+            check_id, plain_argmax_decoder, workdir, seed=J.check_seed(secret, student, "kv_cache", check_id)
+        )
         assert not verdict.ok, f"{student}: a plain argmax passed {check_id}"
         assert "Diagnosis: a row that had already produced EOS went on decoding" in " ".join(verdict.message.split())
     with pytest.raises(AssertionError, match="already produced EOS"):  # the student's own run says it too
@@ -103,6 +111,7 @@ def test_a_crash_in_the_decoder_itself_still_costs_the_structure_items(workdir):
 
 # --- the tokens alone decide (nothing recorded inside the kernel changes a score) ---------------
 
+
 def _recorded_replaced(saved: bytes, step_logits) -> bytes:
     """The kernel's outputs with its recorded step logits (a hook on proj_to_vocab) replaced:
     removed when ``step_logits`` is None."""
@@ -134,12 +143,15 @@ def test_the_recorded_step_logits_never_change_a_decoding_score(check_id, workdi
         assert not verdict.ok and "position encodings one ahead" in " ".join(verdict.message.split())
 
 
-@pytest.mark.parametrize("name, decode", [
-    ("positions skip one from step 2", cached_decoder(position=lambda t: t if t < 2 else t + 1)),
-    ("positions stop advancing at 3", cached_decoder(position=lambda t: min(t, 3))),
-    ("the oldest key dropped", cached_decoder(cache=DropsOldestCache)),
-    ("values scaled by 1.05", cached_decoder(cache=ScalesValuesCache)),
-])
+@pytest.mark.parametrize(
+    "name, decode",
+    [
+        ("positions skip one from step 2", cached_decoder(position=lambda t: t if t < 2 else t + 1)),
+        ("positions stop advancing at 3", cached_decoder(position=lambda t: min(t, 3))),
+        ("the oldest key dropped", cached_decoder(cache=DropsOldestCache)),
+        ("values scaled by 1.05", cached_decoder(cache=ScalesValuesCache)),
+    ],
+)
 def test_mistakes_no_judge_lists_return_other_tokens_for_every_student(name, decode):
     """The inputs are drawn so that the listed mistakes change the tokens; mistakes nobody listed
     must change them too, or the tokens could not decide alone (bench/bench_decode_detection.py
@@ -154,6 +166,7 @@ def test_mistakes_no_judge_lists_return_other_tokens_for_every_student(name, dec
 
 # --- the stretch: a decoder prefix of P > 1 tokens, prefilled at once ------------------------------
 
+
 def test_every_student_gets_a_longer_prefix_and_the_visible_one_starts_with_the_lessons():
     """Every draw has P > 1 and no BOS or EOS after the first token; the inputs tell each prefill
     mistake apart by its tokens (build_prefill); the visible check's first row is BOS POSITIVE 0."""
@@ -163,7 +176,9 @@ def test_every_student_gets_a_longer_prefix_and_the_visible_one_starts_with_the_
     visible = J.CHECKS["kv_cache.prefill"].build(J.CHECKS["kv_cache.prefill"].seed)["prefix"]
     assert visible[0].tolist() == encode("BOS POSITIVE 0")
     for student in STUDENTS[:3]:
-        drawn = graded_inputs("kv_cache.prefill_hidden", J.check_seed(secret, student, "kv_cache", "kv_cache.prefill_hidden"))
+        drawn = graded_inputs(
+            "kv_cache.prefill_hidden", J.check_seed(secret, student, "kv_cache", "kv_cache.prefill_hidden")
+        )
         prefix = drawn["runs"]["prefill"]["prefix"]
         assert prefix.shape[1] > 1 and (prefix[:, 0] == BOS_ID).all()
         assert not ((prefix[:, 1:] == BOS_ID) | (prefix[:, 1:] == EOS_ID)).any()
@@ -194,6 +209,8 @@ def test_each_prefill_mistake_loses_the_item_and_a_stepwise_prefill_misses_one_p
         seed = J.check_seed(secret, student, "kv_cache", "kv_cache.prefill_hidden")
         verdict, _ = graded("kv_cache.prefill_hidden", decode, workdir, seed=seed)
         if mode == "stepwise":
-            assert verdict.label == "prefill_not_one_call" and verdict.missed == ["the prefill is one call"], verdict.message
+            assert verdict.label == "prefill_not_one_call" and verdict.missed == ["the prefill is one call"], (
+                verdict.message
+            )
         else:  # the graded runs' inputs are drawn for their cost: the tokens fail both parts (named where they can be)
             assert not verdict.ok and verdict.credit == 0, (student, verdict.message)

@@ -34,16 +34,32 @@ ATTACKS = ("cheat_", "tamper_", "broken_", "hostile_")
 # ENCDEC_FIXTURES_ALL=1 (`make test-all`) hands every row in.
 # The warm-up's cheats are judged in process too; the helper file handed in beside the notebook is
 # handed to stock nbgrader, since only the sandbox shows that no file but the notebook reaches the kernel.
-WARMUP_SAMPLE = ("wu_pass_all", "wu_stub", "wu_bug_kv_length_from_queries", "wu_bug_mask_after_softmax",
-                 "wu_bug_padding_on_queries", "wu_bug_sdpa_not_inverted", "wu_bug_top_p_crossing_token", "cheat_wu_helper_file",
-                 "wu_download_copies")  # two downloads: which one stock nbgrader grades (autograder/handed_in.py)
+WARMUP_SAMPLE = (
+    "wu_pass_all",
+    "wu_stub",
+    "wu_bug_kv_length_from_queries",
+    "wu_bug_mask_after_softmax",
+    "wu_bug_padding_on_queries",
+    "wu_bug_sdpa_not_inverted",
+    "wu_bug_top_p_crossing_token",
+    "cheat_wu_helper_file",
+    "wu_download_copies",
+)  # two downloads: which one stock nbgrader grades (autograder/handed_in.py)
 IN_FULL = os.environ.get("ENCDEC_FIXTURES_ALL") == "1"
 # Of the kernels that send the grader too much (autograder/fixtures/big_messages.py), one of each cut.
 MESSAGE_SAMPLE = {f"hostile_message_{kind}" for kind in SAMPLE}
-SELECTED = sorted(n for n in MANIFEST if (os.environ.get("ENCDEC_FIXTURES") != "attacks"
-                                          or n.startswith(ATTACKS) or n.endswith("_pass_all") or n == "db_bug_mlp_skipped")
-                  and (IN_FULL or not n.startswith(("wu_", "cheat_wu_")) or n in WARMUP_SAMPLE)
-                  and (IN_FULL or not n.startswith("hostile_message_") or n in MESSAGE_SAMPLE))
+SELECTED = sorted(
+    n
+    for n in MANIFEST
+    if (
+        os.environ.get("ENCDEC_FIXTURES") != "attacks"
+        or n.startswith(ATTACKS)
+        or n.endswith("_pass_all")
+        or n == "db_bug_mlp_skipped"
+    )
+    and (IN_FULL or not n.startswith(("wu_", "cheat_wu_")) or n in WARMUP_SAMPLE)
+    and (IN_FULL or not n.startswith("hostile_message_") or n in MESSAGE_SAMPLE)
+)
 
 
 def test_one_table_names_every_built_submission_once():
@@ -70,8 +86,16 @@ def test_manifest_covers_what_the_grader_must_prove():
     assert all(MANIFEST[n]["expected_score"] < MANIFEST[n]["max_score"] and MANIFEST[n]["label"] for n in bugs)
     for style in ("db_style", "ts_style", "kv_style"):
         assert MANIFEST[style]["expected_score"] == MANIFEST[style]["max_score"]
-    for broken in ("broken_raises", "broken_infinite_loop", "broken_os_exit", "broken_invalid_json",
-                   "tamper_assert_true", "tamper_deleted_cell", "tamper_patched", "tamper_replay"):
+    for broken in (
+        "broken_raises",
+        "broken_infinite_loop",
+        "broken_os_exit",
+        "broken_invalid_json",
+        "tamper_assert_true",
+        "tamper_deleted_cell",
+        "tamper_patched",
+        "tamper_replay",
+    ):
         assert broken in names
 
 
@@ -183,8 +207,9 @@ def test_a_mangled_notebook_is_graded_with_its_repair_stated(graded, name):
     row = rows[name]
     nb = json.loads((batch.autograded(name) / row.assignment / f"{row.assignment}.ipynb").read_text())
     assert MANIFEST[name]["repair"] in [r["key"] for r in repairs(_node(nb))]
-    assert all(f"repair_{r['key']}" in language.MESSAGES["en"] and "forged" not in json.dumps(r)
-               for r in repairs(_node(nb)))  # the grader's records only, none the file brought
+    assert all(
+        f"repair_{r['key']}" in language.MESSAGES["en"] and "forged" not in json.dumps(r) for r in repairs(_node(nb))
+    )  # the grader's records only, none the file brought
     assert nb["cells"][0]["id"] == NOTICE_ID
     html = row.feedback_html.read_text()
     assert language.text("repair_head") in html.replace("&#39;", "'").replace("&quot;", '"')
@@ -218,23 +243,32 @@ def through_the_driver(tmp_path, names: list[str]) -> None:
     import sys
 
     from nbgrader.api import Gradebook
+    from test_sandbox_hostile import make_course
 
     from autograder.integrity import flagged_submissions
-    from test_sandbox_hostile import make_course
 
     course = make_course(tmp_path)
     assignments = sorted({MANIFEST[n]["assignment"] for n in names})
     for a in assignments:
-        subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", a, "--force"], cwd=course,
-                       check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "nbgrader", "generate_assignment", a, "--force"],
+            cwd=course,
+            check=True,
+            capture_output=True,
+        )
     for n in names:
         a = MANIFEST[n]["assignment"]
         dest = grading_state(course).submitted / n / a
         dest.mkdir(parents=True)
         shutil.copy(graded_notebook(n), dest / graded_notebook(n).name)
         shutil.copytree(ROOT / "exercises" / a / "reference", dest / "reference")
-    run = subprocess.run([sys.executable, "-m", "autograder.driver", *assignments, "--workers", "2"], cwd=course,
-                         capture_output=True, text=True, timeout=1200)
+    run = subprocess.run(
+        [sys.executable, "-m", "autograder.driver", *assignments, "--workers", "2"],
+        cwd=course,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     db = grading_state(course).db_url
     flags = {f["student"]: str(f["reasons"]) for f in flagged_submissions(db)}
     with Gradebook(db) as gb:
@@ -251,8 +285,11 @@ def through_the_driver(tmp_path, names: list[str]) -> None:
 # (tests/test_grading_queue.py).
 @pytest.mark.matrix
 def test_cheats_score_the_same_through_the_batch_driver(tmp_path):
-    through_the_driver(tmp_path, sorted(n for n in MANIFEST if n.startswith("cheat_")) + [
-        "db_pass_all", "ts_style", "kv_style", "kv_float64_preallocated", "kv_prefill_token_by_token"])
+    through_the_driver(
+        tmp_path,
+        sorted(n for n in MANIFEST if n.startswith("cheat_"))
+        + ["db_pass_all", "ts_style", "kv_style", "kv_float64_preallocated", "kv_prefill_token_by_token"],
+    )
 
 
 # The items judged by cost read the kernel's CPU time from outside it, and the driver's zygote starts
@@ -294,6 +331,9 @@ def test_a_deleted_solution_cell_is_named_in_the_verdict(graded):
     """The solution cell that defines get_subsequent_mask is deleted: the hidden check that needs it
     names it, instead of a bare "did not run to the end"."""
     batch, _ = graded
-    text = grade_fixtures._graded_text(batch.autograded("tamper_deleted_solution_and_test") / "decoder_block"
-                                       / "decoder_block.ipynb")
-    assert "get_subsequent_mask is not defined in the notebook: the cell that defines it is missing" in " ".join(text.split())
+    text = grade_fixtures._graded_text(
+        batch.autograded("tamper_deleted_solution_and_test") / "decoder_block" / "decoder_block.ipynb"
+    )
+    assert "get_subsequent_mask is not defined in the notebook: the cell that defines it is missing" in " ".join(
+        text.split()
+    )

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from grading_support import block_with, graded, lesson_forward
 
 from autograder import judge as J
 from encdec import attention as A
 from encdec import model as M
-from grading_support import block_with, graded, lesson_forward
 
 SEEDS = range(40)
 
@@ -54,7 +54,9 @@ def test_a_block_that_reads_only_the_first_items_mask_fails_the_hidden_checks(wo
 
 def test_the_models_hidden_checks_run_a_batch_of_one_and_larger_batches():
     for seed in SEEDS:
-        sizes = {c: J.graded_inputs(f"target_slicing.{c}_hidden", seed)["dims"] for c in ("forward", "causal", "question")}
+        sizes = {
+            c: J.graded_inputs(f"target_slicing.{c}_hidden", seed)["dims"] for c in ("forward", "causal", "question")
+        }
         assert sizes["question"]["N"] == 1 and sizes["forward"]["N"] >= 2 and sizes["causal"]["N"] >= 2, seed
         assert all(d["Kq"] != d["Ka"] for d in sizes.values()), seed
 
@@ -77,14 +79,17 @@ class RecomputedPositions(M.Transformer):
         return self.proj_to_vocab(self.decoder(x, enc_out, A.get_subsequent_mask(ans_b[:, :-1])))
 
 
-@pytest.mark.parametrize("check_id", ["target_slicing.forward_hidden", "target_slicing.causal_hidden",
-                                      "target_slicing.question_hidden"])
+@pytest.mark.parametrize(
+    "check_id", ["target_slicing.forward_hidden", "target_slicing.causal_hidden", "target_slicing.question_hidden"]
+)
 def test_a_forward_that_makes_its_own_positions_fails_every_hidden_probe_for_every_student(check_id, workdir):
     """The hidden probes call the model with positions of the grader's drawing, so a forward that
     ignores them fails each probe by construction (the probes once drew the encoding by the seed's
     parity, and such a forward passed all three with probability 1/8)."""
     for student in range(12):
-        verdict, _ = graded(check_id, RecomputedPositions, workdir, seed=J.check_seed(b"s", f"s{student}", "ts", check_id))
+        verdict, _ = graded(
+            check_id, RecomputedPositions, workdir, seed=J.check_seed(b"s", f"s{student}", "ts", check_id)
+        )
         assert not verdict.ok, (check_id, student)
     passed, _ = graded("target_slicing.forward", RecomputedPositions, workdir)  # on its own positions it is right
     assert passed.ok

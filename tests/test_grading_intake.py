@@ -3,6 +3,7 @@
 answers, the limit and the size found stated in the gradebook and the feedback, through stock
 `nbgrader autograde` and through the driver, and the file handed in stays as it is. So is a
 submission whose only notebook the exchange's collect left behind (issue 49)."""
+
 from __future__ import annotations
 
 import json
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from grading_course import PY
 
 from autograder import handed_in
 from autograder.fixtures import table
@@ -21,7 +23,6 @@ from autograder.fixtures.make import graded_notebook
 from autograder.repairs import repairs
 from autograder.state import grading_state
 from encdec.grading import language
-from grading_course import PY
 
 ROOT = Path(__file__).resolve().parents[1]
 PAST_LIMITS = {"broken_huge_comment": "too_large", "broken_too_many_cells": "too_many_cells"}
@@ -35,7 +36,10 @@ def test_the_releases_and_the_fixtures_sit_on_the_right_side_of_the_limits():
         assert nb.stat().st_size < limits.notebook_bytes / 10 and len(nbformat.read(nb, 4).cells) < limits.cells / 10
     assert graded_notebook("broken_huge_comment").stat().st_size > limits.notebook_bytes
     raw = json.loads(graded_notebook("broken_too_many_cells").read_text())
-    assert len(raw["cells"]) > limits.cells and graded_notebook("broken_too_many_cells").stat().st_size < limits.notebook_bytes
+    assert (
+        len(raw["cells"]) > limits.cells
+        and graded_notebook("broken_too_many_cells").stat().st_size < limits.notebook_bytes
+    )
 
 
 def test_a_file_past_the_byte_limit_is_refused_unread(tmp_path):
@@ -78,7 +82,9 @@ def test_the_repairs_are_worded_in_both_languages_with_the_limit_and_the_size():
     params = {"file": "decoder_block.ipynb", "size_mb": "42.0", "limit_mb": "10.0", "cells": 1143, "limit": 1000}
     for lang in ("en", "zh"):
         with language.speaking(lang):
-            assert all(p in language.text("repair_too_large", **params) for p in ("42.0", "10.0", "decoder_block.ipynb"))
+            assert all(
+                p in language.text("repair_too_large", **params) for p in ("42.0", "10.0", "decoder_block.ipynb")
+            )
             assert all(p in language.text("repair_too_many_cells", **params) for p in ("1143", "1000"))
 
 
@@ -115,8 +121,11 @@ def test_stock_autograde_grades_it_zero_with_the_limit_stated(stock_batch, name)
     [record] = repairs(nb)
     assert record["key"] == PAST_LIMITS[name]
     html = row.feedback_html.read_text()
-    stated = ([f"is {record['size_mb']} MB", f"the {record['limit_mb']} MB"] if record["key"] == "too_large"
-              else [f"has {record['cells']} cells", f"the {record['limit']} a notebook"])
+    stated = (
+        [f"is {record['size_mb']} MB", f"the {record['limit_mb']} MB"]
+        if record["key"] == "too_large"
+        else [f"has {record['cells']} cells", f"the {record['limit']} a notebook"]
+    )
     assert all(s in html for s in stated), stated  # the limit and the size found, in the feedback
     # the release was graded in its place: nothing of the file reaches the autograded notebook or the feedback
     assert graded.stat().st_size < 200_000 and row.feedback_html.stat().st_size < 400_000
@@ -130,15 +139,24 @@ def test_the_driver_grades_them_zero_and_goes_on(tmp_path):
     from test_sandbox_hostile import make_course
 
     course = make_course(tmp_path)
-    subprocess.run([PY, "-m", "nbgrader", "generate_assignment", "decoder_block", "--force"], cwd=course,
-                   check=True, capture_output=True)
+    subprocess.run(
+        [PY, "-m", "nbgrader", "generate_assignment", "decoder_block", "--force"],
+        cwd=course,
+        check=True,
+        capture_output=True,
+    )
     for name in STOCK_BATCH:
         sub = grading_state(course).submitted / name / "decoder_block"
         sub.mkdir(parents=True)
         (sub / "decoder_block.ipynb").write_bytes(graded_notebook(name).read_bytes())
     linker = collected_link(tmp_path, course)
-    run = subprocess.run([PY, "-m", "autograder.driver", "decoder_block", "--json", "r.json"], cwd=course,
-                         capture_output=True, text=True, timeout=900)
+    run = subprocess.run(
+        [PY, "-m", "autograder.driver", "decoder_block", "--json", "r.json"],
+        cwd=course,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     results = {r["student"]: r for r in json.loads((course / "r.json").read_text())}
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     for name, key in PAST_LIMITS.items():
@@ -151,8 +169,10 @@ def test_the_driver_grades_them_zero_and_goes_on(tmp_path):
     # handed in as a link only, collected by the exchange's collect: the blank graded, 0, both said
     assert (results[linker]["status"], results[linker]["score"]) == ("graded", 0), results[linker]
     graded = grading_state(course).autograded / linker / "decoder_block" / "decoder_block.ipynb"
-    assert [r["key"] for r in repairs(nbformat.read(graded, nbformat.NO_CONVERT))] == \
-        ["left_behind_link", "left_behind_no_notebook"]
+    assert [r["key"] for r in repairs(nbformat.read(graded, nbformat.NO_CONVERT))] == [
+        "left_behind_link",
+        "left_behind_no_notebook",
+    ]
 
 
 def collected_link(tmp_path: Path, course: Path) -> str:
@@ -174,7 +194,13 @@ def collected_link(tmp_path: Path, course: Path) -> str:
     cfg = Config()
     cfg.Exchange.root = str(tmp_path / "exchange")
     state = grading_state(course)
-    cfg.CourseDirectory.update(course_id="course", assignment_id="decoder_block", root=str(course), db_url=state.db_url,
-                               submitted_directory=str(state.submitted), release_directory=str(course / "exercises"))
+    cfg.CourseDirectory.update(
+        course_id="course",
+        assignment_id="decoder_block",
+        root=str(course),
+        db_url=state.db_url,
+        submitted_directory=str(state.submitted),
+        release_directory=str(course / "exercises"),
+    )
     Collect(coursedir=CourseDirectory(config=cfg), authenticator=Authenticator(config=cfg), config=cfg).start()
     return student

@@ -53,6 +53,7 @@ def test_nine_in_ten_held_out_mistakes_are_named(results):
 
 # --- the warm-up's targets (a few seconds alone: pytest -k warmup) ----------------------------------
 
+
 def test_every_warmup_key_has_a_tuned_entry_and_every_warmup_target_an_honest_one():
     for target in WARMUP:
         mine = [m for m in tuned.MISTAKES if m.target == target]
@@ -63,8 +64,12 @@ def test_every_warmup_key_has_a_tuned_entry_and_every_warmup_target_an_honest_on
 
 
 def test_every_warmup_tuned_entry_is_named_by_its_key_or_passes():
-    wrong = {m.name: _outcome("tuned", m.name) for m in tuned.MISTAKES if m.target in WARMUP
-             if _outcome("tuned", m.name) != ("passed" if m.expect == PASSED else "named")}
+    wrong = {
+        m.name: _outcome("tuned", m.name)
+        for m in tuned.MISTAKES
+        if m.target in WARMUP
+        if _outcome("tuned", m.name) != ("passed" if m.expect == PASSED else "named")
+    }
     assert wrong == {}
 
 
@@ -76,6 +81,8 @@ def test_the_warmup_held_out_rate_is_reported():
     assert "misnamed" not in outcomes.values(), outcomes
     mistakes = [outcomes[m.name] for m in entries if m.expect != PASSED]
     named = sum(r == "named" for r in mistakes)
-    print(f"warm-up held out: named {named} of {len(mistakes)} mistakes ({named / len(mistakes):.0%}); unnamed: "
-          + (", ".join(n for n, r in outcomes.items() if r == "unnamed") or "none"))
+    print(
+        f"warm-up held out: named {named} of {len(mistakes)} mistakes ({named / len(mistakes):.0%}); unnamed: "
+        + (", ".join(n for n, r in outcomes.items() if r == "unnamed") or "none")
+    )
     assert named >= 0.9 * len(mistakes), outcomes

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import nbformat
 import pytest
-import torch
+from grading_support import cached_decoder, graded
 from nbgrader import utils
 
 from autograder import judge as J
@@ -16,7 +16,6 @@ from autograder.preprocessors import verdict_outputs as _verdict_outputs
 from encdec.grading import language
 from encdec.grading.misconceptions import MISCONCEPTIONS
 from encdec.grading.words import Words, words
-from grading_support import cached_decoder, graded
 
 
 @pytest.fixture
@@ -101,7 +100,12 @@ def test_a_label_never_comes_from_the_words():
 
 
 def test_every_label_is_described_in_every_language():
-    for label in [*L.OUTCOMES, *MISCONCEPTIONS, "observed:step_logits", "observed:stage:argument_was:layer_norm_2:input"]:
+    for label in [
+        *L.OUTCOMES,
+        *MISCONCEPTIONS,
+        "observed:step_logits",
+        "observed:stage:argument_was:layer_norm_2:input",
+    ]:
         for lang in language.LANGUAGES:
             text = L.describe(label, lang)
             assert text and (text != label or label == L.PASSED) and "{" not in text, (label, lang, text)
@@ -118,6 +122,7 @@ def _lazy_block(kind: str):
             if kind == "identity":
                 return dec_inp
             return dec_inp + enc_inp.mean(1, keepdim=True)
+
     return Lazy
 
 

@@ -5,6 +5,7 @@ integrity flags; a task delivered twice does not count twice; a worker killed mi
 task is graded once a new worker picks it up (RQ's abandoned-job clean-up and retry). And the
 fixture table through stock `nbgrader autograde`, the driver and the queue, into PostgreSQL and
 into SQLite, to the table's scores."""
+
 from __future__ import annotations
 
 import json
@@ -17,7 +18,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from grading_course import MANIFEST, PY, coursedir, scores, scratch_course, submit
 from pg_server import create_database, postgres_server
 from redis_server import redis_server
@@ -42,16 +42,38 @@ def services():
 
 
 def queue(course: Path, url: str, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([PY, "-m", "autograder.taskqueue", "--redis", url, *args], cwd=course, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [PY, "-m", "autograder.taskqueue", "--redis", url, *args],
+        cwd=course,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def worker(course: Path, url: str, name: str) -> subprocess.Popen:
     """A worker in its own process group (so a test can kill it with everything it started)."""
     log = open(course / f"{name}.log", "w")  # noqa: SIM115 (the worker writes it until the fixture ends)
-    return subprocess.Popen([PY, "-m", "autograder.taskqueue", "--redis", url, "worker", "--name", name,
-                             "--heartbeat", "2", "--grace", "8"], cwd=course, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    return subprocess.Popen(
+        [
+            PY,
+            "-m",
+            "autograder.taskqueue",
+            "--redis",
+            url,
+            "worker",
+            "--name",
+            name,
+            "--heartbeat",
+            "2",
+            "--grace",
+            "8",
+        ],
+        cwd=course,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def stop(*procs: subprocess.Popen) -> None:
@@ -125,8 +147,9 @@ def test_two_workers_grade_into_postgresql_and_a_redelivery_counts_once(services
         # RQ delivers a finished job again (an operator's requeue, a retry after a lost ack).
         conn = Redis.from_url(url)
         cd = coursedir(course)
-        jid = job_id(cd.course_id, str(course.resolve()), A, "db_pass_all",
-                     fingerprint(submission_dir(cd, A, "db_pass_all")))
+        jid = job_id(
+            cd.course_id, str(course.resolve()), A, "db_pass_all", fingerprint(submission_dir(cd, A, "db_pass_all"))
+        )
         Queue(QUEUE, connection=conn).enqueue_job(Job.fetch(jid, connection=conn))
         deadline = time.monotonic() + 120
         while Job.fetch(jid, connection=conn).get_status().value != "finished" and time.monotonic() < deadline:
@@ -181,10 +204,16 @@ def test_a_worker_killed_mid_task_leaves_nothing_and_a_new_worker_grades_it(serv
 # (tests/test_sandbox_hostile.py). Without ENCDEC_QUEUE_ALL=1: one fixture per assignment and
 # verdict kind; with it, every fixture.
 ALL = os.environ.get("ENCDEC_QUEUE_ALL") == "1"
-TABLE = sorted(MANIFEST) if ALL else ["db_pass_all", "ts_bug_no_shift", "kv_bug_no_cache",
-                                      "cheat_kv_forged_structure", "broken_os_exit"]
-PAIRS = [pytest.param(e, b, id=f"{e}-{b}", marks=pytest.mark.matrix)
-         for e in ("stock", "driver", "queue") for b in ("postgresql", "sqlite")]
+TABLE = (
+    sorted(MANIFEST)
+    if ALL
+    else ["db_pass_all", "ts_bug_no_shift", "kv_bug_no_cache", "cheat_kv_forged_structure", "broken_os_exit"]
+)
+PAIRS = [
+    pytest.param(e, b, id=f"{e}-{b}", marks=pytest.mark.matrix)
+    for e in ("stock", "driver", "queue")
+    for b in ("postgresql", "sqlite")
+]
 
 
 def _expected(names: list[str], assignment: str) -> dict[str, float]:
@@ -194,12 +223,21 @@ def _expected(names: list[str], assignment: str) -> dict[str, float]:
 def _grade(course: Path, engine: str, assignments: list[str], url: str) -> str:
     """Grade every submission of `assignments` with `engine`; returns its logs."""
     if engine == "stock":  # one `nbgrader autograde` per assignment (a broken notebook makes its status 1)
-        runs = [subprocess.run([PY, "-m", "nbgrader", "autograde", a], cwd=course, capture_output=True, text=True,
-                               timeout=3600) for a in assignments]
+        runs = [
+            subprocess.run(
+                [PY, "-m", "nbgrader", "autograde", a], cwd=course, capture_output=True, text=True, timeout=3600
+            )
+            for a in assignments
+        ]
         return "".join(r.stderr[-2000:] for r in runs)
     if engine == "driver":
-        run = subprocess.run([PY, "-m", "autograder.driver", *assignments, "--workers", "2", "--json", "first.json"],
-                             cwd=course, capture_output=True, text=True, timeout=3600)
+        run = subprocess.run(
+            [PY, "-m", "autograder.driver", *assignments, "--workers", "2", "--json", "first.json"],
+            cwd=course,
+            capture_output=True,
+            text=True,
+            timeout=3600,
+        )
         return run.stdout[-3000:] + run.stderr[-3000:]
     for a in assignments:
         assert queue(course, url, "enqueue", a).returncode == 0
@@ -225,9 +263,15 @@ def test_the_fixture_table(services, course_dir, engine, backend):
     for a in assignments:
         assert scores(course, a) == _expected(TABLE, a), (engine, backend, a, logs)
     if engine == "driver":  # resumable: a second run grades nothing again and changes no score
-        again = subprocess.run([PY, "-m", "autograder.driver", *assignments, "--json", "again.json"], cwd=course,
-                               capture_output=True, text=True, timeout=600)
+        again = subprocess.run(
+            [PY, "-m", "autograder.driver", *assignments, "--json", "again.json"],
+            cwd=course,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         first, second = (json.loads((course / f).read_text()) for f in ("first.json", "again.json"))
-        assert {r["student"] for r in second if r["reason"] == "already graded"} == \
-            {r["student"] for r in first if r["status"] == "graded"}, again.stdout
+        assert {r["student"] for r in second if r["reason"] == "already graded"} == {
+            r["student"] for r in first if r["status"] == "graded"
+        }, again.stdout
         assert all(scores(course, a) == _expected(TABLE, a) for a in assignments)

@@ -33,15 +33,24 @@ def test_make_references_regenerates_the_stored_files(tmp_path):
     inputs are drawn from integers and the references computed in float64 (autograder/judge/draws.py)."""
     import numpy as np
 
-    subprocess.run([sys.executable, "autograder/make_references.py", "--out", str(tmp_path)], cwd=ROOT, check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, "autograder/make_references.py", "--out", str(tmp_path)],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
     for a in ASSIGNMENTS:
         new = _files(tmp_path / "solutions" / a / "reference")
         old = _files(ROOT / "solutions" / a / "reference")
         assert new, f"no references written for {a}"
-        assert sorted(new) == sorted(old), f"solutions/{a}/reference: other files than autograder/make_references.py makes"
+        assert sorted(new) == sorted(old), (
+            f"solutions/{a}/reference: other files than autograder/make_references.py makes"
+        )
         for name in new:
-            fresh, stored = _arrays(tmp_path / "solutions" / a / "reference" / name), _arrays(ROOT / "solutions" / a / "reference" / name)
+            fresh, stored = (
+                _arrays(tmp_path / "solutions" / a / "reference" / name),
+                _arrays(ROOT / "solutions" / a / "reference" / name),
+            )
             assert sorted(fresh) == sorted(stored), f"{a}/{name}: other arrays"
             for key, x in fresh.items():
                 y = stored[key]
@@ -51,8 +60,14 @@ def test_make_references_regenerates_the_stored_files(tmp_path):
 
 def _fingerprints(capability: str | None, threads: int) -> dict:
     env = {**os.environ, "ATEN_CPU_CAPABILITY": capability} if capability else dict(os.environ)
-    out = subprocess.run([sys.executable, "-m", "autograder.judge.fingerprint", "--seeds", "11", "12",
-                          "--threads", str(threads)], cwd=ROOT, env=env, check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "autograder.judge.fingerprint", "--seeds", "11", "12", "--threads", str(threads)],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     return json.loads(out.stdout)
 
 
@@ -69,13 +84,19 @@ def test_inputs_and_references_are_the_same_bits_under_every_kernel_choice():
         other = _fingerprints(capability, threads)
         assert other.keys() == base.keys()
         differ = sorted(k for k in base if base[k] != other[k])
-        assert not differ, f"under ATEN_CPU_CAPABILITY={capability}, {threads} threads, other inputs or references: {differ}"
+        assert not differ, (
+            f"under ATEN_CPU_CAPABILITY={capability}, {threads} threads, other inputs or references: {differ}"
+        )
 
 
 def test_the_fixture_submissions_are_reproducible_and_not_committed(tmp_path):
     """One command makes them from the table, the same bytes every time, into build/ (never git)."""
-    subprocess.run([sys.executable, "-m", "autograder.fixtures.make", "--out", str(tmp_path)], cwd=ROOT,
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "autograder.fixtures.make", "--out", str(tmp_path)],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
     assert _files(tmp_path) == _files(built()) and len(_files(tmp_path)) > 90
     tracked = subprocess.run(["git", "ls-files", "*.ipynb"], cwd=ROOT, check=True, capture_output=True, text=True)
     assert not [p for p in tracked.stdout.split() if p.startswith("autograder/")], "a generated submission is committed"
@@ -92,10 +113,21 @@ def test_generate_assignment_reproduces_the_committed_exercises(tmp_path):
     """`nbgrader generate_assignment --force` from the repo root rewrites exercises/ identically."""
     release = tmp_path / "release"
     for a in ASSIGNMENTS:
-        subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", a, "--force",
-                        f"--CourseDirectory.release_directory={release}",
-                        f"--CourseDirectory.db_url=sqlite:///{tmp_path / 'gradebook.db'}"],
-                       cwd=ROOT, check=True, capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "nbgrader",
+                "generate_assignment",
+                a,
+                "--force",
+                f"--CourseDirectory.release_directory={release}",
+                f"--CourseDirectory.db_url=sqlite:///{tmp_path / 'gradebook.db'}",
+            ],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
         new, old = _files(release / a), _files(ROOT / "exercises" / a)
         assert sorted(new) == sorted(old), f"exercises/{a}: files differ"
         for name in new:
@@ -112,5 +144,5 @@ def test_release_hides_solutions_and_hidden_tests():
         assert "BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text
         nb = json.loads(text)
         sources = "\n".join("".join(c["source"]) for c in nb["cells"])
-        assert 'checks.run("' in sources and "_hidden\"" not in sources
+        assert 'checks.run("' in sources and '_hidden"' not in sources
         assert "raise NotImplementedError()" in sources

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import grading_support as support
 import numpy as np
 import pytest
 import torch
@@ -23,13 +24,19 @@ from encdec.grading import wire
 from encdec.grading.calls import call
 from encdec.grading.stages import BLOCK, MODEL, recording
 
-import grading_support as support
-
 ROOT = Path(__file__).resolve().parents[1]
-BLOCK_CHECKS = ("decoder_block.output", "decoder_block.output_hidden", "decoder_block.causal_hidden",
-                "decoder_block.question_hidden")
-MODEL_CHECKS = ("target_slicing.forward", "target_slicing.forward_hidden", "target_slicing.causal_hidden",
-                "target_slicing.question_hidden")
+BLOCK_CHECKS = (
+    "decoder_block.output",
+    "decoder_block.output_hidden",
+    "decoder_block.causal_hidden",
+    "decoder_block.question_hidden",
+)
+MODEL_CHECKS = (
+    "target_slicing.forward",
+    "target_slicing.forward_hidden",
+    "target_slicing.causal_hidden",
+    "target_slicing.question_hidden",
+)
 
 
 def graded(check_id, impl, workdir, seed=7):
@@ -37,9 +44,11 @@ def graded(check_id, impl, workdir, seed=7):
     return support.graded(check_id, impl, workdir, seed)[0]
 
 
-def block(ln2_res="out_2", ff_in="out_4", self_mask=True, cross_mask=False, self_kv="dec", cross_q="out_2",
-          dropout=False):
+def block(
+    ln2_res="out_2", ff_in="out_4", self_mask=True, cross_mask=False, self_kv="dec", cross_q="out_2", dropout=False
+):
     """A DecoderBlock whose forward is the lesson's with one wire moved."""
+
     class Block(M.DecoderBlock):
         def forward(self, dec_inp, enc_inp, mask=None):
             kv = enc_inp if self_kv == "enc" else dec_inp
@@ -52,6 +61,7 @@ def block(ln2_res="out_2", ff_in="out_4", self_mask=True, cross_mask=False, self
             out_4 = self.layer_norm_2((dec_inp if ln2_res == "dec" else out_2) + out_3)
             out_5 = self.feed_forward(out_2 if ff_in == "out_2" else out_4)
             return self.layer_norm_3(out_4 + out_5)
+
     return Block
 
 
@@ -63,6 +73,7 @@ def model(memory="encoder", dropout=False):
             x = self.emb_layer(ans_b)[:, :-1] + ans_pos[:, :-1]
             out = self.decoder(x, enc_out if memory == "encoder" else q_emb_inp, M.get_subsequent_mask(ans_b[:, :-1]))
             return self.proj_to_vocab(F.dropout(out, 0.1) if dropout else out)
+
     return Model
 
 
@@ -161,14 +172,21 @@ def test_norms_in_each_others_places_are_traced_to_the_other_norms_output(tmp_pa
 
     message = flat(graded("decoder_block.output", Swapped, tmp_path).message)
     assert "Diagnosis: layer norms used in the wrong places" in message
-    assert "layer_norm_1 (the norm after self-attention): its input was layer_norm_2's output + attention_cross's output" in message
+    assert (
+        "layer_norm_1 (the norm after self-attention): its input was layer_norm_2's output + attention_cross's output"
+        in message
+    )
 
 
 def test_a_forged_record_loses_the_stage_line_never_the_verdict(tmp_path):
     inputs = J.graded_inputs("decoder_block.output", 7)
-    saved = {"out": np.zeros((2, 5, 16), np.float32), "out_again": np.zeros((2, 5, 16), np.float32),
-             "trace/out/00/attention_self/query": np.array(["not", "a", "tensor"]),
-             "trace/out/01/layer_norm_1/input": np.zeros((3,), np.int8), "trace/out/xx/feed_forward/input": np.ones(2)}
+    saved = {
+        "out": np.zeros((2, 5, 16), np.float32),
+        "out_again": np.zeros((2, 5, 16), np.float32),
+        "trace/out/00/attention_self/query": np.array(["not", "a", "tensor"]),
+        "trace/out/01/layer_norm_1/input": np.zeros((3,), np.int8),
+        "trace/out/xx/feed_forward/input": np.ones(2),
+    }
     verdict = J.verify("decoder_block.output", wire.to_bytes({"status": "ok"}, saved), inputs)
     assert not verdict.ok and "did not match the reference" in verdict.message
 
@@ -176,8 +194,10 @@ def test_a_forged_record_loses_the_stage_line_never_the_verdict(tmp_path):
 DECODING = [  # one token per step: a cache that keeps only the newest holds 1 position
     (support.cached_decoder(), None),
     (support.cached_decoder(position=lambda t: t + 1), "step 1: token 0 was fed at position 1 (ans_pos[:, 1:2])"),
-    (support.cached_decoder(cache=support.OverwritingCache),
-     "step 3, decoder layer 0: its self-attention got a cache whose keys cache.k held 1 position"),
+    (
+        support.cached_decoder(cache=support.OverwritingCache),
+        "step 3, decoder layer 0: its self-attention got a cache whose keys cache.k held 1 position",
+    ),
 ]
 
 

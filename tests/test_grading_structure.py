@@ -8,10 +8,12 @@ kernel), against a bound timed in the same run on the package's own structure, o
 wrong structure costs ten times the lesson's or more (bench/bench_structure.py). Nothing the code
 can replace, restore or skip (hooks, the model's classes, a copy of the model) decides it; an
 honest decoding in another style passes. Each attempt below is kept as a test."""
+
 from __future__ import annotations
 
 import pytest
 import torch
+from grading_support import cached_decoder, graded, uncached
 
 from autograder import judge as J
 from autograder.judge import budget
@@ -19,7 +21,6 @@ from encdec import attention as A
 from encdec.data import BOS_ID
 from encdec.generate import greedy_decode, pick_next
 from encdec.model import Decoder, Encoder, Transformer
-from grading_support import cached_decoder, graded, uncached
 
 SECRET = b"a course secret for this test only"
 
@@ -96,8 +97,12 @@ def layers_and_fresh_cache_every_step(model, ques_b, n):
     return tokens
 
 
-HONEST = {"lesson": cached_decoder(), "per_question": per_question, "in_float64": in_float64,
-          "preallocated": preallocated}
+HONEST = {
+    "lesson": cached_decoder(),
+    "per_question": per_question,
+    "in_float64": in_float64,
+    "preallocated": preallocated,
+}
 # decoder -> the parts of the hidden item it must miss (the visible items are the same runs, one each)
 WRONG = {
     "encoder_every_step": (cached_decoder(encoder_every_step=True), {"encoder"}),
@@ -147,8 +152,10 @@ PREFILLS = {  # decoder -> the parts of the prefill item it misses
 def test_the_prefill_stretch_asks_for_one_call_and_one_position_per_step(name, workdir):
     decode, missed = PREFILLS[name]
     verdict, _ = graded("kv_cache.prefill", decode, workdir, seed=seed("kv_cache.prefill"))
-    assert set(verdict.missed) == {J.kv_cache.PARTS[p] for p in missed} and verdict.ok == (not missed), \
-        (name, verdict.message)
+    assert set(verdict.missed) == {J.kv_cache.PARTS[p] for p in missed} and verdict.ok == (not missed), (
+        name,
+        verdict.message,
+    )
 
 
 def test_a_run_that_was_not_measured_or_ran_over_its_bound_fails(workdir):
@@ -180,8 +187,9 @@ TOKEN_MISTAKES = {
 def test_wrong_tokens_on_the_structure_runs_name_their_mistake(check_id, workdir):
     decode, key = TOKEN_MISTAKES[check_id]
     verdict, _ = graded(check_id, decode, workdir, seed=seed(check_id))
-    assert not verdict.ok and verdict.label == key and set(verdict.missed) == set(verdict_parts(check_id)), \
+    assert not verdict.ok and verdict.label == key and set(verdict.missed) == set(verdict_parts(check_id)), (
         verdict.message
+    )
 
 
 def verdict_parts(check_id: str) -> list[str]:

@@ -8,12 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from grading_support import graded
 
 from autograder import judge as J
-from encdec.grading import wire
 from autograder.judge import sampling as S
 from autograder.judge import warmup as W
-from grading_support import graded
+from encdec.grading import wire
 
 pytestmark = pytest.mark.grading
 SEEDS = range(8)
@@ -26,7 +26,8 @@ def _outputs(check_id: str, seed: int) -> tuple[dict, dict, dict]:
     inputs = J.graded_inputs(check_id, seed)
     ref = J.reference(check, inputs)
     variants = {"causal_softmax": W._softmax_variants, "sampling": S.variants}.get(
-        check_id.split(".")[1].removesuffix("_hidden"), check.variants)(inputs)
+        check_id.split(".")[1].removesuffix("_hidden"), check.variants
+    )(inputs)
     return inputs, ref, variants
 
 
@@ -76,13 +77,17 @@ def workdir(tmp_path):
 def test_a_float32_solution_passes_and_the_masks_empty_rows_are_named_whatever_the_fill(workdir):
     """The lesson's functions in float32 pass every hidden check; a mask that forbids a whole row is
     named with -inf (a NaN row) and with the lowest float (a uniform row) alike."""
+
     def diagonal(fill):
         def causal_softmax(scores):
             T = scores.shape[-1]
             return torch.softmax(scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool)), fill), dim=-1)
+
         return causal_softmax
 
-    verdict, _ = graded("warmup.causal_softmax_hidden", lambda s: W._softmax_masked(s, W._triu(s.shape[-1], 1)), workdir)
+    verdict, _ = graded(
+        "warmup.causal_softmax_hidden", lambda s: W._softmax_masked(s, W._triu(s.shape[-1], 1)), workdir
+    )
     assert verdict.ok, verdict.message
     for fill in (float("-inf"), torch.finfo(torch.float32).min):
         verdict, _ = graded("warmup.causal_softmax_hidden", diagonal(fill), workdir)
@@ -92,6 +97,7 @@ def test_a_float32_solution_passes_and_the_masks_empty_rows_are_named_whatever_t
 
 
 # --- every row of the fixture table, judged in process --------------------------------------------
+
 
 def _test_cells() -> list[tuple[str, str, str, float]]:
     """(grade id, check id, the object it hands in, points) of every test cell of the warm-up."""
@@ -168,8 +174,13 @@ def test_own_run_names_the_mistake_in_the_releases_language(lang, tmp_path):
         return (i[None, :] >= key_lengths[:, None])[:, None, :, None].expand(len(key_lengths), 1, Tq, Tk)
 
     def attention_shapes(N, Lq, Lk, M, H):  # K Q^T
-        return {"Q": (N, H, Lq, M // H), "K": (N, H, Lk, M // H), "V": (N, H, Lk, M // H),
-                "scores": (N, H, Lk, Lq), "out": (N, Lq, M)}
+        return {
+            "Q": (N, H, Lq, M // H),
+            "K": (N, H, Lk, M // H),
+            "V": (N, H, Lk, M // H),
+            "scores": (N, H, Lk, Lq),
+            "out": (N, Lq, M),
+        }
 
     def top_p_crossing(logits, temperature=1.0, top_k=None, top_p=None):  # the token that crosses p dropped
         return S._probs(logits, temperature, top_k, top_p, "top_p_crossing_token")
@@ -177,10 +188,12 @@ def test_own_run_names_the_mistake_in_the_releases_language(lang, tmp_path):
     def top_k_unnormalised(logits, temperature=1.0, top_k=None, top_p=None):
         return S._probs(logits, temperature, top_k, top_p, "top_k_not_renormalised")
 
-    for check_id, impl, key in (("warmup.padding_mask", padding_mask, "padding_on_queries"),
-                                ("warmup.shapes", attention_shapes, "scores_transposed"),
-                                ("warmup.sampling", top_p_crossing, "top_p_crossing_token"),
-                                ("warmup.sampling", top_k_unnormalised, "top_k_not_renormalised")):
+    for check_id, impl, key in (
+        ("warmup.padding_mask", padding_mask, "padding_on_queries"),
+        ("warmup.shapes", attention_shapes, "scores_transposed"),
+        ("warmup.sampling", top_p_crossing, "top_p_crossing_token"),
+        ("warmup.sampling", top_k_unnormalised, "top_k_not_renormalised"),
+    ):
         with pytest.raises(AssertionError) as err:
             checks.run(check_id, impl, tmp_path)
         said = re.sub(r"\s+", "", str(err.value))
@@ -238,6 +251,7 @@ def _sdpa_routes():
         def causal_softmax(scores):
             eye = torch.eye(scores.shape[-1], dtype=scores.dtype)  # keys and values: the weights come out
             return attend(scores, eye, eye)
+
         return causal_softmax
 
     def in_thread(q, k, v):
@@ -248,6 +262,7 @@ def _sdpa_routes():
                 out["w"] = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1.0)
             except RuntimeError as err:
                 out["error"] = err
+
         t = threading.Thread(target=attend)
         t.start()
         t.join()
@@ -260,11 +275,19 @@ def _sdpa_routes():
             return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1.0)
 
     aten = torch.ops.aten
-    return {"private": weights(lambda q, k, v: torch._C._nn.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1.0)),
-            "ops": weights(lambda q, k, v: aten.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1.0)),
-            "math_decomposed": weights(lambda q, k, v: aten._scaled_dot_product_attention_math.default.decompose(
-                q, k, v, None, 0.0, True, None, scale=1.0)[0]),
-            "thread": weights(in_thread), "math_backend": weights(math_backend)}
+    return {
+        "private": weights(
+            lambda q, k, v: torch._C._nn.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1.0)
+        ),
+        "ops": weights(lambda q, k, v: aten.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1.0)),
+        "math_decomposed": weights(
+            lambda q, k, v: aten._scaled_dot_product_attention_math.default.decompose(
+                q, k, v, None, 0.0, True, None, scale=1.0
+            )[0]
+        ),
+        "thread": weights(in_thread),
+        "math_backend": weights(math_backend),
+    }
 
 
 @pytest.mark.parametrize("route", sorted(_sdpa_routes()))

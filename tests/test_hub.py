@@ -30,6 +30,7 @@ a copy of the course's config, sources and release, whose `.venv` is this reposi
 tests/test_unprivileged.py does); and the hub-wide Jupyter configuration goes to a temporary
 folder named by JUPYTER_CONFIG_PATH instead of /etc/jupyter. Everything is removed afterwards.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,7 +38,6 @@ import os
 import pwd
 import shutil
 import socket
-import stat
 import subprocess
 import sys
 import tempfile
@@ -49,6 +49,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from browser_support import browser
+from test_unprivileged import course_group, traversable
 
 from autograder import assignments, collected
 from autograder.fixtures.inbound import ROWS
@@ -56,11 +58,12 @@ from autograder.fixtures.make import solution_sources
 from autograder.repairs import repairs
 from encdec.grading import language
 
-from browser_support import browser
-from test_unprivileged import course_group, traversable
-
-pytestmark = [pytest.mark.grading, pytest.mark.slow, pytest.mark.browser,
-              pytest.mark.skipif(os.geteuid() != 0, reason="creates Linux users and starts a hub: needs root")]
+pytestmark = [
+    pytest.mark.grading,
+    pytest.mark.slow,
+    pytest.mark.browser,
+    pytest.mark.skipif(os.geteuid() != 0, reason="creates Linux users and starts a hub: needs root"),
+]
 ROOT = Path(__file__).resolve().parents[1]
 HUB = ROOT / "deploy" / "hub"
 VENV_BIN = Path(sys.executable).parent
@@ -72,9 +75,11 @@ STUDENTS = {"ehub-ada": True, "ehub-bob": False, "ehub-cy": True}  # (the issue'
 # each student's full name on their account, and the (first, last) name the gradebook then holds
 # (autograder/roster.py): ada graded by nbgrader, bob by the formgrader's button; cy's full name is
 # markup, which the formgrader would write into its page unescaped, so cy gets no name
-FULL_NAMES = {"ehub-ada": ("Ada Lovelace", ("Ada", "Lovelace")),
-              "ehub-bob": ("Jean-Luc O'Brien", ("Jean-Luc", "O'Brien")),
-              "ehub-cy": ("<img src=x onerror=document.title='named'>", (None, None))}
+FULL_NAMES = {
+    "ehub-ada": ("Ada Lovelace", ("Ada", "Lovelace")),
+    "ehub-bob": ("Jean-Luc O'Brien", ("Jean-Luc", "O'Brien")),
+    "ehub-cy": ("<img src=x onerror=document.title='named'>", (None, None)),
+}
 PLANTER = "ehub-bob"  # hands in a link to the solutions as their notebook (autograder/fixtures/inbound.py)
 COPIER = "ehub-cy"  # hands in two download copies of the notebook instead of it (autograder/handed_in.py)
 COPIES = (f"{ASSIGNMENT} (1).ipynb", f"{ASSIGNMENT}-Copy1.ipynb")
@@ -123,16 +128,27 @@ def run(args: list[str], timeout: int = 300, **kw) -> subprocess.CompletedProces
     return subprocess.run(args, capture_output=True, text=True, timeout=timeout, **kw)
 
 
-def as_user(hub: Hub, user: str, args: list[str], cwd: Path | None = None, timeout: int = 300,
-            path: Path | None = None) -> subprocess.CompletedProcess:
+def as_user(
+    hub: Hub, user: str, args: list[str], cwd: Path | None = None, timeout: int = 300, path: Path | None = None
+) -> subprocess.CompletedProcess:
     """`args` as `user`, in a clean environment with the hub-wide Jupyter configuration, as a
     terminal in that user's server would run it (students: the students' environment first on PATH)."""
     bin_dir = path or (VENV_BIN if user == INSTRUCTOR else hub.student_env / "bin")
-    env = {"HOME": str(home(user)), "USER": user, "LOGNAME": user, "LANG": "C.UTF-8",
-           "PATH": f"{bin_dir}:/usr/bin:/bin", "JUPYTER_CONFIG_PATH": hub.settings["ENCDEC_JUPYTER_ETC"],
-           "ENCDEC_COURSE_ID": COURSE_ID, "PYTHONDONTWRITEBYTECODE": "1"}
-    return run(["runuser", "-u", user, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()), *args],
-               timeout=timeout, cwd=cwd or home(user))
+    env = {
+        "HOME": str(home(user)),
+        "USER": user,
+        "LOGNAME": user,
+        "LANG": "C.UTF-8",
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "JUPYTER_CONFIG_PATH": hub.settings["ENCDEC_JUPYTER_ETC"],
+        "ENCDEC_COURSE_ID": COURSE_ID,
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    return run(
+        ["runuser", "-u", user, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()), *args],
+        timeout=timeout,
+        cwd=cwd or home(user),
+    )
 
 
 def ok(done: subprocess.CompletedProcess, what: str) -> subprocess.CompletedProcess:
@@ -194,23 +210,35 @@ def student_env(hub: Hub) -> None:
     env = hub.student_env
     ok(run([sys.executable, "-m", "venv", str(env)]), "venv")
     python = env / "bin" / "python"
-    purelib = Path(ok(run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]),
-                      "purelib").stdout.strip())
+    purelib = Path(
+        ok(
+            run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]), "purelib"
+        ).stdout.strip()
+    )
     (purelib / "course_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     # the one console script the hub starts a student's server with (the rest run by module)
     server = env / "bin" / "jupyterhub-singleuser"
-    server.write_text(f"#!/bin/sh\nexec {python} -m jupyterhub.singleuser \"$@\"\n")
+    server.write_text(f'#!/bin/sh\nexec {python} -m jupyterhub.singleuser "$@"\n')
     server.chmod(0o755)
     run([str(python), "-m", "pip", "uninstall", "-q", "-y", "setuptools"])  # torch needs the newer one
 
 
 def start_hub(hub: Hub) -> None:
-    env = {"PATH": f"{VENV_BIN}:/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C.UTF-8", **hub.settings,
-           "JUPYTER_CONFIG_PATH": hub.settings["ENCDEC_JUPYTER_ETC"]}
+    env = {
+        "PATH": f"{VENV_BIN}:/usr/bin:/bin:/usr/sbin:/sbin",
+        "LANG": "C.UTF-8",
+        **hub.settings,
+        "JUPYTER_CONFIG_PATH": hub.settings["ENCDEC_JUPYTER_ETC"],
+    }
     log = open(hub.base / "jupyterhub.log", "w")  # noqa: SIM115 (the hub writes it until the fixture ends)
-    hub.process = subprocess.Popen([str(VENV_BIN / "jupyterhub"), "-f", str(HUB / "jupyterhub_config.py")],
-                                   cwd=hub.settings["ENCDEC_HUB_STATE"], env=env, stdout=log,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+    hub.process = subprocess.Popen(
+        [str(VENV_BIN / "jupyterhub"), "-f", str(HUB / "jupyterhub_config.py")],
+        cwd=hub.settings["ENCDEC_HUB_STATE"],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     hub.url = f"http://127.0.0.1:{hub.settings['ENCDEC_HUB_PORT']}"
     deadline = time.monotonic() + WAIT_S
     while True:
@@ -242,8 +270,13 @@ def at_submission():
     from redis_server import redis_server
 
     with redis_server() as url:
-        yield {"ENCDEC_FEEDBACK_AT_SUBMISSION": AT_SUBMISSION, "ENCDEC_ATTEMPTS": "1", "ENCDEC_GRADER": INSTRUCTOR,
-               "ENCDEC_GRADER_WORKERS": "1", "ENCDEC_REDIS_URL": url}
+        yield {
+            "ENCDEC_FEEDBACK_AT_SUBMISSION": AT_SUBMISSION,
+            "ENCDEC_ATTEMPTS": "1",
+            "ENCDEC_GRADER": INSTRUCTOR,
+            "ENCDEC_GRADER_WORKERS": "1",
+            "ENCDEC_REDIS_URL": url,
+        }
 
 
 @pytest.fixture(scope="module")
@@ -255,30 +288,51 @@ def hub(at_submission):
     base = Path(tempfile.mkdtemp(prefix="encdec-hub-"))
     os.chmod(base, 0o755)  # the exchange and the students' environment are under it
     ports = {key: str(free_port()) for key in ("ENCDEC_HUB_PORT", "ENCDEC_HUB_API_PORT", "ENCDEC_PROXY_API_PORT")}
-    settings = {"ENCDEC_HUB_PREFIX": str(base / "prefix"), "ENCDEC_HUB_STATE": str(base / "state"),
-                "ENCDEC_EXCHANGE_ROOT": str(base / "srv" / "exchange"), "ENCDEC_JUPYTER_ETC": str(base / "etc"),
-                "ENCDEC_COURSE_ID": COURSE_ID, "ENCDEC_HUB_IP": "127.0.0.1", "ENCDEC_PROFILE_D": str(base / "profile.d"),
-                "ENCDEC_SERVER_MEMORY_MB": str(SERVER_MEMORY_MB),
-                **ports, **GROUPS, **at_submission}
+    settings = {
+        "ENCDEC_HUB_PREFIX": str(base / "prefix"),
+        "ENCDEC_HUB_STATE": str(base / "state"),
+        "ENCDEC_EXCHANGE_ROOT": str(base / "srv" / "exchange"),
+        "ENCDEC_JUPYTER_ETC": str(base / "etc"),
+        "ENCDEC_COURSE_ID": COURSE_ID,
+        "ENCDEC_HUB_IP": "127.0.0.1",
+        "ENCDEC_PROFILE_D": str(base / "profile.d"),
+        "ENCDEC_SERVER_MEMORY_MB": str(SERVER_MEMORY_MB),
+        **ports,
+        **GROUPS,
+        **at_submission,
+    }
     hub = Hub(base, settings)
     restore: list[tuple[Path, int]] = []
     shared: list[tuple[Path, int]] = []
     release = base / "student-release"
     try:
         # what `make hub-setup` does: the student release, then the shared set-up steps
-        made = run(["make", "-s", "student-release", f"STUDENT={release}", f"STUDENT_STAGE={base / 'stage'}"],
-                   cwd=ROOT, timeout=600)
+        made = run(
+            ["make", "-s", "student-release", f"STUDENT={release}", f"STUDENT_STAGE={base / 'stage'}"],
+            cwd=ROOT,
+            timeout=600,
+        )
         ok(made, "make student-release")
-        built = run([sys.executable, "-m", "autograder.edition"], cwd=ROOT, timeout=600)  # as tests/test_unprivileged.py
+        built = run(
+            [sys.executable, "-m", "autograder.edition"], cwd=ROOT, timeout=600
+        )  # as tests/test_unprivileged.py
         ok(built, "grading editions")
         restore = traversable([Path(sys.executable).resolve(), VENV_BIN.parent / "lib", ROOT / "nbgrader_config.py"])
         student_env(hub)
         wheel = next(release.glob("encdec-*.whl"))
         setup_hub(hub, "exchange")
         setup_hub(hub, "config")
-        env_done = run(["bash", str(HUB / "setup-hub.sh"), "student-env"], timeout=600,
-                       env={**os.environ, **hub.settings, "PIP_NO_INDEX": "1", "ENCDEC_STUDENT_WHEEL": str(wheel),
-                            "PATH": f"{VENV_BIN}:/usr/bin:/bin:/usr/sbin:/sbin"})
+        env_done = run(
+            ["bash", str(HUB / "setup-hub.sh"), "student-env"],
+            timeout=600,
+            env={
+                **os.environ,
+                **hub.settings,
+                "PIP_NO_INDEX": "1",
+                "ENCDEC_STUDENT_WHEEL": str(wheel),
+                "PATH": f"{VENV_BIN}:/usr/bin:/bin:/usr/sbin:/sbin",
+            },
+        )
         ok(env_done, "setup-hub.sh student-env")
         page_config = json.loads((hub.student_env / "etc" / "jupyter" / "labconfig" / "page_config.json").read_text())
         instructor_parts = {f"@jupyter/nbgrader:{p}" for p in ("formgrader", "create-assignment", "course-list")}
@@ -307,8 +361,10 @@ def hub(at_submission):
         for path, gid in shared:
             os.chown(path, -1, gid)
         for student in STUDENTS:  # the servers' cgroups (their processes died with the users)
-            for folder in [*Path("/sys/fs/cgroup").glob(f"*/encdec-servers/{student}"),
-                           *Path("/sys/fs/cgroup").glob(f"encdec-servers/{student}")]:
+            for folder in [
+                *Path("/sys/fs/cgroup").glob(f"*/encdec-servers/{student}"),
+                *Path("/sys/fs/cgroup").glob(f"encdec-servers/{student}"),
+            ]:
                 try:
                     folder.rmdir()
                 except OSError:
@@ -323,7 +379,10 @@ def hub(at_submission):
 
 
 def nbgrader(hub: Hub, user: str, *args: str, cwd: Path | None = None, timeout: int = 300):
-    return ok(as_user(hub, user, ["python", "-m", "nbgrader", *args], cwd=cwd, timeout=timeout), f"{user}: nbgrader {' '.join(args)}")
+    return ok(
+        as_user(hub, user, ["python", "-m", "nbgrader", *args], cwd=cwd, timeout=timeout),
+        f"{user}: nbgrader {' '.join(args)}",
+    )
 
 
 def solve(notebook: Path, assignment: str = ASSIGNMENT) -> None:
@@ -342,8 +401,11 @@ def solve(notebook: Path, assignment: str = ASSIGNMENT) -> None:
 def graded_cells(notebook: Path) -> dict[str, bool]:
     """grade id -> whether the graded notebook shows the check failing (an error output)."""
     nb = nbformat.read(notebook, as_version=4)
-    return {c.metadata["nbgrader"]["grade_id"]: any(o.get("output_type") == "error" for o in c.get("outputs", []))
-            for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"}
+    return {
+        c.metadata["nbgrader"]["grade_id"]: any(o.get("output_type") == "error" for o in c.get("outputs", []))
+        for c in nb.cells
+        if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"
+    }
 
 
 def gradebook_scores(hub: Hub) -> dict[str, dict]:
@@ -355,8 +417,12 @@ def gradebook_scores(hub: Hub) -> dict[str, dict]:
         for student in STUDENTS:
             sub = gb.find_submission(ASSIGNMENT, student)
             cells = {g.name: (g.score, g.max_score) for nb in sub.notebooks for g in nb.grades}
-            out[student] = {"score": sub.score, "max_score": sub.max_score, "cells": cells,
-                            "name": (sub.student.first_name, sub.student.last_name)}
+            out[student] = {
+                "score": sub.score,
+                "max_score": sub.max_score,
+                "cells": cells,
+                "name": (sub.student.first_name, sub.student.last_name),
+            }
         return out
 
 
@@ -382,8 +448,11 @@ def student_server_is_limited(hub: Hub, student: str) -> None:
     with browser() as chromium:
         login(chromium, hub, student).context.close()
     uid = pwd.getpwnam(student).pw_uid
-    servers = [line.split(None, 1) for line in run(["ps", "-o", "pid=,args=", "-u", str(uid)]).stdout.splitlines()
-               if "jupyterhub-singleuser" in line or "jupyterhub.singleuser" in line]
+    servers = [
+        line.split(None, 1)
+        for line in run(["ps", "-o", "pid=,args=", "-u", str(uid)]).stdout.splitlines()
+        if "jupyterhub-singleuser" in line or "jupyterhub.singleuser" in line
+    ]
     assert servers, f"{student} has no server process"
     lines = [line.split(":", 2) for line in Path(f"/proc/{servers[0][0].strip()}/cgroup").read_text().splitlines()]
     v1 = [path for _, controllers, path in lines if "memory" in controllers.split(",")]
@@ -445,8 +514,10 @@ def formgrader_autograde(hub: Hub, student: str) -> tuple[str, dict[str, str]]:
 def test_round_trip(hub):
     course = hub.course()
     t = time.monotonic()
-    ok(as_user(hub, INSTRUCTOR, ["make", "-s", "-C", str(ROOT), "sandbox-check"], path=VENV_BIN),
-       "make sandbox-check as the instructor")
+    ok(
+        as_user(hub, INSTRUCTOR, ["make", "-s", "-C", str(ROOT), "sandbox-check"], path=VENV_BIN),
+        "make sandbox-check as the instructor",
+    )
     nbgrader(hub, INSTRUCTOR, "generate_assignment", ASSIGNMENT, "--force", cwd=course)
     nbgrader(hub, INSTRUCTOR, "release_assignment", ASSIGNMENT, cwd=course)
     hub.timed("instructor: sandbox check, generate, release", t)
@@ -455,10 +526,26 @@ def test_round_trip(hub):
     # script puts the server's environment first again (here sourced by hand: the test's profile.d
     # is not the machine's)
     student = next(iter(STUDENTS))
-    login = ok(run(["runuser", "-u", student, "--", "env", "-i", f"HOME={home(student)}", "LANG=C.UTF-8",
-                    f"ENCDEC_SERVER_BIN={hub.student_env / 'bin'}", "bash", "-l", "-c",
-                    f". {hub.settings['ENCDEC_PROFILE_D']}/encdec-hub.sh && command -v python && python -m nbgrader --version"]),
-               "a login shell's nbgrader")
+    login = ok(
+        run(
+            [
+                "runuser",
+                "-u",
+                student,
+                "--",
+                "env",
+                "-i",
+                f"HOME={home(student)}",
+                "LANG=C.UTF-8",
+                f"ENCDEC_SERVER_BIN={hub.student_env / 'bin'}",
+                "bash",
+                "-l",
+                "-c",
+                f". {hub.settings['ENCDEC_PROFILE_D']}/encdec-hub.sh && command -v python && python -m nbgrader --version",
+            ]
+        ),
+        "a login shell's nbgrader",
+    )
     assert login.stdout.splitlines()[0] == str(hub.student_env / "bin" / "python"), login.stdout
 
     t = time.monotonic()
@@ -473,8 +560,24 @@ def test_round_trip(hub):
         if solves:
             solve(notebook)  # written as root, given back to the student
             os.chown(notebook, pwd.getpwnam(student).pw_uid, pwd.getpwnam(student).pw_gid)
-        ok(as_user(hub, student, ["python", "-c", NBCONVERT, "--to", "notebook", "--execute", "--inplace",
-                                  "--allow-errors", str(notebook)]), f"{student}: runs the notebook")
+        ok(
+            as_user(
+                hub,
+                student,
+                [
+                    "python",
+                    "-c",
+                    NBCONVERT,
+                    "--to",
+                    "notebook",
+                    "--execute",
+                    "--inplace",
+                    "--allow-errors",
+                    str(notebook),
+                ],
+            ),
+            f"{student}: runs the notebook",
+        )
         ran = graded_cells(notebook)
         assert ran and not any(ran.values()) if solves else any(ran.values()), (student, ran)
         validated = as_user(hub, student, ["python", "-m", "nbgrader", "validate", str(notebook)], timeout=300)
@@ -486,13 +589,34 @@ def test_round_trip(hub):
     # the release's blank notebook in its place, saying why
     solutions = course / "solutions" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
     planted = ROWS["notebook_link"].left
-    ok(as_user(hub, PLANTER, ["python", "-c", "import os, sys; os.remove(sys.argv[2]); os.symlink(*sys.argv[1:])",
-                              str(solutions), str(submission(hub, PLANTER) / planted)]), f"{PLANTER} plants a link")
+    ok(
+        as_user(
+            hub,
+            PLANTER,
+            [
+                "python",
+                "-c",
+                "import os, sys; os.remove(sys.argv[2]); os.symlink(*sys.argv[1:])",
+                str(solutions),
+                str(submission(hub, PLANTER) / planted),
+            ],
+        ),
+        f"{PLANTER} plants a link",
+    )
     # a student who hands in two download copies instead of the notebook (issue 49): graded from one
-    ok(as_user(hub, COPIER, ["python", "-c", "import os, shutil, sys; os.rename(*sys.argv[1:3]); "
-                             "shutil.copyfile(*sys.argv[2:])", *(str(submission(hub, COPIER) / n)
-                                                                  for n in (f"{ASSIGNMENT}.ipynb", *COPIES))]),
-       f"{COPIER} hands in copies")
+    ok(
+        as_user(
+            hub,
+            COPIER,
+            [
+                "python",
+                "-c",
+                "import os, shutil, sys; os.rename(*sys.argv[1:3]); shutil.copyfile(*sys.argv[2:])",
+                *(str(submission(hub, COPIER) / n) for n in (f"{ASSIGNMENT}.ipynb", *COPIES)),
+            ],
+        ),
+        f"{COPIER} hands in copies",
+    )
 
     t = time.monotonic()
     nbgrader(hub, INSTRUCTOR, "collect", ASSIGNMENT, cwd=course)
@@ -502,8 +626,10 @@ def test_round_trip(hub):
     kept = course / "grading" / "submitted" / PLANTER / ASSIGNMENT
     assert (kept / planted).read_bytes() == (course / "exercises" / ASSIGNMENT / planted).read_bytes()  # the blank
     assert solutions.read_bytes() not in [p.read_bytes() for p in kept.rglob("*") if p.is_file()]
-    assert [(r["key"], r["files"]) for r in json.loads((kept / collected.RECORD).read_text())] == \
-        [("left_behind_link", [planted]), ("left_behind_no_notebook", [planted])]
+    assert [(r["key"], r["files"]) for r in json.loads((kept / collected.RECORD).read_text())] == [
+        ("left_behind_link", [planted]),
+        ("left_behind_no_notebook", [planted]),
+    ]
     by_button = "ehub-bob"  # the formgrader's Autograde button grades one student, nbgrader the others
     by_cli = [s for s in STUDENTS if s != by_button]
     for student in by_cli:
@@ -541,8 +667,9 @@ def test_round_trip(hub):
         else:
             assert got["score"] < max_score and any(failed.values()), (student, got)
         # nbgrader's feedback template: "<notebook> (Score: 11.0 / 11.0)"
-        assert f"{ASSIGNMENT} (Score: {round(float(got['score']), 2)} / {round(float(max_score), 2)})" \
-            in feedback[student], student
+        assert (
+            f"{ASSIGNMENT} (Score: {round(float(got['score']), 2)} / {round(float(max_score), 2)})" in feedback[student]
+        ), student
     assert shown == f"{scores[by_button]['score']:g} / {max_score:g}", shown
     # each student's name: their account's full name where it is plain text, none otherwise
     for student, (_, name) in FULL_NAMES.items():
@@ -552,14 +679,20 @@ def test_round_trip(hub):
     # the copies graded as one, said in that student's
     for student in STUDENTS:
         graded = nbformat.read(course / "grading" / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", 4)
-        assert [r["key"] for r in repairs(graded)] == {PLANTER: ["left_behind_link", "left_behind_no_notebook"],
-                                                       COPIER: ["copies"]}.get(student, []), student
+        assert [r["key"] for r in repairs(graded)] == {
+            PLANTER: ["left_behind_link", "left_behind_no_notebook"],
+            COPIER: ["copies"],
+        }.get(student, []), student
     with language.speaking("en"):
         said = language.text("repair_left_behind_no_notebook", files=planted)
     assert [said in unescape(feedback[s]) for s in STUDENTS] == [s == PLANTER for s in STUDENTS]
     assert [COPIES[1] in unescape(feedback[s]) for s in STUDENTS] == [s == COPIER for s in STUDENTS]
-    print("scores:", {s: f"{v['score']:g} / {v['max_score']:g}" for s, v in scores.items()},
-          "formgrader screenshot:", hub.screenshot)
+    print(
+        "scores:",
+        {s: f"{v['score']:g} / {v['max_score']:g}" for s, v in scores.items()},
+        "formgrader screenshot:",
+        hub.screenshot,
+    )
 
 
 # Isolation: what one user tries against another's files, as that user. Each attempt prints
@@ -666,7 +799,9 @@ def test_feedback_at_submission(hub):
             time.sleep(1)
         hub.timed(f"{student}: hand-in {attempt} of {AT_SUBMISSION} to its feedback in the exchange", handed_in)
         nbgrader(hub, student, "fetch_feedback", AT_SUBMISSION)
-        pages.update({p.parent.name: p.read_text() for p in (home(student) / AT_SUBMISSION / "feedback").glob("*/*.html")})
+        pages.update(
+            {p.parent.name: p.read_text() for p in (home(student) / AT_SUBMISSION / "feedback").glob("*/*.html")}
+        )
     first, second = (pages[k] for k in sorted(pages))  # by the hand-in's time
     assert f"{AT_SUBMISSION} (Score: 10.0 / 10.0)" in first, first[-2000:]
     assert "not graded" in second and "Score" not in second, second

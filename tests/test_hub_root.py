@@ -8,6 +8,7 @@ with three plants, each writing its effective uid to a file when it runs: a `.pt
 grading sandbox is checked as the user (so the plants do run, as the user), and no plant ever ran
 with uid 0.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,11 +21,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 from test_unprivileged import traversable
 
-pytestmark = [pytest.mark.grading,
-              pytest.mark.skipif(os.geteuid() != 0, reason="creates a Linux user: needs root")]
+pytestmark = [pytest.mark.grading, pytest.mark.skipif(os.geteuid() != 0, reason="creates a Linux user: needs root")]
 ROOT = Path(__file__).resolve().parents[1]
 USER = "ehub-plant"
 GROUP = "ehub-plant-instructors"
@@ -59,9 +58,14 @@ def instructor(tmp_path):
 
 
 def settings(tmp_path: Path) -> dict[str, str]:
-    return {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root", "LANG": "C.UTF-8",
-            "ENCDEC_HUB_PREFIX": str(tmp_path / "prefix"), "ENCDEC_INSTRUCTORS_GROUP": GROUP,
-            "ENCDEC_CHECKOUT": "encdec"}
+    return {
+        "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "HOME": "/root",
+        "LANG": "C.UTF-8",
+        "ENCDEC_HUB_PREFIX": str(tmp_path / "prefix"),
+        "ENCDEC_INSTRUCTORS_GROUP": GROUP,
+        "ENCDEC_CHECKOUT": "encdec",
+    }
 
 
 def plant(home: Path, marks: Path) -> None:
@@ -71,24 +75,33 @@ def plant(home: Path, marks: Path) -> None:
     (checkout / "nbgrader_config.py").write_text((ROOT / "nbgrader_config.py").read_text())
     run([sys.executable, "-m", "venv", "--without-pip", str(checkout / ".venv")], check=True)
     venv_python = checkout / ".venv" / "bin" / "python"
-    purelib = Path(run([str(venv_python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                       check=True).stdout.strip())
+    purelib = Path(
+        run(
+            [str(venv_python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], check=True
+        ).stdout.strip()
+    )
     record = f"import os; open({str(marks)!r}, 'a').write(f'{{0}} {{os.geteuid()}}\\n')"
     # the course's packages (the grader checks its sandbox as the user), then the plants
-    (purelib / "course.pth").write_text(f"{ROOT}\n{sysconfig.get_paths()['purelib']}\n"
-                                        + record.replace("{0}", "pth") + "\n")
+    (purelib / "course.pth").write_text(
+        f"{ROOT}\n{sysconfig.get_paths()['purelib']}\n" + record.replace("{0}", "pth") + "\n"
+    )
     (purelib / "sitecustomize.py").write_text(record.replace("{0}", "sitecustomize") + "\n")
     bin_dir = home / ".local" / "bin"
     bin_dir.mkdir(parents=True)
     for name in ("python3", "python", "env", "install"):
         fake = bin_dir / name
-        fake.write_text(f"#!/bin/sh\necho \"PATH-{name} $(id -u)\" >> {marks}\nexec /usr/bin/{name} \"$@\"\n")
+        fake.write_text(f'#!/bin/sh\necho "PATH-{name} $(id -u)" >> {marks}\nexec /usr/bin/{name} "$@"\n')
         fake.chmod(0o755)
     for login in (".profile", ".bashrc", ".bash_profile"):
         (home / login).write_text(f'PATH="{bin_dir}:$PATH"\nexport PATH\n')
     uid, gid = pwd.getpwnam(USER).pw_uid, pwd.getpwnam(USER).pw_gid
-    for path in [checkout, *checkout.rglob("*"), home / ".local", *(home / ".local").rglob("*"),
-                 *(home / n for n in (".profile", ".bashrc", ".bash_profile"))]:
+    for path in [
+        checkout,
+        *checkout.rglob("*"),
+        home / ".local",
+        *(home / ".local").rglob("*"),
+        *(home / n for n in (".profile", ".bashrc", ".bash_profile")),
+    ]:
         os.chown(path, uid, gid, follow_symlinks=False)
 
 
@@ -96,11 +109,15 @@ def test_the_instructor_step_runs_no_code_of_the_instructor_as_root(instructor, 
     home, marks = instructor
     plant(home, marks)
     done = run(["bash", str(ROOT / "deploy" / "hub" / "setup-hub.sh"), "instructor", USER], env=settings(tmp_path))
-    assert done.returncode == 0, f"setup-hub.sh instructor: exit {done.returncode}\n{done.stdout}\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, (
+        f"setup-hub.sh instructor: exit {done.returncode}\n{done.stdout}\n{done.stderr[-3000:]}"
+    )
     assert "grading sandbox: ok" in done.stdout
     ran = [line.split() for line in marks.read_text().splitlines()]
     uid = str(pwd.getpwnam(USER).pw_uid)
     assert {what for what, _ in ran} >= {"pth", "sitecustomize"}, f"the plants never ran, so prove nothing: {ran}"
     assert all(who == uid for _, who in ran), f"a plant of the instructor's ran as another user (root is 0): {ran}"
     copy = tmp_path / "prefix" / "system" / "cgroups.py"
-    assert copy.stat().st_uid == 0 and copy.read_bytes() == (ROOT / "autograder" / "sandbox" / "cgroups.py").read_bytes()
+    assert (
+        copy.stat().st_uid == 0 and copy.read_bytes() == (ROOT / "autograder" / "sandbox" / "cgroups.py").read_bytes()
+    )

@@ -20,9 +20,9 @@ from nbgrader.api import Gradebook
 from nbgrader.preprocessors import ClearSolutions, ComputeChecksums, GetGrades, SaveAutoGrades, SaveCells
 
 from autograder import assignments, integrity
+from autograder.fixtures.make import BUILT
 from autograder.integrity import PREFIX, scan_notebook, scan_source
 from autograder.preprocessors import FlagIntegrity, HideIntegrityFlags
-from autograder.fixtures.make import BUILT
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,8 +42,7 @@ def solution_cells():
     for a in ASSIGNMENTS:
         for cell in read(ROOT / "solutions" / a / f"{a}.ipynb").cells:
             if cell.cell_type == "code" and cell.metadata.get("nbgrader", {}).get("solution"):
-                source = "\n".join(line for line in cell.source.splitlines()
-                                   if line.strip() not in SOLUTION_MARKERS)
+                source = "\n".join(line for line in cell.source.splitlines() if line.strip() not in SOLUTION_MARKERS)
                 yield pytest.param(source, id=f"{a}/{cell.metadata.nbgrader.grade_id}")
 
 
@@ -63,8 +62,10 @@ ATTACKS = [
     # torch hooks
     ("m._forward_pre_hooks.clear()", "hook machinery (m._forward_pre_hooks)"),
     ("model.decoder.layers[0]._forward_hooks.clear()", "hook machinery (_forward_hooks)"),
-    ("import torch.nn.modules.module as mm\nmm._global_forward_hooks.clear()",
-     "hook machinery (torch.nn.modules.module"),
+    (
+        "import torch.nn.modules.module as mm\nmm._global_forward_hooks.clear()",
+        "hook machinery (torch.nn.modules.module",
+    ),
     ("from torch.nn.modules.module import register_module_forward_hook", "hook machinery"),
     ("torch.nn.Module.__call__ = lambda self, *a: None", "hook machinery (torch.nn.Module.__call__)"),
     ("from torch import nn\nnn.Module._call_impl = f", "hook machinery (torch.nn.Module._call_impl)"),
@@ -121,10 +122,17 @@ ATTACKS = [
 HONEST = [
     # what the sandbox constructs (environment, uid, host, folders): nothing to probe, so not flagged
     'import os\nos.environ["KMP_DUPLICATE_LIB_OK"] = "TRUE"  # the common macOS fix',
-    "import os\nos.environ['HOME']", "from os import getenv\ngetenv('USER')", "import os\nos.getuid() == 0",
-    "import socket\nsocket.gethostname()", "import platform as pf\npf.node()", "import os\nos.listdir('..')",
-    "from pathlib import Path\nhere = Path.cwd()", "import glob\nglob.glob('*')", "%env HOME",
-    "s = Path('/proc/self/status')", "files = !ls ..",
+    "import os\nos.environ['HOME']",
+    "from os import getenv\ngetenv('USER')",
+    "import os\nos.getuid() == 0",
+    "import socket\nsocket.gethostname()",
+    "import platform as pf\npf.node()",
+    "import os\nos.listdir('..')",
+    "from pathlib import Path\nhere = Path.cwd()",
+    "import glob\nglob.glob('*')",
+    "%env HOME",
+    "s = Path('/proc/self/status')",
+    "files = !ls ..",
     # a hook on the student's own model, as a self-test
     "h = model.register_forward_hook(lambda m, a, y: print(y.shape))\nh.remove()",
     "self.register_forward_pre_hook(lambda m, a: None)",
@@ -202,7 +210,8 @@ def test_every_rule_family_has_an_attack():
 
 def test_reasons_are_deduplicated_and_name_what_was_used():
     assert scan_source("import sys\nsys._getframe(1)\nsys._getframe(2).f_back") == [
-        "reads interpreter stack frames (`sys._getframe`, `f_back`)"]
+        "reads interpreter stack frames (`sys._getframe`, `f_back`)"
+    ]
 
 
 def test_the_scan_fails_closed_and_never_scores():
@@ -225,12 +234,16 @@ def test_scan_notebook_skips_test_cells_labels_cells_and_carries_imports():
     flags = scan_notebook(nb)
     assert [(f.cell, f.reason.split(" (")[0]) for f in flags] == [
         ("cell 3", "tampers with the interpreter"),
-        ("block_solution", "uses torch's ready-made layers")]
+        ("block_solution", "uses torch's ready-made layers"),
+    ]
 
 
 def test_hostile_submissions_that_reach_the_grader_are_flagged():
-    flagged = {p.parents[1].name for p in HOSTILE.glob("*/*/*.ipynb")
-               if p.parents[1].name != "invalid_json" and scan_notebook(read(p))}
+    flagged = {
+        p.parents[1].name
+        for p in HOSTILE.glob("*/*/*.ipynb")
+        if p.parents[1].name != "invalid_json" and scan_notebook(read(p))
+    }
     assert {"patched_asserts", "patched_checks", "stored_outputs", "read_hidden", "write_outside"} <= flagged
     assert "pass_all" not in flagged
 
@@ -255,8 +268,11 @@ def executed(nb):
     for cell in nb.cells:
         if cell.cell_type == "code":
             failed = cell.metadata.get("nbgrader", {}).get("grade_id") == FAILED_TEST
-            cell.outputs = [nbformat.v4.new_output("error", ename="AssertionError", evalue="no", traceback=[])
-                            if failed else nbformat.v4.new_output("stream", name="stdout", text="passed\n")]
+            cell.outputs = [
+                nbformat.v4.new_output("error", ename="AssertionError", evalue="no", traceback=[])
+                if failed
+                else nbformat.v4.new_output("stream", name="stdout", text="passed\n")
+            ]
     return nb
 
 
@@ -271,9 +287,12 @@ def cheating(nb):
 def snapshot(db_url: str, student: str) -> dict:
     with Gradebook(db_url) as gb:
         sub = gb.find_submission_notebook(NOTEBOOK, ASSIGNMENT, student)
-        return {"grades": {g.name: (g.auto_score, g.needs_manual_grade) for g in sub.grades},
-                "comments": {c.name: c.auto_comment for c in sub.comments},
-                "score": sub.score, "needs_manual_grade": bool(sub.needs_manual_grade)}
+        return {
+            "grades": {g.name: (g.auto_score, g.needs_manual_grade) for g in sub.grades},
+            "comments": {c.name: c.auto_comment for c in sub.comments},
+            "score": sub.score,
+            "needs_manual_grade": bool(sub.needs_manual_grade),
+        }
 
 
 def autograde(db_url: str, student: str, nb, log=None):
@@ -319,8 +338,9 @@ def test_flagged_notebook_needs_manual_grade_and_says_why_scores_unchanged(grade
     with caplog.at_level(logging.WARNING, logger="test_integrity"):
         before, after = autograde(gradebook, "cheat", cheating(submitted))
 
-    assert {name: score for name, (score, _) in after["grades"].items()} == \
-        {name: score for name, (score, _) in before["grades"].items()}
+    assert {name: score for name, (score, _) in after["grades"].items()} == {
+        name: score for name, (score, _) in before["grades"].items()
+    }
     assert after["score"] == before["score"] == 9.0  # FAILED_TEST is worth 2 of 11
     assert not before["needs_manual_grade"] and after["needs_manual_grade"]
     tests = [name for name in after["grades"] if not name.endswith("_solution")]
@@ -357,19 +377,26 @@ def test_report_lists_exactly_the_flagged_submission(gradebook, tmp_path):
 
     rows = integrity.flagged_submissions(gradebook)
     assert [(r["assignment"], r["student"], r["notebook"], r["needs_manual_grade"]) for r in rows] == [
-        ("decoder_block", "cheat", "decoder_block", True)]
+        ("decoder_block", "cheat", "decoder_block", True)
+    ]
     assert "sys._getframe" in rows[0]["reasons"] and "cell 2: tampers with the interpreter" in rows[0]["reasons"]
 
     out = tmp_path / "flags.csv"
-    done = subprocess.run([sys.executable, "-m", "autograder.integrity", "report", "--db-url", gradebook,
-                           "--csv", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder.integrity", "report", "--db-url", gradebook, "--csv", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert len(lines) == 1 and lines[0].startswith("decoder_block\tcheat\tdecoder_block\t")
     assert "sys._getframe" in lines[0]
     table = list(csv.DictReader(out.open()))
     assert [(r["assignment"], r["student"], r["notebook"]) for r in table] == [
-        ("decoder_block", "cheat", "decoder_block")]
+        ("decoder_block", "cheat", "decoder_block")
+    ]
 
 
 def test_review_and_regrade_clear_the_flag(gradebook):
@@ -392,8 +419,10 @@ def test_feedback_does_not_show_the_flag(gradebook):
     comments = [c.metadata.nbgrader.get("comment") for c in nb.cells if "nbgrader" in c.metadata]
     assert any(isinstance(c, str) and c.startswith(PREFIX) for c in comments)
     nb, _ = HideIntegrityFlags().preprocess(nb, ids(gradebook, "cheat"))
-    assert not any(isinstance(c.metadata.get("nbgrader", {}).get("comment"), str)
-                   and PREFIX in c.metadata.nbgrader["comment"] for c in nb.cells)
+    assert not any(
+        isinstance(c.metadata.get("nbgrader", {}).get("comment"), str) and PREFIX in c.metadata.nbgrader["comment"]
+        for c in nb.cells
+    )
 
 
 def test_the_feedback_shows_the_instructors_comment_or_nbgraders_whatever_a_note_quotes(gradebook):
@@ -410,15 +439,21 @@ def test_the_feedback_shows_the_instructors_comment_or_nbgraders_whatever_a_note
             c.auto_comment = note
             c.manual_comment = "Look again at the mask <b>here</b>\n2nd line" if c.name == "block_solution" else None
         gb.db.commit()
-    released = {c.metadata.nbgrader["grade_id"]: c.source
-                for c in read(ROOT / "exercises" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").cells if "nbgrader" in c.metadata}
+    released = {
+        c.metadata.nbgrader["grade_id"]: c.source
+        for c in read(ROOT / "exercises" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").cells
+        if "nbgrader" in c.metadata
+    }
     for c in nb.cells:
         if c.metadata.get("nbgrader", {}).get("grade_id") == "mask_solution":
             c.source = released["mask_solution"]  # handed back as released
     nb, _ = GetGrades().preprocess(nb, ids(gradebook, "cheat"))
     nb, _ = HideIntegrityFlags().preprocess(nb, ids(gradebook, "cheat"))
-    shown = {c.metadata.nbgrader["grade_id"]: c.metadata.nbgrader["comment"] for c in nb.cells
-             if "comment" in c.metadata.get("nbgrader", {})}
+    shown = {
+        c.metadata.nbgrader["grade_id"]: c.metadata.nbgrader["comment"]
+        for c in nb.cells
+        if "comment" in c.metadata.get("nbgrader", {})
+    }
     assert shown["block_solution"] == "Look again at the mask <b>here</b>\n2nd line"
     assert shown["mask_solution"] == "No response."  # the release's stub, handed back
     assert shown["softmax_solution"] is None

@@ -2,6 +2,7 @@
 the grader expects before anything is computed from it (the judge runs in the grader's own,
 unconfined process). The rule is tested with arrays that fail the test if any value of theirs is
 read or added; ``bench/bench_grader_memory.py`` measures the grader's memory on the worst records."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,10 +39,15 @@ def block_case(seed: int = 3):
 def lesson_record(dec, enc, mask, **replace) -> dict:
     """A record whose first stages follow the lesson, with some arrays replaced."""
     out_1 = np.ones_like(dec)
-    record = {"trace/out/00/attention_self/query": dec, "trace/out/00/attention_self/key": dec,
-              "trace/out/00/attention_self/value": dec, "trace/out/00/attention_self/mask": mask,
-              "trace/out/00/attention_self/output": out_1, "trace/out/01/layer_norm_1/input": dec + out_1,
-              "trace/out/01/layer_norm_1/output": 2 * dec}
+    record = {
+        "trace/out/00/attention_self/query": dec,
+        "trace/out/00/attention_self/key": dec,
+        "trace/out/00/attention_self/value": dec,
+        "trace/out/00/attention_self/mask": mask,
+        "trace/out/00/attention_self/output": out_1,
+        "trace/out/01/layer_norm_1/input": dec + out_1,
+        "trace/out/01/layer_norm_1/output": 2 * dec,
+    }
     record.update(replace)
     return record
 
@@ -54,10 +60,16 @@ def test_a_broadcastable_pair_of_recorded_outputs_is_never_added():
     assert St._sum(untouchable((50_000, 1, M)), untouchable((1, 50_000, M))) is None  # decided from the shapes
 
     def record(K):
-        return lesson_record(dec, enc, mask, **{
-            "trace/out/02/layer_norm_2/output": untouchable((K, 1, M)),
-            "trace/out/03/feed_forward/output": untouchable((1, K, M)),
-            "trace/out/04/attention_cross/query": 3 * dec})  # no tensor the lesson names
+        return lesson_record(
+            dec,
+            enc,
+            mask,
+            **{
+                "trace/out/02/layer_norm_2/output": untouchable((K, 1, M)),
+                "trace/out/03/feed_forward/output": untouchable((1, K, M)),
+                "trace/out/04/attention_cross/query": 3 * dec,
+            },
+        )  # no tensor the lesson names
 
     # within the case's size: the walk names what the query was, without adding the pair
     K = enc.size // M
@@ -76,11 +88,14 @@ def test_a_recorded_output_of_a_shape_no_given_part_returns_is_refused():
         St.block_stage(record, "out", dec, enc, mask)
 
 
-@pytest.mark.parametrize("key,array", [
-    (f"trace/out/{MAX_CALLS:02d}/layer_norm_1/input", np.zeros((2, 5, 16), np.float32)),  # a call never recorded
-    ("trace/out/00/layer_norm_1/input", np.zeros((1, 1, 1, 1, 1), np.float32)),  # five axes
-    ("trace/out/00/layer_norm_1/input", np.zeros(St.RECORD_ELEMENTS + 1, np.float32)),  # too many numbers
-])
+@pytest.mark.parametrize(
+    "key,array",
+    [
+        (f"trace/out/{MAX_CALLS:02d}/layer_norm_1/input", np.zeros((2, 5, 16), np.float32)),  # a call never recorded
+        ("trace/out/00/layer_norm_1/input", np.zeros((1, 1, 1, 1, 1), np.float32)),  # five axes
+        ("trace/out/00/layer_norm_1/input", np.zeros(St.RECORD_ELEMENTS + 1, np.float32)),  # too many numbers
+    ],
+)
 def test_a_malformed_record_is_refused_before_it_is_read(key, array):
     with pytest.raises(St.RecordRefused):
         St.calls({key: array.view(Untouchable)}, "out")
@@ -113,20 +128,26 @@ def test_a_file_with_more_arrays_than_a_check_writes_is_refused_unread():
     many = {f"trace/out/{i:05d}/layer_norm_1/input": np.zeros(1, np.float32) for i in range(wire.MAX_ARRAYS + 1)}
     with pytest.raises(ValueError, match="arrays"):
         wire.loads(wire.to_bytes({"status": "ok"}, many))
-    verdict = J.verify("decoder_block.output", wire.to_bytes({"status": "ok"}, many), J.graded_inputs("decoder_block.output", 3))
+    verdict = J.verify(
+        "decoder_block.output", wire.to_bytes({"status": "ok"}, many), J.graded_inputs("decoder_block.output", 3)
+    )
     assert not verdict.ok and verdict.label == "unreadable_outputs"
 
 
 def test_the_mistake_is_still_named_when_the_record_is_refused(tmp_path):
     """The hostile row's block: a refused record loses the stage line, never the verdict."""
     import grading_support as support
+
     from autograder.fixtures.payloads import HUGE_BROADCAST
     from encdec import model as M
 
     body = "\n".join(HUGE_BROADCAST.splitlines())
     ns: dict = {}
-    exec("import torch\ndef forward(self, dec_inp, enc_inp, mask=None):\n"  # noqa: S102
-         + "\n".join("    " + line for line in body.splitlines()), ns)
+    exec(
+        "import torch\ndef forward(self, dec_inp, enc_inp, mask=None):\n"
+        + "\n".join("    " + line for line in body.splitlines()),
+        ns,
+    )
     Block = type("Block", (M.DecoderBlock,), {"forward": ns["forward"]})
     verdict, _ = support.graded("decoder_block.output", Block, tmp_path)
     assert not verdict.ok and "did not match the reference" in verdict.message

@@ -2,10 +2,10 @@
 or is killed, leaves the last autograded notebook, feedback and gradebook rows as they were,
 through stock `nbgrader`'s command line and its formgrader's API (the driver and the queue grade
 into a folder of their own and rename it over the course's only when done)."""
+
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from grading_course import coursedir, scores, scratch_course, submit
 
 pytestmark = [pytest.mark.grading, pytest.mark.slow]
@@ -25,8 +24,9 @@ BROKEN = '--Autograde.autograde_preprocessors=["autograder.preprocessors.GradedE
 
 
 def _nbgrader(course: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    out = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, capture_output=True, text=True,
-                         timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args], cwd=course, capture_output=True, text=True, timeout=600
+    )
     assert not check or out.returncode == 0, out.stderr[-3000:]
     return out
 
@@ -36,9 +36,11 @@ def _state(course: Path, student: str) -> dict:
     cd = coursedir(course)
     graded = Path(cd.format_path(cd.autograded_directory, student, A)) / f"{A}.ipynb"
     feedback = Path(cd.format_path(cd.feedback_directory, student, A)) / f"{A}.html"
-    return {"graded": graded.read_bytes() if graded.is_file() else None,
-            "feedback": feedback.read_bytes() if feedback.is_file() else None,
-            "score": scores(course, A).get(student)}
+    return {
+        "graded": graded.read_bytes() if graded.is_file() else None,
+        "feedback": feedback.read_bytes() if feedback.is_file() else None,
+        "score": scores(course, A).get(student),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -75,8 +77,12 @@ def test_a_killed_regrade_is_undone_by_the_next_command(course):
     puts the last grade back."""
     before = _state(course, "alice")
     marks = course / "grading" / ".kept" / "autograded" / "alice"
-    proc = subprocess.Popen([sys.executable, "-m", "nbgrader", "autograde", A, "--force"], cwd=course,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nbgrader", "autograde", A, "--force"],
+        cwd=course,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 120
     while not (marks / f"{A}.running").is_file() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -119,11 +125,17 @@ def test_the_drivers_failed_regrade_leaves_the_last_grade(course):
     broken step comes from the course's untracked local configuration, as an instructor's would."""
     before = _state(course, "alice")
     local = course / "nbgrader_config.local.py"
-    local.write_text('c.Autograde.autograde_preprocessors = ["autograder.preprocessors.GradedExecute", '
-                     '"autograder.no_such.Step"]\n')
+    local.write_text(
+        'c.Autograde.autograde_preprocessors = ["autograder.preprocessors.GradedExecute", "autograder.no_such.Step"]\n'
+    )
     try:
-        out = subprocess.run([sys.executable, "-m", "autograder.driver", A, "--force", "--workers", "1"], cwd=course,
-                             capture_output=True, text=True, timeout=600)
+        out = subprocess.run(
+            [sys.executable, "-m", "autograder.driver", A, "--force", "--workers", "1"],
+            cwd=course,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
     finally:
         local.unlink()
     assert out.returncode == 1 and "failed" in out.stdout, (out.stdout[-2000:], out.stderr[-2000:])

@@ -6,6 +6,7 @@ those distributions; whatever the virtual environment, the base interpreter, Deb
 (another library, a program's own Python tree under /usr/lib or /usr/share), no other module is
 importable or even readable, by construction of its mounts (autograder/sandbox/kernel_site.py),
 whatever name, alias, path, loader or interpreter a notebook uses for it."""
+
 from __future__ import annotations
 
 import glob
@@ -103,8 +104,11 @@ def machine_folders() -> list[Path]:
         if os.path.exists(exe):
             run = subprocess.run([exe, "-c", ask], capture_output=True, text=True, cwd="/")
             found |= {p for p in json.loads(run.stdout) if p.endswith(("site-packages", "dist-packages"))}
-    for pattern in ("/usr/lib/python3*/*-packages", "/usr/local/lib/python3*/*-packages",
-                    "/usr/lib/python3/dist-packages"):
+    for pattern in (
+        "/usr/lib/python3*/*-packages",
+        "/usr/local/lib/python3*/*-packages",
+        "/usr/lib/python3/dist-packages",
+    ):
         found |= set(glob.glob(pattern))
     return sorted({Path(p).resolve() for p in found if os.path.isdir(p)})
 
@@ -139,11 +143,25 @@ def attack_args(folders: list[Path]) -> tuple[dict, set[str]]:
         so = [p for e, _ in mine for p in ([e] if e.is_file() else sorted(e.glob("*.so"))) if p.suffix == ".so"]
         libs += [str(p) for p in so[:1]]
         pycs += [str(p) for p in sorted(folder.glob("__pycache__/*.pyc")) if p.name.split(".")[0] not in allowed][:2]
-    pythons = sorted({p for p in glob.glob("/usr/bin/python3*") + glob.glob("/usr/local/bin/python3*")
-                      + [getattr(sys, "_base_executable", sys.executable)] if not p.endswith("-config")})
+    pythons = sorted(
+        {
+            p
+            for p in glob.glob("/usr/bin/python3*")
+            + glob.glob("/usr/local/bin/python3*")
+            + [getattr(sys, "_base_executable", sys.executable)]
+            if not p.endswith("-config")
+        }
+    )
     files += usr_code()
-    args = {"names": sorted(names), "folders": [str(f) for f in folders], "files": files, "libs": libs,
-            "archives": archives, "pycs": pycs, "pythons": pythons}
+    args = {
+        "names": sorted(names),
+        "folders": [str(f) for f in folders],
+        "files": files,
+        "libs": libs,
+        "archives": archives,
+        "pycs": pycs,
+        "pythons": pythons,
+    }
     return args, outside_venv
 
 
@@ -154,8 +172,11 @@ def usr_code(n: int = 200) -> list[str]:
     found = []
     for folder, dirs, names in os.walk("/usr"):
         dirs.sort()
-        found += [f for f in (os.path.join(folder, name) for name in sorted(names) if name.endswith(".py"))
-                  if not f.startswith(tuple(std))]
+        found += [
+            f
+            for f in (os.path.join(folder, name) for name in sorted(names) if name.endswith(".py"))
+            if not f.startswith(tuple(std))
+        ]
     return found[:: max(1, len(found) // n)][:n]
 
 
@@ -188,8 +209,10 @@ def test_every_folder_of_packages_the_sandbox_shows_is_emptied_then_only_its_ent
     assert not any(p.name.startswith("transformers") for kept in sites.values() for p in kept)
     # none hides the interpreter (its standard library, its prefixes); what else the sandbox binds
     # in one (the course's package, were it installed there) is bound back
-    interpreter = [Path(p).resolve() for p in (sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib"),
-                                               sys.prefix, sys.base_prefix)]
+    interpreter = [
+        Path(p).resolve()
+        for p in (sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib"), sys.prefix, sys.base_prefix)
+    ]
     for folder, kept in sites.items():
         assert not any(folder == p or folder in p.parents for p in interpreter), folder
         assert all(p in kept for p in readonly if folder in p.parents), folder
@@ -216,8 +239,10 @@ def test_the_view_binds_folders_only_of_the_standard_library_the_package_and_all
     entries = {str(p) for kept in sites.values() for p in kept}
     binds = [r[1] for r in rows if r[0] == "ro-bind" and r[1] not in entries and Path(r[1]) not in readonly]
     assert not [b for b in binds if os.path.isdir(b)], [b for b in binds if os.path.isdir(b)]
-    assert all(kernel_site._elf(b) or b.endswith("pyvenv.cfg") or b.startswith(("/etc/", "/usr/share/zoneinfo/"))
-               for b in binds), binds
+    assert all(
+        kernel_site._elf(b) or b.endswith("pyvenv.cfg") or b.startswith(("/etc/", "/usr/share/zoneinfo/"))
+        for b in binds
+    ), binds
     assert any(os.path.basename(b).startswith("libc.so") for b in binds) and "/etc/ld.so.cache" in binds
     loader = kernel_site._elf(os.path.realpath(sys.executable))[1]
     assert ("ro-bind", os.path.realpath(loader), os.path.realpath(loader)) in rows
@@ -232,8 +257,10 @@ def test_a_chain_of_links_is_made_as_on_the_host(tmp_path):
     (tmp_path / "top").symlink_to("real")
     (tmp_path / "real" / "lib.so.1").symlink_to("../top/lib.so.1.2")
     assert _chain(str(tmp_path / "top" / "lib.so.1")) == [
-        ("symlink", "real", str(tmp_path / "top")), ("symlink", "../top/lib.so.1.2", str(tmp_path / "real" / "lib.so.1")),
-        ("ro-bind", str(tmp_path / "real" / "lib.so.1.2"), str(tmp_path / "real" / "lib.so.1.2"))]
+        ("symlink", "real", str(tmp_path / "top")),
+        ("symlink", "../top/lib.so.1.2", str(tmp_path / "real" / "lib.so.1")),
+        ("ro-bind", str(tmp_path / "real" / "lib.so.1.2"), str(tmp_path / "real" / "lib.so.1.2")),
+    ]
 
 
 def _kernel_round_trip(prefork: bool, cwd: Path, code: str) -> str:
@@ -249,8 +276,11 @@ def _kernel_round_trip(prefork: bool, cwd: Path, code: str) -> str:
     printed: list[str] = []
     try:
         run_sync(kc.wait_for_ready)(timeout=120)
-        run_sync(kc.execute_interactive)(code, timeout=180, output_hook=lambda m: printed.append(
-            m["content"].get("text", "")) if m["msg_type"] == "stream" else None)
+        run_sync(kc.execute_interactive)(
+            code,
+            timeout=180,
+            output_hook=lambda m: printed.append(m["content"].get("text", "")) if m["msg_type"] == "stream" else None,
+        )
     finally:
         kc.stop_channels()
         run_sync(km.shutdown_kernel)()
@@ -279,7 +309,7 @@ def test_a_graded_kernel_cannot_reach_another_library(prefork, tmp_path):
     printed = _kernel_round_trip(prefork, tmp_path, f"ARGS = {json.dumps(json.dumps(args))}\n" + PROBE)
     line = next((x for x in printed.splitlines() if x.startswith("PROBE")), None)
     assert line is not None, printed[-3000:]
-    seen = json.loads(line[len("PROBE"):])
+    seen = json.loads(line[len("PROBE") :])
     assert seen["imports"]["torch"] == seen["imports"]["numpy"] == seen["imports"]["encdec.model"] == "ok"
     for absent in ("transformers", "tokenizers", "safetensors", "yaml", "scipy"):
         assert seen["imports"][absent] == "ModuleNotFoundError", (absent, seen["imports"][absent])

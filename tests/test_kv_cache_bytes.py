@@ -10,8 +10,15 @@ from encdec.model import Transformer
 
 def test_formula_matches_the_caches_greedy_decode_fills():
     torch.manual_seed(0)
-    config = ModelConfig(emb_dim=24, num_heads=3, feedforward_dim=32, num_enc_layers=1, num_dec_layers=3,
-                         dropout=0.0, position_encoding="sinusoid")
+    config = ModelConfig(
+        emb_dim=24,
+        num_heads=3,
+        feedforward_dim=32,
+        num_enc_layers=1,
+        num_dec_layers=3,
+        dropout=0.0,
+        position_encoding="sinusoid",
+    )
     model = Transformer(config).eval()
     with torch.no_grad():
         model.proj_to_vocab.bias[EOS_ID] = -50.0
@@ -23,8 +30,9 @@ def test_formula_matches_the_caches_greedy_decode_fills():
     caches = seen[-1]
     self_bytes = sum(c.k.nbytes + c.v.nbytes for c, _ in caches)
     cross_bytes = sum(c.k.nbytes + c.v.nbytes for _, c in caches)
-    size = kv_cache_bytes(config.num_dec_layers, config.num_heads, config.emb_dim // config.num_heads,
-                          bytes_per_value=4, question_len=Kq)
+    size = kv_cache_bytes(
+        config.num_dec_layers, config.num_heads, config.emb_dim // config.num_heads, bytes_per_value=4, question_len=Kq
+    )
     rows = len(caches[0][0])  # BOS and every fed token: the last token generated is never fed
     assert rows == new
     assert self_bytes == N * rows * size["self_per_token"]

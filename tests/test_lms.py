@@ -1,6 +1,7 @@
 """Grades out: the late policy (autograder/lms/late_policy.py) and the Canvas export
 (autograder/lms/canvas.py), alone on a gradebook made through nbgrader's API, and through stock
 `nbgrader autograde` and `nbgrader export` with the course configuration."""
+
 from __future__ import annotations
 
 import csv
@@ -19,6 +20,7 @@ DAY = 86400
 
 class Grading(Configurable):
     """Stands for nbgrader's AssignLatePenalties, which sets the assignment before it asks."""
+
     assignment_id = "decoder_block"
 
 
@@ -29,6 +31,7 @@ def late(tmp_path):
             (tmp_path / "ext.csv").write_text(extensions)
             traits["extensions_file"] = str(tmp_path / "ext.csv")
         return late_policy.LatePolicy(parent=Grading(), **traits)
+
     return make
 
 
@@ -41,20 +44,27 @@ def test_penalty_per_day_with_a_cap():
 
 
 def test_extensions_and_grace_come_off_first(late):
-    plugin = late("student_id,assignment,days\nalice,decoder_block,2\nalice,*,1\nbob,other,5\n",
-                  percent_per_day=20, max_percent=100, grace_minutes=30)
+    plugin = late(
+        "student_id,assignment,days\nalice,decoder_block,2\nalice,*,1\nbob,other,5\n",
+        percent_per_day=20,
+        max_percent=100,
+        grace_minutes=30,
+    )
     assert plugin.late_submission_penalty("alice", 10.0, 3 * DAY) is None  # 3 days of extension
     assert plugin.late_submission_penalty("alice", 10.0, 3 * DAY + 3600) == 2.0
     assert plugin.late_submission_penalty("bob", 10.0, 20 * 60) is None  # inside the grace period
     assert plugin.late_submission_penalty("bob", 10.0, DAY) == 2.0  # bob's extension is for another one
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("student,assignment,days\n", "line 1 must be the header"),
-    ("student_id,assignment,days\nalice,decoder_block\n", "line 2: expected 3 fields"),
-    ("student_id,assignment,days\nalice,decoder_block,two\n", "line 2: days must be a number"),
-    ("student_id,assignment,days\n\nalice,decoder_block,-1\n", "line 3: expected a student id"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("student,assignment,days\n", "line 1 must be the header"),
+        ("student_id,assignment,days\nalice,decoder_block\n", "line 2: expected 3 fields"),
+        ("student_id,assignment,days\nalice,decoder_block,two\n", "line 2: days must be a number"),
+        ("student_id,assignment,days\n\nalice,decoder_block,-1\n", "line 3: expected a student id"),
+    ],
+)
 def test_a_malformed_extensions_file_says_where_and_what(late, text, expected):
     with pytest.raises(late_policy.ExtensionsError, match=expected):
         late(text).late_submission_penalty("alice", 10.0, DAY)
@@ -83,7 +93,7 @@ def _fill(url: str) -> None:
             gb.add_grade_cell("item", name, name, max_score=points, cell_type="code")
         gb.add_student("alice", first_name="Ada", last_name="Lovelace")
         gb.add_student("bob")
-        gb.add_student("carol", last_name="=HYPERLINK(\"x\")")
+        gb.add_student("carol", last_name='=HYPERLINK("x")')
         for student, score, penalty in (("alice", 9.0, 1.5), ("bob", 11.0, 0.0)):
             sub = gb.add_submission("decoder_block", student, timestamp=due)
             nb = sub.notebooks[0]
@@ -111,8 +121,14 @@ def test_canvas_export_layout_scores_and_points(class_gradebook, tmp_path):
 
 
 def test_canvas_export_options(class_gradebook, tmp_path):
-    rows = export(class_gradebook(tmp_path), tmp_path, id_column="SIS User ID", missing_as_zero=False,
-                  student=["carol"], assignment=["kv_cache"])
+    rows = export(
+        class_gradebook(tmp_path),
+        tmp_path,
+        id_column="SIS User ID",
+        missing_as_zero=False,
+        student=["carol"],
+        assignment=["kv_cache"],
+    )
     assert rows[0] == canvas.FIXED + ["kv_cache"]
     assert rows[2][2] == "carol" and rows[2][3] == "" and rows[2][5] == ""
 
@@ -125,9 +141,8 @@ def test_late_policy_and_canvas_export_through_stock_nbgrader(tmp_path):
     import tempfile
     from pathlib import Path
 
-    from nbgrader.utils import parse_utc
-
     from grading_course import coursedir
+    from nbgrader.utils import parse_utc
     from test_sandbox_hostile import ASSIGNMENT, HOSTILE, PY, course_base, make_course
 
     course = make_course(Path(tempfile.mkdtemp(prefix="lms-", dir=course_base())))
@@ -141,8 +156,11 @@ def test_late_policy_and_canvas_export_through_stock_nbgrader(tmp_path):
             assert run.returncode == 0, (args, run.stderr[-3000:])
 
         nbgrader("generate_assignment", ASSIGNMENT, "--force")
-        stamps = {"on_time": "2026-01-10 11:00:00.000000 UTC", "late": "2026-01-12 13:00:00.000000 UTC",
-                  "extended": "2026-01-12 13:00:00.000000 UTC"}
+        stamps = {
+            "on_time": "2026-01-10 11:00:00.000000 UTC",
+            "late": "2026-01-12 13:00:00.000000 UTC",
+            "extended": "2026-01-12 13:00:00.000000 UTC",
+        }
         # what `nbgrader db assignment add --duedate` and `nbgrader db student add` write, through the
         # same public Gradebook API (one interpreter instead of one per command)
         with Gradebook(coursedir(course).db_url) as gb:

@@ -6,6 +6,7 @@ does so (big_messages.MESSAGES: 3 GiB of zero pages as buffers; 4,096 frames of 
 requests of 31 MiB; a million empty messages; ...) is stopped, graded with the reason stated, the
 cells it did not reach 0, while the grader's peak resident size stays far under 1 GB; honest
 notebooks keep full marks."""
+
 from __future__ import annotations
 
 import os
@@ -44,31 +45,34 @@ def message(*bodies: bytes) -> bytes:
     return b"".join(frame(b, more=i < len(bodies) - 1) for i, b in enumerate(bodies))
 
 
-def budget(message: int = 4096, frames: int = 8, unread: int = 1 << 20, quiet: int = 1 << 20,
-           values: int = 1 << 20) -> relay.Budget:
+def budget(
+    message: int = 4096, frames: int = 8, unread: int = 1 << 20, quiet: int = 1 << 20, values: int = 1 << 20
+) -> relay.Budget:
     return relay.Budget(message, frames, unread, quiet, values)
 
 
 def fed(meter: relay.Meter, data: bytes, step: int = 7) -> None:
     """Feed in small chunks: a header or a greeting split anywhere must parse the same."""
     for i in range(0, len(data), step):
-        meter.feed(data[i:i + step])
+        meter.feed(data[i : i + step])
 
 
 def test_the_meter_passes_messages_within_the_limits_however_they_are_split():
     meter = relay.Meter(budget())
-    fed(meter, GREETING + READY + message(b"<IDS|MSG>", b"sig", b"{}", b"{}", b"{}", b"x" * 300)
-        + message(b"x" * 4000))
+    fed(meter, GREETING + READY + message(b"<IDS|MSG>", b"sig", b"{}", b"{}", b"{}", b"x" * 300) + message(b"x" * 4000))
     assert meter.largest == 4000 and meter.size == meter.frames == 0
 
 
-@pytest.mark.parametrize("data, why", [
-    (message(b"a" * 3000, b"b" * 1200), "too_large"),  # no frame past the limit, the message is
-    (message(*[b"x"] * 9), "too_many_frames"),
-    (bytes([relay.COMMAND | relay.LONG]) + struct.pack(">Q", 1 << 40), "command"),
-    (bytes([0x80, 1, 0]), "not_zmtp"),  # a reserved flag
-    (bytes([relay.COMMAND | relay.MORE, 1, 0]), "not_zmtp"),
-])
+@pytest.mark.parametrize(
+    "data, why",
+    [
+        (message(b"a" * 3000, b"b" * 1200), "too_large"),  # no frame past the limit, the message is
+        (message(*[b"x"] * 9), "too_many_frames"),
+        (bytes([relay.COMMAND | relay.LONG]) + struct.pack(">Q", 1 << 40), "command"),
+        (bytes([0x80, 1, 0]), "not_zmtp"),  # a reserved flag
+        (bytes([relay.COMMAND | relay.MORE, 1, 0]), "not_zmtp"),
+    ],
+)
 def test_the_meter_cuts_before_forwarding_a_byte_past_a_limit(data, why):
     meter = relay.Meter(budget())
     with pytest.raises(relay.Cut) as cut:
@@ -86,8 +90,9 @@ def test_the_meter_cuts_a_size_announced_past_the_limit_at_its_header():
         meter.feed(header[8:])
 
 
-@pytest.mark.parametrize("greeting", [b"GET / HTTP/1.1\r\n", GREETING[:10] + bytes([2]),
-                                      GREETING[:12] + b"PLAIN".ljust(20, b"\0")])
+@pytest.mark.parametrize(
+    "greeting", [b"GET / HTTP/1.1\r\n", GREETING[:10] + bytes([2]), GREETING[:12] + b"PLAIN".ljust(20, b"\0")]
+)
 def test_anything_but_zmtp_3_with_the_null_mechanism_is_cut(greeting):
     with pytest.raises(relay.Cut):
         relay.Meter(budget(1 << 20, 64)).feed(greeting)
@@ -228,8 +233,12 @@ def test_too_much_sent_stops_the_kernel_with_the_reason_stated(stock_batch, kind
     nb = nbformat.read(graded, nbformat.NO_CONVERT)
     stopped = nb.metadata["encdec"]["stopped"]
     ename, key, unit, _ = RELAY_CUTS[why]
-    limit = {"too_large": Limits.message_mb, "unread": Limits.unread_mb, "quiet": Limits.quiet_kb,
-             "too_many_values": Limits.message_values}[why]
+    limit = {
+        "too_large": Limits.message_mb,
+        "unread": Limits.unread_mb,
+        "quiet": Limits.quiet_kb,
+        "too_many_values": Limits.message_values,
+    }[why]
     assert (stopped["key"], stopped["channel"], stopped["why"], stopped[unit]) == (key, channel, why, limit)
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("ename") == ename]
     assert len(errors) == 1 and f"more than {limit} " in errors[0]["evalue"]
@@ -244,8 +253,12 @@ def test_honest_notebooks_keep_full_marks_through_the_relay(stock_batch):
 @pytest.mark.grading
 def test_the_grader_stays_far_under_1_gb(tmp_path):
     """Stock `nbgrader autograde` of the two hostile notebooks: its peak resident size (VmHWM)."""
-    run = subprocess.run([sys.executable, str(ROOT / "bench" / "bench_message_cap.py"), "--work", str(tmp_path),
-                          "--only-hostile"], capture_output=True, text=True, timeout=900)
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "bench_message_cap.py"), "--work", str(tmp_path), "--only-hostile"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     peak = [line for line in run.stdout.splitlines() if line.startswith("peak-mb ")]
     assert run.returncode == 0 and peak, run.stdout[-2000:] + run.stderr[-2000:]
     assert float(peak[0].split()[1]) < 700, run.stdout
@@ -271,8 +284,9 @@ def test_the_relay_cuts_in_a_kernel_of_this_user(tmp_path, kind):
         try:
             await kc.wait_for_ready(timeout=120)
             shown = []
-            await kc.execute_interactive("print(6 * 7)", timeout=60,
-                                         output_hook=lambda m: shown.append(m["content"].get("text", "")))
+            await kc.execute_interactive(
+                "print(6 * 7)", timeout=60, output_hook=lambda m: shown.append(m["content"].get("text", ""))
+            )
             kc.execute(MESSAGES[kind][0])  # no reply comes: the launcher exits when the relay cuts
             for _ in range(300):
                 if not await km.is_alive():

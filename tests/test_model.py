@@ -126,9 +126,13 @@ def test_who_receives_gradient(model):
     for token in used_by_question - used_by_decoder_input:
         assert grad[token].abs().sum() > 0
     named = dict(model.named_parameters())
-    for name in ["decoder.layers.0.attention_cross.q_proj.weight", "encoder.layers.0.attention_self.k_proj.weight",
-                 "decoder.layers.1.feed_forward.linear_1.weight", "decoder.layers.0.layer_norm_2.weight",
-                 "proj_to_vocab.weight"]:
+    for name in [
+        "decoder.layers.0.attention_cross.q_proj.weight",
+        "encoder.layers.0.attention_self.k_proj.weight",
+        "decoder.layers.1.feed_forward.linear_1.weight",
+        "decoder.layers.0.layer_norm_2.weight",
+        "proj_to_vocab.weight",
+    ]:
         assert named[name].grad is not None and named[name].grad.abs().sum() > 0, name
     assert not any("mask" in name for name in named)  # the mask is a constraint, not a parameter
 
@@ -173,7 +177,11 @@ def test_parity_decoder_block_with_torch():
     copy_mha(ours.attention_cross, theirs.multihead_attn)
     ours.feed_forward.linear_1.load_state_dict(theirs.linear1.state_dict())
     ours.feed_forward.linear_2.load_state_dict(theirs.linear2.state_dict())
-    for a, b in ((ours.layer_norm_1, theirs.norm1), (ours.layer_norm_2, theirs.norm2), (ours.layer_norm_3, theirs.norm3)):
+    for a, b in (
+        (ours.layer_norm_1, theirs.norm1),
+        (ours.layer_norm_2, theirs.norm2),
+        (ours.layer_norm_3, theirs.norm3),
+    ):
         a.load_state_dict(b.state_dict())
     dec, enc = torch.randn(2, 5, 16), torch.randn(2, 9, 16)
     causal = torch.triu(torch.ones(5, 5, dtype=torch.bool), 1)

@@ -13,12 +13,11 @@ import subprocess
 
 import pytest
 import torch
+from node_support import node_folder
 
 from encdec.broken import MISTAKES, broken_answers
 from encdec.data import problem_space
 from encdec.train import load_run
-
-from node_support import node_folder
 
 pytestmark = pytest.mark.slow  # four mistakes over the whole space in node, on two cores: about a minute
 PRESET = "modern"  # the figure's first checkpoint
@@ -46,14 +45,25 @@ writeFileSync(outPath, JSON.stringify(out));
 def runs(tmp_path_factory):
     """Node runs the mistakes over the whole space in two processes; meanwhile PyTorch does."""
     folder = tmp_path_factory.mktemp("broken_js")
-    node, [weights] = node_folder(folder, "broken.mjs", ("break_it.js", "model_forward.js", "task.js"),
-                                  ("loadModel", "brokenGenerate", "greedyGenerate", "EOS_ID"), RUNNER, (PRESET,))
+    node, [weights] = node_folder(
+        folder,
+        "broken.mjs",
+        ("break_it.js", "model_forward.js", "task.js"),
+        ("loadModel", "brokenGenerate", "greedyGenerate", "EOS_ID"),
+        RUNNER,
+        (PRESET,),
+    )
     questions, _ = problem_space()
     paths = {name: MISTAKES[name].use_cache for name in MISTAKES}
     (folder / "questions.json").write_text(json.dumps({"questions": questions.tolist(), "paths": paths}))
     halves = [RUN[0::2], RUN[1::2]]  # an uncached mistake and a cached one in each
-    procs = [subprocess.Popen([node, "run.mjs", str(weights), "questions.json", f"out{k}.json", ",".join(names),
-                               str(SAMPLE_STEP)], cwd=folder) for k, names in enumerate(halves)]
+    procs = [
+        subprocess.Popen(
+            [node, "run.mjs", str(weights), "questions.json", f"out{k}.json", ",".join(names), str(SAMPLE_STEP)],
+            cwd=folder,
+        )
+        for k, names in enumerate(halves)
+    ]
     model, _ = load_run(PRESET)
     py = {name: broken_answers(model, questions, name)[0] for name in RUN}  # meanwhile
     refused = broken_answers(model, questions[::SAMPLE_STEP], "q_from_encoder")

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from node_support import node_folder
 
 from encdec.data import BOS_ID, EOS_ID, TOKEN_TO_ID, encode_question, problem_space
 from encdec.generate import greedy_decode
 from encdec.train import load_run
-from node_support import node_folder
 
 pytestmark = pytest.mark.slow  # the whole space twice in node: about half a minute of two cores
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,8 +51,14 @@ writeFileSync(outPath, JSON.stringify({ greedy, seconds, traced, forced,
 
 def write_runner(folder: Path, presets=PRESETS) -> list[Path]:
     """The forward pass as an ES module, the runner, and each preset's exported weights in ``folder``."""
-    return node_folder(folder, "forward.mjs", ("model_forward.js",),
-                       ("loadModel", "greedyGenerate", "teacherForced", "EOS_ID", "checkQuestionIds"), RUNNER, presets)[1]
+    return node_folder(
+        folder,
+        "forward.mjs",
+        ("model_forward.js",),
+        ("loadModel", "greedyGenerate", "teacherForced", "EOS_ID", "checkQuestionIds"),
+        RUNNER,
+        presets,
+    )[1]
 
 
 @pytest.fixture(scope="module")
@@ -70,12 +76,18 @@ def js_runs(tmp_path_factory, space):
     weights = write_runner(folder)
     questions, answers = space
     (folder / "questions.json").write_text(json.dumps({"questions": questions.tolist(), "answers": answers.tolist()}))
-    procs = {preset: subprocess.Popen([node, "run.mjs", str(path), "questions.json", f"{preset}.out.json", str(SAMPLE.step)],
-                                      cwd=folder) for preset, path in zip(PRESETS, weights)}
+    procs = {
+        preset: subprocess.Popen(
+            [node, "run.mjs", str(path), "questions.json", f"{preset}.out.json", str(SAMPLE.step)], cwd=folder
+        )
+        for preset, path in zip(PRESETS, weights)
+    }
     py = {preset: greedy_decode(load_run(preset)[0], questions, max_new_tokens=4) for preset in PRESETS}  # meanwhile
     for preset, proc in procs.items():
         assert proc.wait(timeout=300) == 0, f"{preset}: the node run failed"
-    return {preset: {**json.loads((folder / f"{preset}.out.json").read_text()), "python": py[preset]} for preset in PRESETS}
+    return {
+        preset: {**json.loads((folder / f"{preset}.out.json").read_text()), "python": py[preset]} for preset in PRESETS
+    }
 
 
 @pytest.mark.parametrize("preset", PRESETS)
@@ -86,8 +98,10 @@ def test_javascript_answers_every_question_as_python_does(js_runs, space, preset
     py = js["python"]  # greedy_decode on the whole space, (19602, Ka)
     got = torch.tensor(js["greedy"])
     differ = (got != py).any(dim=1)
-    print(f"\n{preset}: {len(questions) - int(differ.sum())} of {len(questions)} answers equal "
-          f"(JS {js['seconds']:.1f} s for all)")
+    print(
+        f"\n{preset}: {len(questions) - int(differ.sum())} of {len(questions)} answers equal "
+        f"(JS {js['seconds']:.1f} s for all)"
+    )
     assert int(differ.sum()) == 0, f"{preset}: JS differs on {questions[differ][:5].tolist()}"
     # right or wrong as the shipped run claims (modern: all 19,602)
     right = int((got == answers).all(dim=1).sum())
@@ -107,7 +121,9 @@ def test_javascript_logits_agree_with_pytorch(js_runs, space, preset):
     for dtype in (torch.float32, torch.float64):
         m = model.to(dtype)
         seen = []  # the projection's output at each greedy step: (n, V)
-        hook = m.proj_to_vocab.register_forward_hook(lambda mod, args, out, seen=seen: seen.append(out.detach().double()))
+        hook = m.proj_to_vocab.register_forward_hook(
+            lambda mod, args, out, seen=seen: seen.append(out.detach().double())
+        )
         greedy_decode(m, sample_q, max_new_tokens=4)
         hook.remove()
         diffs, scales = [], []
@@ -119,8 +135,10 @@ def test_javascript_logits_agree_with_pytorch(js_runs, space, preset):
         forced_diff = (torch.tensor(js["forced"]) - forced).abs().amax(dim=-1)  # (n, Ka-1)
         forced_scale = forced.abs().amax(dim=-1).clamp(min=1.0)
         worst = max(diffs)
-        print(f"\n{preset} vs torch {dtype}: logits max |JS - torch| {worst:.2e} over {len(diffs)} greedy steps "
-              f"(largest |logit| {max(scales):.1f}), {forced_diff.max().item():.2e} teacher-forced")
+        print(
+            f"\n{preset} vs torch {dtype}: logits max |JS - torch| {worst:.2e} over {len(diffs)} greedy steps "
+            f"(largest |logit| {max(scales):.1f}), {forced_diff.max().item():.2e} teacher-forced"
+        )
         if dtype == torch.float64:
             assert worst < LOGITS_TOL and forced_diff.max().item() < LOGITS_TOL
         else:
@@ -150,6 +168,9 @@ def test_javascript_refuses_what_is_not_a_question(tmp_path):
         f"const ok = checkQuestionIds({json.dumps(good)});\n"
         f"const codes = {json.dumps(bad)}.map((ids) => {{ try {{ checkQuestionIds(ids); return null; }}"
         " catch (e) { return e.code; } });\n"
-        "console.log(JSON.stringify({ ok, codes }));\n")
-    out = json.loads(subprocess.run([node, str(tmp_path / "run.mjs")], capture_output=True, text=True, check=True).stdout)
+        "console.log(JSON.stringify({ ok, codes }));\n"
+    )
+    out = json.loads(
+        subprocess.run([node, str(tmp_path / "run.mjs")], capture_output=True, text=True, check=True).stdout
+    )
     assert out == {"ok": good, "codes": ["bad_question_ids"] * len(bad)}

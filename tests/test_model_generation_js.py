@@ -16,6 +16,7 @@ import subprocess
 
 import pytest
 import torch
+from node_support import node_folder
 
 from encdec.data import ANSWER_LEN, EOS_ID, VOCAB, decode, problem_space
 from encdec.generate import greedy_decode
@@ -24,14 +25,18 @@ from encdec.train import load_run
 from encdec.widgets import PrefillDecodeStepper
 from encdec.widgets.prefill_decode import mulberry32, sample_trace, step_work
 
-from node_support import node_folder
-
 PRESETS = ("modern", "historical")
 GREEDY_SAMPLE = slice(0, None, 97)  # 203 questions spread over the space, each after 4 prefixes
 SAMPLED = slice(7, None, 401)  # 49 questions, each run under every setting below
 SETTINGS = [  # (temperature, top_k, top_p, seed)
-    (1.0, None, None, 0), (2.0, None, None, 1), (2.0, 3, None, 2), (2.0, None, 0.9, 3),
-    (0.7, 5, 0.8, 4), (3.0, 2, 0.95, 5), (0.0, None, None, 6), (1.5, 1, None, 7),
+    (1.0, None, None, 0),
+    (2.0, None, None, 1),
+    (2.0, 3, None, 2),
+    (2.0, None, 0.9, 3),
+    (0.7, 5, 0.8, 4),
+    (3.0, 2, 0.95, 5),
+    (0.0, None, None, 6),
+    (1.5, 1, None, 7),
 ]
 LOGITS_TOL = 1e-5
 
@@ -62,15 +67,26 @@ writeFileSync(outPath, JSON.stringify({ greedy: greedyOut, sampled: sampledOut,
 def runs(tmp_path_factory):
     """Both presets' page runs (one node process each) and the inputs they were given."""
     folder = tmp_path_factory.mktemp("generation_js")
-    node, weights = node_folder(folder, "generation.mjs", ("prefill_run.js", "model_forward.js", "task.js"),
-                                ("pageRun", "loadModel", "mulberry32"), RUNNER, PRESETS)
+    node, weights = node_folder(
+        folder,
+        "generation.mjs",
+        ("prefill_run.js", "model_forward.js", "task.js"),
+        ("pageRun", "loadModel", "mulberry32"),
+        RUNNER,
+        PRESETS,
+    )
     questions, answers = problem_space()  # (19602, Kq), (19602, Ka)
-    greedy = [(q, a[:P]) for q, a in zip(questions[GREEDY_SAMPLE].tolist(), answers[GREEDY_SAMPLE].tolist())
-              for P in range(1, ANSWER_LEN)]
+    greedy = [
+        (q, a[:P])
+        for q, a in zip(questions[GREEDY_SAMPLE].tolist(), answers[GREEDY_SAMPLE].tolist())
+        for P in range(1, ANSWER_LEN)
+    ]
     sampled = questions[SAMPLED].tolist()
     (folder / "input.json").write_text(json.dumps({"greedy": greedy, "sampled": sampled, "settings": SETTINGS}))
-    procs = {preset: subprocess.Popen([node, "run.mjs", str(path), "input.json", f"{preset}.out.json"], cwd=folder)
-             for preset, path in zip(PRESETS, weights)}
+    procs = {
+        preset: subprocess.Popen([node, "run.mjs", str(path), "input.json", f"{preset}.out.json"], cwd=folder)
+        for preset, path in zip(PRESETS, weights)
+    }
     for preset, proc in procs.items():
         assert proc.wait(timeout=300) == 0, f"{preset}: the node run failed"
     out = {preset: json.loads((folder / f"{preset}.out.json").read_text()) for preset in PRESETS}
@@ -96,7 +112,9 @@ def test_the_page_decodes_greedily_as_pytorch_after_every_prefix(runs, preset):
             # the prefill leaves P rows in every layer's cache, each decode step one more; the cross cache Kq
             assert got[k]["rows"] == [[P + s] * L for s in range(steps)]
             assert got[k]["cross"] == [[Kq] * L] * steps
-            assert got[k]["work"] == [step_work(model.config, Kq, P if s == 0 else 1, P + s, s == 0) for s in range(steps)]
+            assert got[k]["work"] == [
+                step_work(model.config, Kq, P if s == 0 else 1, P + s, s == 0) for s in range(steps)
+            ]
     print(f"\n{preset}: {equal} of {len(runs['greedy'])} page runs (P = 1..4) equal greedy_decode's tokens")
     assert equal == len(runs["greedy"])
 
@@ -138,18 +156,24 @@ def test_every_sampled_step_draws_from_sampling_probs(runs, preset):
             rows.append(len(known) - 1)
             steps += 1
     with torch.no_grad():
-        logits = model(torch.tensor(ques), model.positions(9), torch.tensor(answers), model.positions(ANSWER_LEN))  # (n, Ka-1, V)
+        logits = model(
+            torch.tensor(ques), model.positions(9), torch.tensor(answers), model.positions(ANSWER_LEN)
+        )  # (n, Ka-1, V)
     last = logits[torch.arange(len(rows)), torch.tensor(rows)]  # (n, V): each step's last position
     k = 0
     for (T, top_k, top_p, _), run in zip(settings, got):
         for s, dist in enumerate(run["dists"]):
             page_logits = torch.tensor(run["logits"][s], dtype=torch.float64)
-            assert (page_logits - last[k].double()).abs().max().item() <= LOGITS_TOL * max(1.0, page_logits.abs().max().item())
+            assert (page_logits - last[k].double()).abs().max().item() <= LOGITS_TOL * max(
+                1.0, page_logits.abs().max().item()
+            )
             theirs = sampling_probs(last[k : k + 1], T, top_k, top_p)[0].double()  # PyTorch, float32
             worst_torch = max(worst_torch, (theirs - torch.tensor(dist["q"], dtype=torch.float64)).abs().max().item())
             k += 1
-    print(f"\n{preset}: {steps} sampled steps in {len(got)} runs; |page - sampling_probs(page logits)| "
-          f"{worst_self:.1e}, |page - sampling_probs(torch logits)| {worst_torch:.1e}")
+    print(
+        f"\n{preset}: {steps} sampled steps in {len(got)} runs; |page - sampling_probs(page logits)| "
+        f"{worst_self:.1e}, |page - sampling_probs(torch logits)| {worst_torch:.1e}"
+    )
     assert worst_self < 1e-12 and worst_torch < LOGITS_TOL
     assert steps > 1000
 

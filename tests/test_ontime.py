@@ -9,6 +9,7 @@ nothing.
 
 Run as root (it gives the hand-ins to another user, ``nobody``; the service reads them as root, the
 worst case)."""
+
 from __future__ import annotations
 
 import os
@@ -20,18 +21,20 @@ import time
 from pathlib import Path
 
 import pytest
+from grading_course import MANIFEST, ROOT, scores, scratch_course
 from nbgrader.utils import notebook_hash
+from redis_server import redis_server
+from test_sandbox_hostile import course_base
 
 from autograder import assignments
 from autograder.fixtures.inbound import HAND_INS
 from autograder.fixtures.make import graded_notebook
 
-from grading_course import MANIFEST, ROOT, scores, scratch_course
-from redis_server import redis_server
-from test_sandbox_hostile import course_base
-
-pytestmark = [pytest.mark.grading, pytest.mark.slow,
-              pytest.mark.skipif(os.geteuid() != 0, reason="gives files to another user: needs root")]
+pytestmark = [
+    pytest.mark.grading,
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="gives files to another user: needs root"),
+]
 FIRST = "wu_bug_mask_after_softmax"  # the graded hand-in: a known mistake, so the score is not the maximum
 A = MANIFEST[FIRST]["assignment"]
 STOCK_BATCH = [FIRST]  # graded in the session's stock batch (conftest.py)

@@ -15,8 +15,12 @@ from autograder.sandbox.execute import MESSAGE_COST, SandboxedExecute
 
 
 def _msg(msg_type: str, content: dict, parent: str = "p") -> dict:
-    return {"msg_type": msg_type, "parent_header": {"msg_id": parent}, "header": {"msg_type": msg_type},
-            "content": content}
+    return {
+        "msg_type": msg_type,
+        "parent_header": {"msg_id": parent},
+        "header": {"msg_type": msg_type},
+        "content": content,
+    }
 
 
 def _stream(text: str) -> dict:
@@ -101,8 +105,12 @@ def test_clear_output_and_widget_messages_count_and_errors_are_kept_cut():
         send(ex, nb, 0, _msg("comm_msg", {"comm_id": "c", "data": {"state": {"x": 1}}}))
     assert ex._notebook_bytes <= 50 * MESSAGE_COST
     # past the budget an error is still kept (its cell must keep failing), cut to a bounded size
-    send(ex, nb, 1, _msg("error", {"ename": "AssertionError", "evalue": "e" * 10_000_000,
-                                   "traceback": ["t" * 1_000_000] * 1_000}))
+    send(
+        ex,
+        nb,
+        1,
+        _msg("error", {"ename": "AssertionError", "evalue": "e" * 10_000_000, "traceback": ["t" * 1_000_000] * 1_000}),
+    )
     errors = [o for o in nb.cells[1].outputs if o["output_type"] == "error"]
     assert len(errors) == 1 and errors[0]["ename"] == "AssertionError"
     assert len(json.dumps(errors[0])) < 200_000
@@ -143,10 +151,10 @@ def test_no_autograded_notebook_or_feedback_page_passes_the_cap():
     """The display flood (105 outputs of one display id, rewritten with 1 MB from a later cell: once
     a 105 MB notebook and a 105 MB feedback page) graded by stock `nbgrader autograde` and
     `generate_feedback`, in the same run as the active-content rows (tests/test_browser_inert.py)."""
+    from test_browser_inert import ASSIGNMENT, STUDENTS, feedback_page, inert_course
+
     from autograder.fixtures.make import graded_notebook
     from autograder.state import grading_state
-
-    from test_browser_inert import ASSIGNMENT, STUDENTS, feedback_page, inert_course
 
     course, _ = inert_course()
     cap = SandboxedExecute.class_traits()["max_notebook_output_bytes"].default_value

@@ -1,5 +1,6 @@
 """Private by default (autograder/privacy.py): the grading state is created unreadable by other
 users, and grading refuses to start, with one line, while it or solutions/ is open to them."""
+
 from __future__ import annotations
 
 import os
@@ -14,9 +15,11 @@ import pytest
 from autograder.privacy import UNAVAILABLE, open_to_others
 
 ROOT = Path(__file__).resolve().parents[1]
-READ = ("from traitlets.config.loader import PyFileConfigLoader\n"
-        "c = PyFileConfigLoader('nbgrader_config.py', path='.').load_config()\n"
-        "print(c.Autograde.autograde_preprocessors)\n")
+READ = (
+    "from traitlets.config.loader import PyFileConfigLoader\n"
+    "c = PyFileConfigLoader('nbgrader_config.py', path='.').load_config()\n"
+    "print(c.Autograde.autograde_preprocessors)\n"
+)
 
 
 @pytest.fixture
@@ -79,17 +82,23 @@ def test_autograde_refuses_to_start_while_open(reachable, opened):
         if os.geteuid() != 0:
             pytest.skip("only root can hand a folder to another user")
         os.chown(course / "grading", 65534, 65534)  # nobody's
-    out = subprocess.run([sys.executable, "-m", "nbgrader", "autograde", "decoder_block"], cwd=course,
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "nbgrader", "autograde", "decoder_block"],
+        cwd=course,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode != 0
     assert out.stderr.strip().splitlines()[-1] == (
         f"nbgrader autograde: {course / opened} is open to other users (mode 755): "
-        f"run `chmod -R o-rwx {course / opened}`")
+        f"run `chmod -R o-rwx {course / opened}`"
+    )
     # the formgrader and the other commands load the same file: they warn, and an autograde
     # started from them cannot run its execution step
     loaded = subprocess.run([sys.executable, "-c", READ], cwd=course, capture_output=True, text=True, timeout=120)
     assert "open to other users" in loaded.stderr and UNAVAILABLE in loaded.stdout
-    assert not any("Execute" in step for step in eval(loaded.stdout))  # noqa: S307 (our own printout)
+    assert not any("Execute" in step for step in eval(loaded.stdout))
 
 
 def test_the_set_up_closes_solutions_to_other_users():

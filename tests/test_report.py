@@ -15,9 +15,9 @@ import pytest
 
 from autograder.fixtures import table
 from autograder.judge.labels import PASSED
+from autograder.preprocessors import VERDICT_KEY
 from autograder.report import collect, write_report
 from autograder.report.__main__ import main
-from autograder.preprocessors import VERDICT_KEY
 from encdec.grading.misconceptions import MISCONCEPTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,8 +25,14 @@ pytestmark = pytest.mark.grading
 MANIFEST = table.grading()
 # a few students per kind of verdict: passed, named twice (a bug and a tampered copy of it),
 # observed, partial credit, and a submission that nbgrader cannot read
-FIXTURES = ["db_pass_all", "db_bug_mlp_skipped", "tamper_assert_true", "db_bug_active_dropout",
-            "broken_invalid_json", "kv_bug_encoder_every_step"]
+FIXTURES = [
+    "db_pass_all",
+    "db_bug_mlp_skipped",
+    "tamper_assert_true",
+    "db_bug_active_dropout",
+    "broken_invalid_json",
+    "kv_bug_encoder_every_step",
+]
 ASSIGNMENTS = sorted({MANIFEST[n]["assignment"] for n in FIXTURES})
 SOURCE = ROOT / "solutions"
 
@@ -133,12 +139,31 @@ def test_an_unreadable_notebook_is_reported_and_the_rest_still_counted(graded, t
     hostile = autograded / "db_pass_all" / "decoder_block" / "decoder_block.ipynb"
     nb = json.loads(hostile.read_text())
     cell = next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "block_output")
-    cell["outputs"].append({"output_type": "stream", "name": "stdout",
-                            "text": "<script>alert(1)</script><img src=x onerror=alert(2)> db_pass_all"})
+    cell["outputs"].append(
+        {
+            "output_type": "stream",
+            "name": "stdout",
+            "text": "<script>alert(1)</script><img src=x onerror=alert(2)> db_pass_all",
+        }
+    )
     hostile.write_text(json.dumps(nb))
     out = tmp_path / "out"
-    assert main(["decoder_block", "--out", str(out), "--source", str(SOURCE), "--autograded", str(autograded),
-                 "--submitted", str(graded / "submitted")]) == 0
+    assert (
+        main(
+            [
+                "decoder_block",
+                "--out",
+                str(out),
+                "--source",
+                str(SOURCE),
+                "--autograded",
+                str(autograded),
+                "--submitted",
+                str(graded / "submitted"),
+            ]
+        )
+        == 0
+    )
     assert "2 notebook(s) could not be read" in capsys.readouterr().out
     html = (out / "misconceptions.html").read_text()
     assert "<script" not in html.lower() and "<img" not in html.lower() and "&lt;script&gt;" in html

@@ -14,8 +14,19 @@ from nbgrader.api import Gradebook
 from autograder import roster
 
 PLAIN = ["Ada Lovelace", "Jean-Luc O'Brien", "José Núñez", "Zoë d\u2019Arc", "李雷", "J. R. R. Tolkien", "Plato"]
-NOT_PLAIN = ["<img src=x onerror=alert(1)>", "Ada & Bob", "Ada\tLovelace", "Ada\u202eecalevoL", "Ada `x`",
-             "[x](javascript:alert(1))", "Ada $x$", "", "A" * 129, "Ada\u200bLovelace", "Ada; Bob"]
+NOT_PLAIN = [
+    "<img src=x onerror=alert(1)>",
+    "Ada & Bob",
+    "Ada\tLovelace",
+    "Ada\u202eecalevoL",
+    "Ada `x`",
+    "[x](javascript:alert(1))",
+    "Ada $x$",
+    "",
+    "A" * 129,
+    "Ada\u200bLovelace",
+    "Ada; Bob",
+]
 
 
 def account(gecos: str):
@@ -31,6 +42,7 @@ def accounts(monkeypatch):
         if name not in known:
             raise KeyError(name)
         return account(known[name])
+
     monkeypatch.setattr(roster.pwd, "getpwnam", getpwnam)
     return known
 
@@ -80,6 +92,7 @@ def test_the_batch_hook_names_the_graded_students_and_adds_no_row(accounts, tmp_
     class Course:
         db_url = f"sqlite:///{tmp_path / 'gradebook.db'}"
         course_id = "encdec"
+
     with Gradebook(Course.db_url) as gb:
         for student in ("ada", "bob"):
             gb.add_student(student)
@@ -88,6 +101,7 @@ def test_the_batch_hook_names_the_graded_students_and_adds_no_row(accounts, tmp_
     def then(**kw):
         seen.append(kw)
         raise RuntimeError("the wrapped hook failed")
+
     notebooks = [str(tmp_path / "autograded" / s / "warmup" / "warmup.ipynb") for s in ("ada", "bob")]
     hook = roster.names_hook(Course, then=then)
     with pytest.raises(RuntimeError):
@@ -95,4 +109,6 @@ def test_the_batch_hook_names_the_graded_students_and_adds_no_row(accounts, tmp_
     assert seen == [{"assignment": "warmup", "student": "*", "notebooks": notebooks}]
     with Gradebook(Course.db_url) as gb:
         assert {s.id: (s.first_name, s.last_name) for s in gb.students} == {
-            "ada": ("Ada", "Lovelace"), "bob": ("Bob", "Baker")}
+            "ada": ("Ada", "Lovelace"),
+            "bob": ("Bob", "Baker"),
+        }

@@ -5,6 +5,7 @@ the tree, FIFOs, devices, folders mode 000, immutable files, a log that became a
 or to /dev/zero. Removing and reading must neither recurse, follow, block nor read
 without bound.
 """
+
 from __future__ import annotations
 
 import errno
@@ -227,4 +228,6 @@ def test_stale_folders_are_those_of_graders_gone(tmp_path):
         (tmp_path / name).mkdir()
     (tmp_path / f"encdec-z-{gone.pid}-file").write_text("not a folder")
     assert sorted(os.path.basename(p) for p in mounts.stale_folders(str(tmp_path))) == [
-        f"encdec-k-{gone.pid}-a", f"encdec-w-{gone.pid}-b"]
+        f"encdec-k-{gone.pid}-a",
+        f"encdec-w-{gone.pid}-b",
+    ]

@@ -6,15 +6,22 @@ import torch
 from encdec.config import ModelConfig
 from encdec.data import EOS_ID
 from encdec.generate import greedy_decode
-from encdec.sampling import sample_decode, sampling_probs
 from encdec.model import Transformer
+from encdec.sampling import sample_decode, sampling_probs
 
 
 @pytest.fixture
 def model():
     torch.manual_seed(0)
-    config = ModelConfig(emb_dim=32, num_heads=4, feedforward_dim=64, num_enc_layers=2,
-                         num_dec_layers=2, dropout=0.0, position_encoding="sinusoid")
+    config = ModelConfig(
+        emb_dim=32,
+        num_heads=4,
+        feedforward_dim=64,
+        num_enc_layers=2,
+        num_dec_layers=2,
+        dropout=0.0,
+        position_encoding="sinusoid",
+    )
     m = Transformer(config).eval()
     with torch.no_grad():  # long answers: EOS unlikely
         m.proj_to_vocab.bias[EOS_ID] = -50.0
@@ -25,8 +32,17 @@ def logits(seed=0, N=6, V=16):
     return torch.randn(N, V, generator=torch.Generator().manual_seed(seed)) * 3  # (N, V)
 
 
-@pytest.mark.parametrize("kw", [{}, {"temperature": 0.5}, {"temperature": 3.0}, {"top_k": 4}, {"top_p": 0.7},
-                                {"temperature": 2.0, "top_k": 5, "top_p": 0.9}])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"temperature": 0.5},
+        {"temperature": 3.0},
+        {"top_k": 4},
+        {"top_p": 0.7},
+        {"temperature": 2.0, "top_k": 5, "top_p": 0.9},
+    ],
+)
 def test_every_distribution_sums_to_one(kw):
     probs = sampling_probs(logits(), **kw)
     assert probs.shape == (6, 16) and (probs >= 0).all()

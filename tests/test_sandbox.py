@@ -5,6 +5,7 @@ prove the wiring: `nbgrader autograde` run from the course root goes through the
 broken sandbox stops grading with a clear error instead of running student code unconfined, and
 the committed hostile fixtures are exactly what their generator makes.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,12 @@ def generated(tmp_path_factory) -> Path:
     from test_sandbox_hostile import make_course
 
     course = make_course(tmp_path_factory.mktemp("generated"))
-    subprocess.run([PY, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--force"], cwd=course,
-                   check=True, capture_output=True)
+    subprocess.run(
+        [PY, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--force"],
+        cwd=course,
+        check=True,
+        capture_output=True,
+    )
     return course
 
 
@@ -55,22 +60,44 @@ def course_with(generated: Path, tmp_path: Path, students: list[str]) -> Path:
 # bwrap per kernel); root's two cases are the matrix: stock nbgrader with the fork server grades
 # the whole fixture table (tests/test_grading_fixtures.py), and these hostile students are graded
 # through the fork server in the hostile batch (tests/test_sandbox_hostile.py).
-@pytest.mark.parametrize("prefork", [pytest.param("1", id="zygote", marks=pytest.mark.matrix),
-                                     pytest.param("0", id="bwrap-per-kernel", marks=pytest.mark.matrix)]
-                         if os.geteuid() == 0 else [pytest.param("0", id="bwrap-per-kernel")])
+@pytest.mark.parametrize(
+    "prefork",
+    [
+        pytest.param("1", id="zygote", marks=pytest.mark.matrix),
+        pytest.param("0", id="bwrap-per-kernel", marks=pytest.mark.matrix),
+    ]
+    if os.geteuid() == 0
+    else [pytest.param("0", id="bwrap-per-kernel")],
+)
 def test_stock_nbgrader_autograde_runs_in_the_sandbox(generated, tmp_path, prefork):
     """Stock `nbgrader autograde` from the course root, with kernels forked from the zygote
     (the default) and with a fresh bwrap per kernel (ENCDEC_SANDBOX_PREFORK=0)."""
-    from autograder.fixtures import payloads
     from test_sandbox_hostile import Listener, check_reported, grades, sandbox_pids, solution_tail
 
-    students = ["read_hidden", "write_outside", "network", "os_exit", "fork_bomb", "deep_tree", "chmod_trap",
-                "log_symlink", "fill_folder"]
+    from autograder.fixtures import payloads
+
+    students = [
+        "read_hidden",
+        "write_outside",
+        "network",
+        "os_exit",
+        "fork_bomb",
+        "deep_tree",
+        "chmod_trap",
+        "log_symlink",
+        "fill_folder",
+    ]
     course = course_with(generated, tmp_path, students)
     listener = Listener(payloads.LISTEN_PORTS)
     try:
-        run = subprocess.run([PY, "-m", "nbgrader", "autograde", ASSIGNMENT], cwd=course, capture_output=True,
-                             text=True, timeout=600, env=dict(os.environ, ENCDEC_SANDBOX_PREFORK=prefork))
+        run = subprocess.run(
+            [PY, "-m", "nbgrader", "autograde", ASSIGNMENT],
+            cwd=course,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=dict(os.environ, ENCDEC_SANDBOX_PREFORK=prefork),
+        )
     finally:
         listener.close()
     assert run.returncode == 0, run.stderr[-3000:]
@@ -83,7 +110,11 @@ def test_stock_nbgrader_autograde_runs_in_the_sandbox(generated, tmp_path, prefo
         passed = sorted(n for n, (score, top) in grades(course, s).items() if score == top)
         assert passed == sorted(expected[s]["passed"]), s
         check_reported(course, s, expected[s])  # stolen.json, escape.json, fill_counts.json, ...
-        assert {p.name for p in (out / s / ASSIGNMENT).iterdir()} == {f"{ASSIGNMENT}.ipynb", "reference", "nbgrader_config.py"}, s  # (the release's validation config)
+        assert {p.name for p in (out / s / ASSIGNMENT).iterdir()} == {
+            f"{ASSIGNMENT}.ipynb",
+            "reference",
+            "nbgrader_config.py",
+        }, s  # (the release's validation config)
     assert list((course / "tmp").iterdir()) == []  # scratch and socket folders removed, deep trees and all
     assert [line for line in solution_tail(course) if line in run.stderr] == []  # the linked log was not read
     assert "kernel.log is unreadable" in run.stderr
@@ -94,8 +125,9 @@ def test_regrade_of_a_resubmission_is_not_frozen(generated, tmp_path):
     """timestamp_freeze writes a far-future timestamp.txt in its working folder. Nothing of that
     folder reaches nbgrader's, so a later, wrong resubmission is regraded by a plain
     `nbgrader autograde` (not skipped as older than the graded copy) and loses the marks."""
-    from autograder.fixtures import payloads
     from test_sandbox_hostile import grades, printed
+
+    from autograder.fixtures import payloads
 
     student = "timestamp_freeze"
     course = course_with(generated, tmp_path, [student])
@@ -104,8 +136,9 @@ def test_regrade_of_a_resubmission_is_not_frozen(generated, tmp_path):
     expected = table.hostile()
 
     def autograde():
-        run = subprocess.run([PY, "-m", "nbgrader", "autograde", ASSIGNMENT], cwd=course, capture_output=True,
-                             text=True, timeout=600)
+        run = subprocess.run(
+            [PY, "-m", "nbgrader", "autograde", ASSIGNMENT], cwd=course, capture_output=True, text=True, timeout=600
+        )
         assert run.returncode == 0, run.stderr[-3000:]
         return run.stdout + run.stderr
 
@@ -118,7 +151,9 @@ def test_regrade_of_a_resubmission_is_not_frozen(generated, tmp_path):
     assert not (graded / "many").exists() and not (graded / "big0.bin").exists()
 
     # A day later: a resubmission with the block wrong.
-    shutil.copy(HOSTILE / "submitted" / "patched_checks" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", sub / f"{ASSIGNMENT}.ipynb")
+    shutil.copy(
+        HOSTILE / "submitted" / "patched_checks" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", sub / f"{ASSIGNMENT}.ipynb"
+    )
     (sub / "timestamp.txt").write_text("2024-01-02 10:00:00.000000 UTC\n")
     log = autograde()
     assert "Skipping existing assignment" not in log and "Updating existing assignment" in log
@@ -135,13 +170,20 @@ def test_broken_sandbox_stops_grading(generated, tmp_path):
     (fake / "bwrap").write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
     (fake / "bwrap").chmod(0o755)
     env = dict(os.environ, PATH=f"{fake}{os.pathsep}{os.environ['PATH']}")
-    run = subprocess.run([PY, "-m", "nbgrader", "autograde", ASSIGNMENT], cwd=course, capture_output=True,
-                         text=True, env=env, timeout=300)
+    run = subprocess.run(
+        [PY, "-m", "nbgrader", "autograde", ASSIGNMENT],
+        cwd=course,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert run.returncode != 0
     assert "grading sandbox" in run.stderr and "Permission denied" in run.stderr
     assert not (grading_state(course).autograded / "pass_all" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").exists()
-    driver = subprocess.run([PY, "-m", "autograder.driver", ASSIGNMENT], cwd=course, capture_output=True,
-                            text=True, env=env, timeout=300)
+    driver = subprocess.run(
+        [PY, "-m", "autograder.driver", ASSIGNMENT], cwd=course, capture_output=True, text=True, env=env, timeout=300
+    )
     assert driver.returncode != 0 and "grading sandbox" in driver.stderr
 
 
@@ -158,8 +200,12 @@ def test_killed_batch_is_consistent_and_resumes(generated, tmp_path):
     students = ["pass_all", "stored_outputs", "patched_checks", "os_exit"]
     course = course_with(generated, tmp_path, students)
     state = grading_state(course).autograded / ".driver" / f"{ASSIGNMENT}.json"
-    proc = subprocess.Popen([PY, "-m", "autograder.driver", ASSIGNMENT, "--workers", "1"], cwd=course,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [PY, "-m", "autograder.driver", ASSIGNMENT, "--workers", "1"],
+        cwd=course,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 300
     while not (state.is_file() and json.loads(state.read_text())) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -177,8 +223,13 @@ def test_killed_batch_is_consistent_and_resumes(generated, tmp_path):
     assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     db.close()
 
-    rerun = subprocess.run([PY, "-m", "autograder.driver", ASSIGNMENT, "--workers", "2", "--json", "r.json"],
-                           cwd=course, capture_output=True, text=True, timeout=600)
+    rerun = subprocess.run(
+        [PY, "-m", "autograder.driver", ASSIGNMENT, "--workers", "2", "--json", "r.json"],
+        cwd=course,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     results = {r["student"]: r for r in json.loads((course / "r.json").read_text())}
     assert {s for s, r in results.items() if r["reason"] == "already graded"} == recorded, rerun.stdout
     # the killed grader's kernel folders (tmpfs mounts) were unmounted and removed by the next one
@@ -195,20 +246,30 @@ def test_one_broken_notebook_costs_only_itself(tmp_path):
     """An assignment of two notebooks: one unreadable, one fine. Stock nbgrader drops both
     (it removes the student's whole autograded assignment on an error); the driver grades the
     good one and scores the broken one 0."""
-    from test_sandbox_hostile import grades, make_course
+    from test_sandbox_hostile import make_course
 
     course = make_course(tmp_path)
     src = course / "solutions" / ASSIGNMENT
     shutil.copy(src / f"{ASSIGNMENT}.ipynb", src / "second.ipynb")
-    subprocess.run([PY, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--force"], cwd=course,
-                   check=True, capture_output=True)
+    subprocess.run(
+        [PY, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--force"],
+        cwd=course,
+        check=True,
+        capture_output=True,
+    )
     sub = grading_state(course).submitted / "mixed" / ASSIGNMENT
     sub.mkdir(parents=True)
     shutil.copy(HOSTILE / "submitted" / "pass_all" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", sub / "second.ipynb")
-    shutil.copy(HOSTILE / "submitted" / "invalid_json" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb",
-                sub / f"{ASSIGNMENT}.ipynb")
-    run = subprocess.run([PY, "-m", "autograder.driver", ASSIGNMENT, "--json", "r.json"], cwd=course,
-                         capture_output=True, text=True, timeout=600)
+    shutil.copy(
+        HOSTILE / "submitted" / "invalid_json" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", sub / f"{ASSIGNMENT}.ipynb"
+    )
+    run = subprocess.run(
+        [PY, "-m", "autograder.driver", ASSIGNMENT, "--json", "r.json"],
+        cwd=course,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     results = {r["notebook"]: r for r in json.loads((course / "r.json").read_text())}
     # the unreadable notebook is graded, as the release with no answers, and says so (autograder/handed_in.py)
     assert results[ASSIGNMENT]["status"] == "graded" and results[ASSIGNMENT]["score"] == 0, run.stdout

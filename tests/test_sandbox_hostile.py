@@ -13,6 +13,7 @@ fixture records is read from what it printed (`printed`), and the tests check th
 folders hold only what nbgrader wrote, that no kernel folder is left in the grader's temporary
 folder, and that the grader's log shows nothing of what a kernel linked its log to.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -74,8 +75,11 @@ def printed(course: Path, student: str) -> dict:
     nb = json.loads(path.read_text())
     found = {}
     for cell in nb["cells"]:
-        text = "".join("".join(o["text"]) if isinstance(o["text"], list) else o["text"]
-                       for o in cell.get("outputs", []) if o.get("output_type") == "stream" and o.get("name") == "stdout")
+        text = "".join(
+            "".join(o["text"]) if isinstance(o["text"], list) else o["text"]
+            for o in cell.get("outputs", [])
+            if o.get("output_type") == "stream" and o.get("name") == "stdout"
+        )
         for line in text.splitlines():
             if line.startswith("hostile-result "):
                 _, name, value = line.split(" ", 2)
@@ -147,8 +151,11 @@ def sandbox_pids(course: Path) -> list[int]:
         if entry.name.isdigit():
             try:
                 uid = entry.stat().st_uid
-                sandboxed = (UID_BASE <= uid < UID_BASE + UID_SLOTS if privileged()
-                             else uid == os.getuid() and os.readlink(f"/proc/{entry.name}/ns/pid") != own_ns)
+                sandboxed = (
+                    UID_BASE <= uid < UID_BASE + UID_SLOTS
+                    if privileged()
+                    else uid == os.getuid() and os.readlink(f"/proc/{entry.name}/ns/pid") != own_ns
+                )
                 if sandboxed and os.readlink(f"/proc/{entry.name}/cwd").startswith(str(course)):
                     pids.append(int(entry.name))
             except OSError:
@@ -171,20 +178,37 @@ def batch(tmp_path_factory):
         pytest.fail("bubblewrap is missing: run `make system` (the sandbox is required for grading)")
     course = make_course(Path(tempfile.mkdtemp(prefix="hostile-", dir=course_base())))
     before = tree_digest(ROOT / "solutions", ROOT / "exercises", ROOT / "encdec", ROOT / "autograder")
-    course_before = {p: hashlib.sha256((course / p).read_bytes()).hexdigest()
-                     for p in ["nbgrader_config.py", f"solutions/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"]}
-    subprocess.run([PY, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--force"], cwd=course,
-                   check=True, capture_output=True)
+    course_before = {
+        p: hashlib.sha256((course / p).read_bytes()).hexdigest()
+        for p in ["nbgrader_config.py", f"solutions/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"]
+    }
+    subprocess.run(
+        [PY, "-m", "nbgrader", "generate_assignment", ASSIGNMENT, "--force"],
+        cwd=course,
+        check=True,
+        capture_output=True,
+    )
     shutil.copytree(HOSTILE / "submitted", grading_state(course).submitted)
     listener = Listener(payloads.LISTEN_PORTS)
     try:
-        run = subprocess.run([PY, "-m", "autograder.driver", ASSIGNMENT, "--workers", "2", "--timeout", "90",
-                              "--json", "results.json"], cwd=course, capture_output=True, text=True, timeout=900)
+        run = subprocess.run(
+            [PY, "-m", "autograder.driver", ASSIGNMENT, "--workers", "2", "--timeout", "90", "--json", "results.json"],
+            cwd=course,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
     finally:
         listener.close()
     results = {r["student"]: r for r in json.loads((course / "results.json").read_text())}
-    yield {"course": course, "run": run, "results": results, "listener": listener, "before": before,
-               "course_before": course_before}
+    yield {
+        "course": course,
+        "run": run,
+        "results": results,
+        "listener": listener,
+        "before": before,
+        "course_before": course_before,
+    }
     shutil.rmtree(course, ignore_errors=True)
 
 
@@ -317,8 +341,13 @@ def test_kernel_files_never_reach_nbgrader_folders(batch):
     student = "timestamp_freeze"
     folder = autograded / student / ASSIGNMENT
     assert not (folder / "timestamp.txt").exists()
-    subprocess.run([PY, "-m", "nbgrader", "generate_feedback", ASSIGNMENT, "--student", student, "--force"],
-                   cwd=course, check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [PY, "-m", "nbgrader", "generate_feedback", ASSIGNMENT, "--student", student, "--force"],
+        cwd=course,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     feedback = grading_state(course).feedback / student / ASSIGNMENT
     got = {str(p.relative_to(feedback)) for p in feedback.rglob("*") if not p.is_dir()}
     graded = {str(p.relative_to(folder)) for p in folder.rglob("*") if not p.is_dir()}
@@ -328,12 +357,18 @@ def test_kernel_files_never_reach_nbgrader_folders(batch):
 def test_rerun_is_idempotent(batch):
     course = batch["course"]
     before = {s: grades(course, s) for s in EXPECTED}
-    run = subprocess.run([PY, "-m", "autograder.driver", ASSIGNMENT, "--workers", "2", "--json", "again.json"],
-                         cwd=course, capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [PY, "-m", "autograder.driver", ASSIGNMENT, "--workers", "2", "--json", "again.json"],
+        cwd=course,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     again = {r["student"]: r for r in json.loads((course / "again.json").read_text())}
     # Graded notebooks are skipped (the unreadable one too: graded as the release with no answers).
     assert {s for s, r in again.items() if r["reason"] != "already graded"} == {
-        s for s, e in EXPECTED.items() if e["status"] != "graded"}, run.stdout
+        s for s, e in EXPECTED.items() if e["status"] != "graded"
+    }, run.stdout
     assert {s: grades(course, s) for s in EXPECTED} == before
 
 
@@ -344,8 +379,12 @@ def test_rerun_is_idempotent(batch):
 def test_feedback_hides_hidden_tests(batch):
     course = batch["course"]
     for student in ["pass_all", "patched_asserts"]:
-        subprocess.run([PY, "-m", "nbgrader", "generate_feedback", ASSIGNMENT, "--student", student, "--force"],
-                       cwd=course, check=True, capture_output=True)
+        subprocess.run(
+            [PY, "-m", "nbgrader", "generate_feedback", ASSIGNMENT, "--student", student, "--force"],
+            cwd=course,
+            check=True,
+            capture_output=True,
+        )
         html = (grading_state(course).feedback / student / ASSIGNMENT / f"{ASSIGNMENT}.html").read_text()
         assert "decoder_block.output" in html  # visible tests are shown
         assert "BEGIN HIDDEN TESTS" not in html
@@ -365,9 +404,13 @@ def test_keyring_not_carried_over(batch):
     under another uid (slots rotate), and neither may touch the keyring (seccomp)."""
     course = batch["course"]
     students = ["keyring_1_write", "keyring_2_read"]
-    run = subprocess.run([PY, "-m", "autograder.driver", ASSIGNMENT, "--workers", "1", "--force",
-                          *(f"--student={s}" for s in students)], cwd=course, capture_output=True, text=True,
-                         timeout=600)
+    run = subprocess.run(
+        [PY, "-m", "autograder.driver", ASSIGNMENT, "--workers", "1", "--force", *(f"--student={s}" for s in students)],
+        cwd=course,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     uids = [kernel_uid(course, s) for s in students]
     from autograder.sandbox.sandbox import privileged

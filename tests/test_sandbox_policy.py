@@ -12,6 +12,7 @@
 The grading tests (tests/test_sandbox.py, tests/test_sandbox_hostile.py) prove the same on
 real kernels, on both launch paths.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -51,8 +52,13 @@ def kernel_policy(tmp_path: Path, limits: Limits) -> dict:
     work, sock = tmp_path / "work", tmp_path / "sock"
     work.mkdir()
     sock.mkdir()
-    return {"uid": UID_BASE + 7, "workdir": str(work), "sockdir": str(sock),
-            "readonly": [str(p) for p in readonly_paths()], "limits": dataclasses.asdict(limits)}
+    return {
+        "uid": UID_BASE + 7,
+        "workdir": str(work),
+        "sockdir": str(sock),
+        "readonly": [str(p) for p in readonly_paths()],
+        "limits": dataclasses.asdict(limits),
+    }
 
 
 def test_policy_drives_the_bwrap_command(tmp_path, monkeypatch):
@@ -61,7 +67,7 @@ def test_policy_drives_the_bwrap_command(tmp_path, monkeypatch):
     rules = Policy(limits)
     cmd = bwrap_command(kernel_policy(tmp_path, limits), ["python"], seccomp_fd=9)
     bwrap = next(i for i, arg in enumerate(cmd) if arg.endswith("bwrap"))
-    assert cmd[1:bwrap - 1] == [f"--{name}={value}" for name, value in rules.rlimits()]
+    assert cmd[1 : bwrap - 1] == [f"--{name}={value}" for name, value in rules.rlimits()]
     assert f"--as={1234 * MiB}" in cmd and "--nproc=17" in cmd and "--core=0" in cmd
     args = cmd[bwrap:]
     for ns in rules.namespaces:
@@ -69,7 +75,7 @@ def test_policy_drives_the_bwrap_command(tmp_path, monkeypatch):
     assert args[args.index("--hostname") + 1] == rules.hostname
     assert args[args.index("--seccomp") + 1] == "9"
     tmpfs = args.index("--tmpfs")
-    assert args[tmpfs + 1] == rules.tmp and args[tmpfs - 2:tmpfs] == ["--size", str(77 * MiB)]
+    assert args[tmpfs + 1] == rules.tmp and args[tmpfs - 2 : tmpfs] == ["--size", str(77 * MiB)]
     pairs = list(zip(args, args[1:], args[2:]))
     for kind, *paths in rules.mounts(readonly_paths(), []):
         if kind in ("ro-bind", "symlink"):
@@ -90,7 +96,7 @@ def test_unprivileged_command_sets_limits_inside_a_user_namespace(tmp_path, monk
     assert not any(arg.endswith("setpriv") for arg in cmd)
     inner = cmd.index("--", cmd.index("--chdir"))
     assert cmd[inner + 1].endswith("prlimit")
-    assert cmd[inner + 2:-2] == [f"--{name}={value}" for name, value in Policy(limits).rlimits()]
+    assert cmd[inner + 2 : -2] == [f"--{name}={value}" for name, value in Policy(limits).rlimits()]
     assert cmd[-2:] == ["--", "python"]
     assert cmd[cmd.index("--seccomp") + 1] == "9"
 
@@ -161,14 +167,16 @@ def test_seccomp_without_libseccomp_stops_grading(monkeypatch):
 def test_seccomp_kills_a_call_through_the_x32_table():
     """A call through the x32 table (getpid with bit 30 set) ends the process (SIGSYS), as a
     call through another architecture's table does."""
-    child = ("import ctypes; from autograder.sandbox import seccomp; from autograder.sandbox.policy import Policy; "
-             "seccomp.install(Policy().seccomp_program()); "
-             "print(ctypes.CDLL(None).syscall(seccomp.syscall_number('getpid') | 0x40000000), flush=True)")
+    child = (
+        "import ctypes; from autograder.sandbox import seccomp; from autograder.sandbox.policy import Policy; "
+        "seccomp.install(Policy().seccomp_program()); "
+        "print(ctypes.CDLL(None).syscall(seccomp.syscall_number('getpid') | 0x40000000), flush=True)"
+    )
     run = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60)
     assert run.returncode == -31 and run.stdout == "", (run.returncode, run.stdout, run.stderr)
 
 
-SECCOMP_CHILD = textwrap.dedent('''
+SECCOMP_CHILD = textwrap.dedent("""
     import ctypes, errno, json, subprocess, sys, threading
     from autograder.sandbox import seccomp
     from autograder.sandbox.sandbox import Policy
@@ -194,25 +202,34 @@ SECCOMP_CHILD = textwrap.dedent('''
     torch.set_num_threads(2)
     out["torch"] = float(torch.ones(64, 64).matmul(torch.ones(64, 64)).sum())
     print(json.dumps(out))
-''')
+""")
 
 
 def test_seccomp_refuses_keyring_and_user_namespaces_but_not_threads():
-    run = subprocess.run([sys.executable, "-c", SECCOMP_CHILD.format()],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run([sys.executable, "-c", SECCOMP_CHILD.format()], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-2000:]
     got = json.loads(run.stdout.splitlines()[-1])
-    assert got == {"keyctl": "EPERM", "add_key": "EPERM", "unshare_newuser": "EPERM", "unshare_files": "ok",
-                   "io_uring_setup": "EPERM", "clone3": "ENOSYS", "threads": 4, "subprocess": 0,
-                   "torch": 64.0 ** 3}
+    assert got == {
+        "keyctl": "EPERM",
+        "add_key": "EPERM",
+        "unshare_newuser": "EPERM",
+        "unshare_files": "ok",
+        "io_uring_setup": "EPERM",
+        "clone3": "ENOSYS",
+        "threads": 4,
+        "subprocess": 0,
+        "torch": 64.0**3,
+    }
 
 
 @needs_root
 def test_bwrap_applies_the_seccomp_program(tmp_path):
-    probe = ("import ctypes, errno, threading; l = ctypes.CDLL(None, use_errno=True); "
-             "r = l.unshare(0x10000000); t = threading.Thread(target=print); t.start(); t.join(); "
-             "print([s.split()[1] for s in open('/proc/self/status') if s.startswith('Seccomp:')][0], "
-             "errno.errorcode[ctypes.get_errno()] if r else 'ok')")
+    probe = (
+        "import ctypes, errno, threading; l = ctypes.CDLL(None, use_errno=True); "
+        "r = l.unshare(0x10000000); t = threading.Thread(target=print); t.start(); t.join(); "
+        "print([s.split()[1] for s in open('/proc/self/status') if s.startswith('Seccomp:')][0], "
+        "errno.errorcode[ctypes.get_errno()] if r else 'ok')"
+    )
     fd = seccomp.program_fd(Policy().seccomp_program())
     try:
         cmd = bwrap_command(kernel_policy(tmp_path, Limits()), [sys.executable, "-c", probe], fd)
@@ -237,8 +254,13 @@ def hierarchy():
 
 def run_in(cgroup: cgroups.Cgroup, code: str) -> subprocess.Popen:
     """A Python child that is in `cgroup` before its first instruction (as the launcher does it)."""
-    return subprocess.Popen([sys.executable, "-c", code], preexec_fn=cgroup.join,  # noqa: PLW1509 (the test's only thread forks it)
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", code],
+        preexec_fn=cgroup.join,  # noqa: PLW1509 (the test's only thread forks it)
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_cgroup_limits_charge_memfds_kill_and_remove(hierarchy):
@@ -254,15 +276,21 @@ def test_cgroup_limits_charge_memfds_kill_and_remove(hierarchy):
             assert int((d / "memory.max").read_text()) == 256 * MiB
             assert (d / "cpu.max").read_text().split() == ["50000", "100000"]
         # memfds are written, not mapped: no address space, but charged to the cgroup's memory
-        hoard = run_in(cg, "import os\nfds = []\nfor i in range(8):\n    fd = os.memfd_create('h')\n"
-                           "    [os.write(fd, b'x' * 2**20) for _ in range(64)]\n    fds.append(fd)\n"
-                           "    print((i + 1) * 64, flush=True)")
+        hoard = run_in(
+            cg,
+            "import os\nfds = []\nfor i in range(8):\n    fd = os.memfd_create('h')\n"
+            "    [os.write(fd, b'x' * 2**20) for _ in range(64)]\n    fds.append(fd)\n"
+            "    print((i + 1) * 64, flush=True)",
+        )
         out, _ = hoard.communicate(timeout=60)
         assert hoard.returncode == -9 and int(out.split()[-1]) < 256, out  # killed below 256 MiB
         # the pids limit counts every process and thread of the cgroup
-        forks = run_in(cg, "import os, time\nn = 0\ntry:\n    while n < 100:\n        if os.fork() == 0:\n"
-                           "            time.sleep(60)\n            os._exit(0)\n        n += 1\n"
-                           "except OSError:\n    pass\nprint(n, flush=True)\ntime.sleep(60)")
+        forks = run_in(
+            cg,
+            "import os, time\nn = 0\ntry:\n    while n < 100:\n        if os.fork() == 0:\n"
+            "            time.sleep(60)\n            os._exit(0)\n        n += 1\n"
+            "except OSError:\n    pass\nprint(n, flush=True)\ntime.sleep(60)",
+        )
         assert int(forks.stdout.readline()) < 16
         assert len(cg.pids()) >= 15
         assert cg.kill() and cg.pids() == set()  # the sleeping children too
@@ -275,8 +303,10 @@ def test_cgroup_limits_charge_memfds_kill_and_remove(hierarchy):
 def test_cgroup_cpu_quota(hierarchy):
     cg = cgroups.create(hierarchy, 0, memory_bytes=512 * MiB, pids=16, cpus=0.25)
     try:
-        spin = ("import os, time\nfor _ in range(2):\n    if os.fork() == 0:\n        break\n"
-                "end = time.monotonic() + 1.5\nwhile time.monotonic() < end:\n    pass")
+        spin = (
+            "import os, time\nfor _ in range(2):\n    if os.fork() == 0:\n        break\n"
+            "end = time.monotonic() + 1.5\nwhile time.monotonic() < end:\n    pass"
+        )
         start = time.monotonic()
         run_in(cg, spin).wait(timeout=30)
         time.sleep(0.2)
@@ -294,7 +324,7 @@ def test_cgroup_v2_files(tmp_path):
     (root / cgroups.PARENT).mkdir(parents=True)
     (root / "cgroup.subtree_control").write_text("memory pids cpu\n")
     (root / cgroups.PARENT / "cgroup.subtree_control").write_text("")
-    h = cgroups.Hierarchy(2, {c: root for c in cgroups.CONTROLLERS})
+    h = cgroups.Hierarchy(2, dict.fromkeys(cgroups.CONTROLLERS, root))
     cg = cgroups.create(h, 3, memory_bytes=100 * MiB, pids=20, cpus=1.0)
     (d,) = cg.dirs
     assert d.parent == root / cgroups.PARENT and d.name.startswith(f"3-{os.getpid()}-")

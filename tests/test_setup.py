@@ -33,12 +33,21 @@ def test_every_pinned_package_runs_on_the_readmes_python_floor():
 def test_the_constraints_pin_every_installed_package():
     """One version of everything: a package the venv has but constraints.txt does not pin would
     follow whatever the index serves next (setuptools carries the editable install's mode)."""
-    pinned = {re.split(r"[=<>\[ ]", line)[0].lower().replace("_", "-")
-              for line in (ROOT / "constraints.txt").read_text().splitlines() if line and not line.startswith("#")}
-    installed = [d for d in metadata.distributions()  # (not the copies setuptools vendors for itself)
-                 if Path(str(d.locate_file(""))).name != "_vendor"]
-    missing = sorted(d.metadata["Name"] for d in installed
-                     if d.metadata["Name"].lower().replace("_", "-") not in pinned | {"encdec", "pip"})
+    pinned = {
+        re.split(r"[=<>\[ ]", line)[0].lower().replace("_", "-")
+        for line in (ROOT / "constraints.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    }
+    installed = [
+        d
+        for d in metadata.distributions()  # (not the copies setuptools vendors for itself)
+        if Path(str(d.locate_file(""))).name != "_vendor"
+    ]
+    missing = sorted(
+        d.metadata["Name"]
+        for d in installed
+        if d.metadata["Name"].lower().replace("_", "-") not in pinned | {"encdec", "pip"}
+    )
     assert not missing, f"installed but not pinned in constraints.txt: {missing}"
 
 
@@ -61,16 +70,23 @@ def test_the_font_check_reads_fc_lists_whole_output(tmp_path):
     machine with many fonts) makes that near-certain; the check must still find the fonts."""
     bin_ = tmp_path / "bin"
     bin_.mkdir()
-    (bin_ / "fc-list").write_text("#!/bin/sh\n"
-                                  "echo '/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf: DejaVu Sans:style=Book'\n"
-                                  "echo '/usr/share/fonts/truetype/wqy/wqy-microhei.ttc: WenQuanYi Micro Hei'\n"
-                                  "yes '/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc: Noto Sans CJK SC' "
-                                  "| head -n 200000\n")
+    (bin_ / "fc-list").write_text(
+        "#!/bin/sh\n"
+        "echo '/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf: DejaVu Sans:style=Book'\n"
+        "echo '/usr/share/fonts/truetype/wqy/wqy-microhei.ttc: WenQuanYi Micro Hei'\n"
+        "yes '/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc: Noto Sans CJK SC' "
+        "| head -n 200000\n"
+    )
     (bin_ / "apt-get").write_text("#!/bin/sh\necho 'apt-get was called' >&2\nexit 1\n")
     for tool in bin_.iterdir():
         tool.chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_}:/usr/bin:/bin"}
     for _ in range(5):
-        out = subprocess.run(["bash", str(ROOT / "scripts" / "setup-system.sh"), "book"], env=env,
-                             capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            ["bash", str(ROOT / "scripts" / "setup-system.sh"), "book"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert out.returncode == 0 and not out.stdout and "apt-get" not in out.stderr, (out.stdout, out.stderr)

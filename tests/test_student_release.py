@@ -25,7 +25,6 @@ from pathlib import Path
 
 import nbformat
 import pytest
-import yaml
 
 from autograder.fixtures.make import solution_sources
 from encdec.presets import PRESETS
@@ -82,8 +81,14 @@ def fresh_python(release, tmp_path_factory) -> Path:
     venv = tmp_path_factory.mktemp("venv") / "env"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
-    purelib = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                                  check=True, capture_output=True, text=True).stdout.strip())
+    purelib = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    )
     # Third-party dependencies from this project's environment: a plain path entry, so the
     # editable install of the repository that lives there (a .pth hook) is not activated.
     (purelib / "course_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
@@ -92,15 +97,18 @@ def fresh_python(release, tmp_path_factory) -> Path:
     # the cell made for a repository (the committed copies carry the one for this checkout's
     # setting, which may know none: test_launch_cell_names_the_wheel_...)
     launch = _launch_copies()
-    cell = launch.install_source(f"{launch.site_url('https://github.com/course-owner/encdec-book')}student/{wheel.name}")
+    cell = launch.install_source(
+        f"{launch.site_url('https://github.com/course-owner/encdec-book')}student/{wheel.name}"
+    )
     (url,) = re.findall(r'^WHEEL = "(https://[^"]+)"$', cell, flags=re.M)
     assert url.rsplit("/", 1)[1] == wheel.name, f"the launch cell installs {url}, the release builds {wheel.name}"
     # Offline: the dependencies must all be satisfied from here. Python 3.11's venv bundles an old
     # setuptools that would shadow this environment's (torch requires a newer one); drop it.
     subprocess.run([str(python), "-m", "pip", "uninstall", "-q", "-y", "setuptools"], check=True, capture_output=True)
     env = {**os.environ, "PIP_NO_INDEX": "1"}
-    done = subprocess.run([str(python), "-c", cell.replace(url, str(wheel))], capture_output=True, text=True,
-                          env=env, cwd=venv)
+    done = subprocess.run(
+        [str(python), "-c", cell.replace(url, str(wheel))], capture_output=True, text=True, env=env, cwd=venv
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     return python
 
@@ -117,8 +125,9 @@ def test_release_ships_exercises_wheel_checkpoints_and_readme(release):
         for name in ASSIGNMENTS:
             ours, theirs = release / folder / name, ROOT / folder / name
             assert (ours / f"{name}.ipynb").read_bytes() == (theirs / f"{name}.ipynb").read_bytes()
-            assert sorted(p.name for p in (ours / "reference").iterdir()) == \
-                sorted(p.name for p in (theirs / "reference").glob("*.npz"))
+            assert sorted(p.name for p in (ours / "reference").iterdir()) == sorted(
+                p.name for p in (theirs / "reference").glob("*.npz")
+            )
             for ref in (ours / "reference").iterdir():
                 assert ref.read_bytes() == (theirs / "reference" / ref.name).read_bytes(), ref
     # The checkpoints travel inside the wheel as package data: the versioned ones, byte for byte.
@@ -163,8 +172,9 @@ def _run_visible_checks(python: Path, folder: Path, *notebooks: dict) -> tuple[s
     for name, notebook in zip(names, notebooks):
         (folder / name).write_text(json.dumps(notebook))
     env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "ENCDEC_CHECKPOINTS", "VIRTUAL_ENV"}}
-    done = subprocess.run([str(python), "-c", RUNNER, *names], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [str(python), "-c", RUNNER, *names], cwd=folder, env=env, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-2000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     return report["encdec"], report["runs"]
@@ -191,7 +201,9 @@ def test_launch_cell_names_the_wheel_on_the_site_of_the_repository_setting(relea
     launch = _launch_copies()
     (wheel,) = release.glob("encdec-*.whl")
     assert launch.wheel_name(ROOT) == wheel.name
-    assert launch.site_url("https://github.com/Course-Owner/encdec-book") == "https://course-owner.github.io/encdec-book/"
+    assert (
+        launch.site_url("https://github.com/Course-Owner/encdec-book") == "https://course-owner.github.io/encdec-book/"
+    )
     url = launch.wheel_url(ROOT)
     for launch_copy in sorted((ROOT / "book").glob("*.ipynb")):
         cell = nbformat.read(launch_copy, as_version=4).cells[0].source
@@ -212,8 +224,9 @@ def test_fresh_environment_loads_the_presets_from_the_wheel_without_build(fresh_
         "print(json.dumps(out))\n"
     )
     env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "ENCDEC_CHECKPOINTS", "VIRTUAL_ENV"}}
-    done = subprocess.run([str(fresh_python), "-c", probe, *PRESETS], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [str(fresh_python), "-c", probe, *PRESETS], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout)
     assert Path(report["root"]).is_relative_to(fresh_python.parent.parent), report["root"]
@@ -221,8 +234,11 @@ def test_fresh_environment_loads_the_presets_from_the_wheel_without_build(fresh_
         ours = PACKAGED_CHECKPOINTS / preset
         weights = load_checkpoint(ours / "model.pt").state_dict().values()
         digest = hashlib.sha256(b"".join(t.numpy().tobytes() for t in weights)).hexdigest()
-        assert report[preset] == {"metrics": json.loads((ours / "metrics.json").read_text()), "weights": digest,
-                                  "training": False}, preset
+        assert report[preset] == {
+            "metrics": json.loads((ours / "metrics.json").read_text()),
+            "weights": digest,
+            "training": False,
+        }, preset
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
@@ -242,8 +258,9 @@ def test_visible_checks_fail_on_the_stub_and_pass_on_the_solution(fresh_python, 
     assert on_stub, f"{assignment}: no visible checks ran"
     for r in on_stub:
         assert not r["ok"] and not_yet in r["message"], r
-    assert on_solution and all(r["ok"] and (passed in r["message"] or NOT_JUDGED_HERE[lang] in r["message"])
-                               for r in on_solution), on_solution
+    assert on_solution and all(
+        r["ok"] and (passed in r["message"] or NOT_JUDGED_HERE[lang] in r["message"]) for r in on_solution
+    ), on_solution
     assert any(passed in r["message"] for r in on_solution), on_solution
 
 
@@ -253,7 +270,11 @@ def test_the_release_readme_states_the_graders_limits():
 
     text = (Path(__file__).resolve().parents[1] / "mk" / "release.mk").read_text(encoding="utf-8")
     limits = Intake()
-    for said in (f"{limits.notebook_bytes // 10**6} MB", f"{limits.cells:,} cells", f"{limits.source_bytes // 10**6} MB of code"):
+    for said in (
+        f"{limits.notebook_bytes // 10**6} MB",
+        f"{limits.cells:,} cells",
+        f"{limits.source_bytes // 10**6} MB of code",
+    ):
         assert said in text, said
     assert f"{limits.cells:,} 个单元" in text and f"{limits.source_bytes // 10**6} MB 的代码" in text
 
@@ -267,8 +288,12 @@ def untouched_release(tmp_path_factory) -> Path:
 def _make_release(tmp_path_factory) -> Path:
     """``make student-release`` into a folder of its own."""
     tmp = tmp_path_factory.mktemp("release")
-    made = subprocess.run(["make", "-s", "student-release", f"STUDENT={tmp / 'student'}",
-                           f"STUDENT_STAGE={tmp / 'stage'}"], cwd=ROOT, capture_output=True, text=True)
+    made = subprocess.run(
+        ["make", "-s", "student-release", f"STUDENT={tmp / 'student'}", f"STUDENT_STAGE={tmp / 'stage'}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-3000:]
     return tmp / "student"
 
@@ -277,6 +302,7 @@ def test_self_study_release_ships_every_answer_and_says_so(untouched_release):
     """The default (ASSESSED=0, issue 50) keeps the reference bodies: the no-answer search finds
     every one in the wheel, and the README tells the student (tests/test_assessed_release.py: ASSESSED=1)."""
     import answers_given
+
     from autograder import assessed
 
     release = untouched_release

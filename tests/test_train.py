@@ -69,8 +69,9 @@ def _small_run():
     """A short run with dropout, a shuffled order and a warm-up schedule: every random stream and
     every piece of optimiser state a resumed run must carry over."""
     data = load_arithmetic()
-    model_config = ModelConfig(emb_dim=16, num_heads=2, feedforward_dim=16, num_enc_layers=1, num_dec_layers=1,
-                               dropout=0.2)
+    model_config = ModelConfig(
+        emb_dim=16, num_heads=2, feedforward_dim=16, num_enc_layers=1, num_dec_layers=1, dropout=0.2
+    )
     _, train_config = get_preset("historical")
     train_config.epochs, train_config.train_subset, train_config.warmup_steps = 4, 64, 5
     return model_config, train_config, data

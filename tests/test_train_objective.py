@@ -20,8 +20,9 @@ def test_smoothed_target_is_what_cross_entropy_trains_towards(V, eps):
     logits = torch.randn(50, V, dtype=torch.float64)
     labels = torch.full((50,), 2)
     # cross_entropy with label_smoothing is the cross-entropy against q
-    assert torch.allclose(F.cross_entropy(logits, labels, label_smoothing=eps),
-                          -(q * logits.log_softmax(-1)).sum(-1).mean())
+    assert torch.allclose(
+        F.cross_entropy(logits, labels, label_smoothing=eps), -(q * logits.log_softmax(-1)).sum(-1).mean()
+    )
 
 
 @pytest.mark.parametrize("V,eps", [(16, 0.1), (16, 0.3), (5, 0.1)])
@@ -63,8 +64,9 @@ def test_learning_rates_follow_each_schedule():
 
 def test_loss_by_mode_separates_smoothing_and_dropout():
     torch.manual_seed(0)
-    model = Transformer(ModelConfig(emb_dim=16, num_heads=2, feedforward_dim=32, num_enc_layers=1,
-                                    num_dec_layers=1, dropout=0.3)).eval()
+    model = Transformer(
+        ModelConfig(emb_dim=16, num_heads=2, feedforward_dim=32, num_enc_layers=1, num_dec_layers=1, dropout=0.3)
+    ).eval()
     data = load_arithmetic()
     q, a = data.train_questions[:64], data.train_answers[:64]
     losses = loss_by_mode(model, q, a, 0.1)

@@ -14,6 +14,7 @@ without a delegated cgroup, the grader says so and names what it loses.
 Run as a plain user, the whole suite is already the unprivileged run: this module then has
 nothing to add and is skipped (it needs root to create a user).
 """
+
 from __future__ import annotations
 
 import os
@@ -36,13 +37,18 @@ SUITES = ["tests/test_sandbox_hostile.py", "tests/test_sandbox.py", "tests/test_
 # bombs, ...), and with the kernels whose one message is past the relay's limit (relay.py: its
 # thread starts after the launcher's own namespace, which a plain user's launcher makes);
 # `make test-all` (marker matrix): all three suites.
-REPRESENTATIVE = ["tests/test_sandbox.py::test_stock_nbgrader_autograde_runs_in_the_sandbox",
-                  "tests/test_message_cap.py::test_the_relay_cuts_in_a_kernel_of_this_user"]
+REPRESENTATIVE = [
+    "tests/test_sandbox.py::test_stock_nbgrader_autograde_runs_in_the_sandbox",
+    "tests/test_message_cap.py::test_the_relay_cuts_in_a_kernel_of_this_user",
+]
 # while developing: other pytest arguments for the run as a plain user
 SELECT = os.environ.get("ENCDEC_UNPRIVILEGED_ARGS", "").split()
 
-pytestmark = [pytest.mark.grading, pytest.mark.slow,
-              pytest.mark.skipif(os.geteuid() != 0, reason="run as a plain user, every test is unprivileged already")]
+pytestmark = [
+    pytest.mark.grading,
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="run as a plain user, every test is unprivileged already"),
+]
 
 
 def ensure_user() -> pwd.struct_passwd:
@@ -87,17 +93,30 @@ def course_group(user: pwd.struct_passwd) -> list[tuple[Path, int]]:
 
 
 def as_user(user: pwd.struct_passwd, home: Path, args: list[str], timeout: int) -> subprocess.CompletedProcess:
-    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
-           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0", "ENCDEC_TEST_COURSES": str(home / "courses"),
-           "TMPDIR": str(home / "tmp"), "ENCDEC_FIXTURES": "attacks"}
-    return subprocess.run(["runuser", "-u", user.pw_name, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()),
-                           *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONHASHSEED": "0",
+        "ENCDEC_TEST_COURSES": str(home / "courses"),
+        "TMPDIR": str(home / "tmp"),
+        "ENCDEC_FIXTURES": "attacks",
+    }
+    return subprocess.run(
+        ["runuser", "-u", user.pw_name, "--", "env", "-i", *(f"{k}={v}" for k, v in env.items()), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def delegation(action: str) -> subprocess.CompletedProcess:
     """`python -m autograder.sandbox.cgroups delegate|undelegate USER`, as an administrator runs it."""
-    return subprocess.run([sys.executable, "-m", "autograder.sandbox.cgroups", action, USER], cwd=ROOT,
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "autograder.sandbox.cgroups", action, USER], cwd=ROOT, capture_output=True, text=True
+    )
 
 
 @pytest.fixture(scope="module")
@@ -130,25 +149,55 @@ def plain_user():
 def test_without_a_cgroup_the_grader_says_what_it_loses(plain_user):
     user, home = plain_user
     delegation("undelegate")
-    probe = as_user(user, home, [sys.executable, "-c", "from autograder.sandbox.sandbox import check_available; "
-                                 "check_available(); print('sandbox ok')"], timeout=120)
+    probe = as_user(
+        user,
+        home,
+        [
+            sys.executable,
+            "-c",
+            "from autograder.sandbox.sandbox import check_available; check_available(); print('sandbox ok')",
+        ],
+        timeout=120,
+    )
     assert probe.returncode == 0 and "sandbox ok" in probe.stdout, probe.stderr[-2000:]
     lines = [line for line in probe.stderr.splitlines() if "unprivileged mode" in line]
     assert len(lines) == 1, probe.stderr
-    for lost in ("no separate uid per kernel", "no fork server", "socket folder is a folder on the host",
-                 "no per-kernel cgroup"):
+    for lost in (
+        "no separate uid per kernel",
+        "no fork server",
+        "socket folder is a folder on the host",
+        "no per-kernel cgroup",
+    ):
         assert lost in lines[0]
     assert "falling back to per-process limits" in probe.stderr
 
 
-@pytest.mark.parametrize("suites", [REPRESENTATIVE, pytest.param(SUITES, marks=pytest.mark.matrix)],
-                         ids=["stock-nbgrader-hostile", "all-suites"])
+@pytest.mark.parametrize(
+    "suites",
+    [REPRESENTATIVE, pytest.param(SUITES, marks=pytest.mark.matrix)],
+    ids=["stock-nbgrader-hostile", "all-suites"],
+)
 def test_suites_pass_as_a_plain_user(plain_user, suites):
     user, home = plain_user
     delegated = delegation("delegate")
     assert delegated.returncode == 0, delegated.stderr
-    run = as_user(user, home, [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs",
-                               "--basetemp", str(home / "tmp" / "pytest"), *(SELECT or suites)], timeout=2400)
+    run = as_user(
+        user,
+        home,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-rs",
+            "--basetemp",
+            str(home / "tmp" / "pytest"),
+            *(SELECT or suites),
+        ],
+        timeout=2400,
+    )
     summary = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-3000:]
     assert " passed" in summary and "failed" not in summary and "error" not in summary, summary

@@ -29,15 +29,16 @@ from encdec.widgets import (
     QuickCheck,
     ShiftTeacherForcing,
     SoftmaxMaskCompare,
+    _base,
     choice,
     number,
 )
-from encdec.widgets import _base
 
 ROOT = Path(__file__).resolve().parent.parent
 WIDGETS_DIR = ROOT / "encdec" / "widgets"
-TABLES = {lang: json.loads((WIDGETS_DIR / "strings" / f"{lang}.json").read_text(encoding="utf-8"))
-          for lang in _base.LANGUAGES}
+TABLES = {
+    lang: json.loads((WIDGETS_DIR / "strings" / f"{lang}.json").read_text(encoding="utf-8")) for lang in _base.LANGUAGES
+}
 # The widgets' JS. static_page.js is the static page's renderer of saved widgets, not a widget: its
 # one sentence to a reader (a figure could not be shown) is the tables' "static_page.failed", which
 # the build writes into it (_base.renderer_js; tested below).
@@ -55,6 +56,7 @@ EN, ZH = flat(TABLES["en"]), flat(TABLES["zh"])
 
 
 # --- the tables ---------------------------------------------------------------------------------
+
 
 def test_both_tables_have_the_same_keys_and_placeholders():
     assert list(TABLES["en"]) == list(TABLES["zh"]), "the same sections, in the same order"
@@ -76,13 +78,18 @@ def test_the_chinese_table_uses_the_glossary():
     import yaml
 
     terms = yaml.safe_load((ROOT / "book" / "glossary.yml").read_text(encoding="utf-8"))["terms"]
-    missing = [(key, t["en"], t["zh"]) for key in EN for t in terms
-               if re.search(rf"\b{re.escape(t['en'])}s?\b", PLACEHOLDER.sub("", EN[key]), re.IGNORECASE)
-               and t["zh"] not in ZH[key]]
+    missing = [
+        (key, t["en"], t["zh"])
+        for key in EN
+        for t in terms
+        if re.search(rf"\b{re.escape(t['en'])}s?\b", PLACEHOLDER.sub("", EN[key]), re.IGNORECASE)
+        and t["zh"] not in ZH[key]
+    ]
     assert not missing, f"(key, the English term, the glossary's Chinese the entry should use): {missing}"
 
 
 # --- every key used, every use a key --------------------------------------------------------------
+
 
 def _js_literals(source: str) -> list[str]:
     """The string literals of a JS file, a template literal with its ${...} left empty; comments
@@ -94,7 +101,7 @@ def _js_literals(source: str) -> list[str]:
         buf = []
         while source[i] != quote:
             if source[i] == "\\":
-                buf.append(source[i:i + 2])
+                buf.append(source[i : i + 2])
                 i += 2
             else:
                 buf.append(source[i])
@@ -106,7 +113,7 @@ def _js_literals(source: str) -> list[str]:
         while True:
             c = source[i]
             if c == "\\":
-                buf.append(source[i:i + 2])
+                buf.append(source[i : i + 2])
                 i += 2
             elif c == "`":
                 return "".join(buf), i + 1, False
@@ -158,8 +165,11 @@ def _keys_named(text: str, literals: list[str]) -> set[str]:
 def _python_literals(path: Path) -> list[str]:
     import ast
 
-    return [node.value for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-            if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+    return [
+        node.value
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
 
 
 def test_every_key_is_used_and_every_key_asked_for_exists():
@@ -198,8 +208,11 @@ EN_WORDS = {v for v in EN.values() if not PLACEHOLDER.search(v)}
 
 def _english(literal: str) -> bool:
     """A sentence or phrase (two or more words of letters), or a label of the English table."""
-    words = [w for w in re.split(r"[\s,;:()\[\]=/.+\"'`]+", re.sub(r"\$\{[^}]*\}", " ", literal))
-             if re.fullmatch(r"[A-Za-z]{2,}", w) and w not in CODE_WORDS]
+    words = [
+        w
+        for w in re.split(r"[\s,;:()\[\]=/.+\"'`]+", re.sub(r"\$\{[^}]*\}", " ", literal))
+        if re.fullmatch(r"[A-Za-z]{2,}", w) and w not in CODE_WORDS
+    ]
     return len(words) >= 2 or (literal.strip() in EN_WORDS and literal.strip() not in CODE_NAMES)
 
 
@@ -228,8 +241,10 @@ def test_the_static_renderer_says_its_sentence_from_the_tables():
 
 def test_the_literal_scan_sees_english():
     """The scan above would catch a sentence, a label, a template's words and a single word."""
-    source = 'h("b", {}, "Show answer"); const x = `step ${s} of ${n}`; y = "Reset"; // a comment\n' \
-             'z = "encdec-btn active"; w = t(model, "quick_check.check");'
+    source = (
+        'h("b", {}, "Show answer"); const x = `step ${s} of ${n}`; y = "Reset"; // a comment\n'
+        'z = "encdec-btn active"; w = t(model, "quick_check.check");'
+    )
     found = [s for s in _js_literals(source) if not KEY.match(s) and _english(s)]
     assert found == ["Show answer", "step ${} of ${}", "Reset"]
 
@@ -283,7 +298,9 @@ def render_texts(tmp_path: Path, widget, js: str, page_lang: str, states: list[d
         + "  widget.render({ model: fakeModel({ ...base, ...changes }), el });\n"
         + "  return seen(el);\n"
         + "});\n"
-        + "console.log(JSON.stringify(out));\n", encoding="utf-8")
+        + "console.log(JSON.stringify(out));\n",
+        encoding="utf-8",
+    )
     done = subprocess.run([node, str(tmp_path / "run.mjs")], capture_output=True, text=True, check=True)
     return json.loads(done.stdout)
 
@@ -297,7 +314,7 @@ def fragments(lang: str, section: str) -> list[str]:
     frags = []
     for key in (k for k in table if k.split(".")[0] in (section, "common")):
         for piece in PLACEHOLDER.split(table[key])[::2]:
-            frag = piece.strip(" :;,.()\"")
+            frag = piece.strip(' :;,.()"')
             if words.search(frag) and frag not in other[key] and frag != "softmax":
                 frags.append(frag)
     return frags
@@ -305,21 +322,64 @@ def fragments(lang: str, section: str) -> list[str]:
 
 QUESTIONS = [choice("Q?", ["A", "B"], answer=0, explain="`Q`"), number("9?", answer=9)]  # the page's own words
 CASES = {  # widget: (how to make it, its JS, states to render)
-    "MaskToggle": (MaskToggle, "mask_toggle.js", [{}, {"preset": "custom"}, {"preset": "none", "mask": [[True] * 5] + [[False] * 5] * 4}]),
+    "MaskToggle": (
+        MaskToggle,
+        "mask_toggle.js",
+        [{}, {"preset": "custom"}, {"preset": "none", "mask": [[True] * 5] + [[False] * 5] * 4}],
+    ),
     "SoftmaxMaskCompare": (SoftmaxMaskCompare, "softmax_compare.js", [{}]),
-    "CrossAttentionExplorer": (CrossAttentionExplorer, "cross_attention.js", [{}, {"swap_q": True}, {"Ka": 3, "selected": [9, 9]}]),
-    "ShiftTeacherForcing": (ShiftTeacherForcing, "shift_teacher_forcing.js", [{}, {"shift": False}, {"causal_mask": False}]),
+    "CrossAttentionExplorer": (
+        CrossAttentionExplorer,
+        "cross_attention.js",
+        [{}, {"swap_q": True}, {"Ka": 3, "selected": [9, 9]}],
+    ),
+    "ShiftTeacherForcing": (
+        ShiftTeacherForcing,
+        "shift_teacher_forcing.js",
+        [{}, {"shift": False}, {"causal_mask": False}],
+    ),
     "CrossEntropySlider": (CrossEntropySlider, "cross_entropy.js", [{}]),
-    "PrefillDecodeStepper": (PrefillDecodeStepper, "prefill_decode.js", [{"step": s} for s in range(5)]
-                             + [{"prefix": ["BOS", "POSITIVE"], "steps": ["0", "4"], "step": 1, "probs": [0.5, 0.9]}]),
-    "AttentionMapViewer": (AttentionMapViewer, "attention_maps.js", [{}, {"kind": "encoder_self"}, {"kind": "decoder_self"}]),
-    "QuickCheck": (lambda **kw: QuickCheck(QUESTIONS, **kw), "quick_check.js",
-                   [{}, {"responses": [1, "8"]}, {"responses": [0, "9"]}, {"responses": [1, "x"], "revealed": [True, True]}]),
-    "AskTheModel": (AskTheModel, "ask_model.js", [{}, {"step": 1}, {"step": 3, "use_cache": False},
-                    {"question": "-7 - 12", "preset": "historical", "step": 4, "forced": "NEGATIVE"},
-                    {"forced": "EOS"}, {"question": "50 + 1"}, {"question": "what is 2 + 2"}, {"question": ""}]),
-    "BreakIt": (BreakIt, "break_it.js", [{}, {"mistake": "mask_after_softmax"}, {"mistake": "stale_position", "a": 12, "op": "add", "b": 7},
-                {"mistake": "q_from_encoder"}, {"mistake": "no_cross_attention", "preset": "historical"}]),
+    "PrefillDecodeStepper": (
+        PrefillDecodeStepper,
+        "prefill_decode.js",
+        [{"step": s} for s in range(5)]
+        + [{"prefix": ["BOS", "POSITIVE"], "steps": ["0", "4"], "step": 1, "probs": [0.5, 0.9]}],
+    ),
+    "AttentionMapViewer": (
+        AttentionMapViewer,
+        "attention_maps.js",
+        [{}, {"kind": "encoder_self"}, {"kind": "decoder_self"}],
+    ),
+    "QuickCheck": (
+        lambda **kw: QuickCheck(QUESTIONS, **kw),
+        "quick_check.js",
+        [{}, {"responses": [1, "8"]}, {"responses": [0, "9"]}, {"responses": [1, "x"], "revealed": [True, True]}],
+    ),
+    "AskTheModel": (
+        AskTheModel,
+        "ask_model.js",
+        [
+            {},
+            {"step": 1},
+            {"step": 3, "use_cache": False},
+            {"question": "-7 - 12", "preset": "historical", "step": 4, "forced": "NEGATIVE"},
+            {"forced": "EOS"},
+            {"question": "50 + 1"},
+            {"question": "what is 2 + 2"},
+            {"question": ""},
+        ],
+    ),
+    "BreakIt": (
+        BreakIt,
+        "break_it.js",
+        [
+            {},
+            {"mistake": "mask_after_softmax"},
+            {"mistake": "stale_position", "a": 12, "op": "add", "b": 7},
+            {"mistake": "q_from_encoder"},
+            {"mistake": "no_cross_attention", "preset": "historical"},
+        ],
+    ),
 }
 
 
@@ -353,8 +413,18 @@ def test_a_widget_speaks_english_on_an_english_page_and_chinese_when_told(tmp_pa
 
 # --- the Python side: the lang trait, the module default, one rule to fill a template ----------------
 
-ALL = [MaskToggle, SoftmaxMaskCompare, CrossAttentionExplorer, ShiftTeacherForcing, CrossEntropySlider,
-       PrefillDecodeStepper, AttentionMapViewer, QuickCheck, AskTheModel, BreakIt]
+ALL = [
+    MaskToggle,
+    SoftmaxMaskCompare,
+    CrossAttentionExplorer,
+    ShiftTeacherForcing,
+    CrossEntropySlider,
+    PrefillDecodeStepper,
+    AttentionMapViewer,
+    QuickCheck,
+    AskTheModel,
+    BreakIt,
+]
 
 
 @pytest.mark.parametrize("cls", ALL)
@@ -386,11 +456,14 @@ def test_set_language_is_the_default_of_new_widgets():
 def test_python_and_javascript_fill_templates_alike(tmp_path):
     from test_widgets import _run_widget_js
 
-    cases = [(template, {name: f"<{k}>" for k, name in enumerate(PLACEHOLDER.findall(template))})
-             for template in [*EN.values(), *ZH.values()]]
+    cases = [
+        (template, {name: f"<{k}>" for k, name in enumerate(PLACEHOLDER.findall(template))})
+        for template in [*EN.values(), *ZH.values()]
+    ]
     cases.append(("{a} and {missing}", {"a": 1}))
-    js = _run_widget_js(tmp_path, "mask_toggle.js", ["fill"],
-                        f"{json.dumps(cases)}.map(([template, values]) => fill(template, values))")
+    js = _run_widget_js(
+        tmp_path, "mask_toggle.js", ["fill"], f"{json.dumps(cases)}.map(([template, values]) => fill(template, values))"
+    )
     assert js == [_base.fill(template, **values) for template, values in cases]
     assert _base.fill("{a} and {missing}", a=1) == "1 and {missing}"
     assert _base.text("prefill_decode.layer", "zh", n=2) == "第 2 层"
@@ -407,9 +480,13 @@ def test_quick_check_status_is_the_same_line_in_python_and_javascript(tmp_path):
         states = [w.state(i) for i in range(4)]
         assert states == ["right", "wrong", "unanswered", "unanswered"]
         model = json.dumps({"lang": lang, "_strings": w._strings})
-        js = _run_widget_js(tmp_path, "quick_check.js", ["statusText"],
-                            f"{json.dumps(list(zip(states, w.responses)))}.map(([s, r]) =>"
-                            f" statusText({{ get: (k) => ({model})[k] }}, s, r))")
+        js = _run_widget_js(
+            tmp_path,
+            "quick_check.js",
+            ["statusText"],
+            f"{json.dumps(list(zip(states, w.responses)))}.map(([s, r]) =>"
+            f" statusText({{ get: (k) => ({model})[k] }}, s, r))",
+        )
         assert js == [w.status(i) for i in range(4)]
     assert w.status(0) == "✓ 正确。" and w.status(3) == ""
     w.lang = "auto"

@@ -13,6 +13,7 @@ import pytest
 import torch
 import traitlets
 
+import encdec.widgets
 from encdec.attention import MultiHeadAttention, get_subsequent_mask, masked_softmax
 from encdec.data import VOCAB, encode_answer
 from encdec.generate import greedy_decode
@@ -30,12 +31,11 @@ from encdec.widgets import (
     ShiftTeacherForcing,
     SoftmaxMaskCompare,
 )
-import encdec.widgets
 from encdec.widgets import quick_check as qc
-from encdec.widgets.registry import WIDGETS
 from encdec.widgets._base import LESSON_ANSWER, LESSON_QUESTION, LESSON_QUESTION_TEXT, question_ids, softmax
 from encdec.widgets.cross_entropy import cross_entropy_example
 from encdec.widgets.mask_toggle import masked_softmax_rows, preset_mask
+from encdec.widgets.registry import WIDGETS
 from encdec.widgets.shift_teacher_forcing import teacher_forcing_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -349,18 +349,32 @@ def test_constants_js_says_what_the_data_module_says(tmp_path):
     spec.loader.exec_module(bundle)
     constants = ROOT / "encdec" / "widgets" / "constants.js"
     assert constants.read_text(encoding="utf-8") == bundle.constants_js()
-    (tmp_path / "read.mjs").write_text(f"import * as c from {json.dumps(constants.as_uri())};\n"
-                                       "console.log(JSON.stringify(c));\n")
-    got = json.loads(subprocess.run([shutil.which("node"), str(tmp_path / "read.mjs")], capture_output=True, text=True,
-                                    check=True).stdout)
+    (tmp_path / "read.mjs").write_text(
+        f"import * as c from {json.dumps(constants.as_uri())};\nconsole.log(JSON.stringify(c));\n"
+    )
+    got = json.loads(
+        subprocess.run(
+            [shutil.which("node"), str(tmp_path / "read.mjs")], capture_output=True, text=True, check=True
+        ).stdout
+    )
     ids = data.TOKEN_TO_ID
-    signs, digits, ops = [ids["POSITIVE"], ids["NEGATIVE"]], [ids[str(d)] for d in range(10)], [ids["add"], ids["subtract"]]
-    assert got == {"TOKENS": list(data.VOCAB), "BOS_ID": ids["BOS"], "EOS_ID": ids["EOS"],
-                   "SIGN_IDS": {"POSITIVE": ids["POSITIVE"], "NEGATIVE": ids["NEGATIVE"]},
-                   "OP_IDS": {"add": ids["add"], "subtract": ids["subtract"]},
-                   "QUESTION_LEN": data.QUESTION_LEN, "ANSWER_LEN": data.ANSWER_LEN, "OPERAND_MAX": data.OPERAND_MAX,
-                   # BOS sign d d op sign d d EOS
-                   "QUESTION_LAYOUT": [[ids["BOS"]], signs, digits, digits, ops, signs, digits, digits, [ids["EOS"]]]}
+    signs, digits, ops = (
+        [ids["POSITIVE"], ids["NEGATIVE"]],
+        [ids[str(d)] for d in range(10)],
+        [ids["add"], ids["subtract"]],
+    )
+    assert got == {
+        "TOKENS": list(data.VOCAB),
+        "BOS_ID": ids["BOS"],
+        "EOS_ID": ids["EOS"],
+        "SIGN_IDS": {"POSITIVE": ids["POSITIVE"], "NEGATIVE": ids["NEGATIVE"]},
+        "OP_IDS": {"add": ids["add"], "subtract": ids["subtract"]},
+        "QUESTION_LEN": data.QUESTION_LEN,
+        "ANSWER_LEN": data.ANSWER_LEN,
+        "OPERAND_MAX": data.OPERAND_MAX,
+        # BOS sign d d op sign d d EOS
+        "QUESTION_LAYOUT": [[ids["BOS"]], signs, digits, digits, ops, signs, digits, digits, [ids["EOS"]]],
+    }
 
 
 def test_the_static_page_maps_every_registered_widget_to_its_module_script():
@@ -390,9 +404,12 @@ def test_each_widget_is_one_python_file_and_one_js_file_of_the_same_name():
     # its drawing being prefill_decode.js); and the static page's: the renderer of saved widget
     # views (static_page.js) and the unpacking of the site's weights script (site_weights.js), both
     # written into the built site by scripts/book_assets.py
-    assert sorted(p.stem for p in folder.glob("*.js")) == sorted([*stems, "common", "model_forward", "task", "constants", "prefill_run",
-                                                                   "static_page", "site_weights"])
-    assert sorted(p.stem for p in folder.glob("*.py")) == sorted([*stems, "__init__", "_base", "export_weights", "registry"])
+    assert sorted(p.stem for p in folder.glob("*.js")) == sorted(
+        [*stems, "common", "model_forward", "task", "constants", "prefill_run", "static_page", "site_weights"]
+    )
+    assert sorted(p.stem for p in folder.glob("*.py")) == sorted(
+        [*stems, "__init__", "_base", "export_weights", "registry"]
+    )
 
 
 def _load_book_assets():
@@ -439,9 +456,11 @@ def test_build_cache_is_cleared_when_a_checkpoint_the_rc_or_the_fonts_change(tmp
     fonts = [b"/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"]
     monkeypatch.setattr(assets, "_fonts", lambda: b"\n".join(fonts))
     assets.check_cache(build, tmp_path)
-    for change in (lambda: fonts.append(b"/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"),
-                   lambda: rc.write_text("font.family: DejaVu Sans, Noto Sans CJK SC\n"),
-                   lambda: weights.write_bytes(b"retrained")):
+    for change in (
+        lambda: fonts.append(b"/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"),
+        lambda: rc.write_text("font.family: DejaVu Sans, Noto Sans CJK SC\n"),
+        lambda: weights.write_bytes(b"retrained"),
+    ):
         for folder in stale:
             folder.mkdir(parents=True, exist_ok=True)
         assert assets.check_cache(build, tmp_path) is False  # nothing changed yet
@@ -476,7 +495,9 @@ def test_javascript_numerics_match_python(tmp_path):
     mask[1] = [True] * 6
     tokens = list(LESSON_ANSWER)
     js = _run_widget_js(
-        tmp_path, "shift_teacher_forcing.js", ["maskedSoftmaxRow", "teacherForcingTable"],
+        tmp_path,
+        "shift_teacher_forcing.js",
+        ["maskedSoftmaxRow", "teacherForcingTable"],
         f"{{ rows: {json.dumps(scores)}.map((r, i) => maskedSoftmaxRow(r, {json.dumps(mask)}[i])),"
         f" tables: [[true, true], [false, true], [true, false], [false, false]].map(([s, m]) =>"
         f" teacherForcingTable({json.dumps(tokens)}, s, m)) }}",
@@ -485,19 +506,26 @@ def test_javascript_numerics_match_python(tmp_path):
         assert got == pytest.approx(want, abs=1e-12)
     for (shift, causal), table in zip([(True, True), (False, True), (True, False), (False, False)], js["tables"]):
         py = teacher_forcing_table(tokens, shift, causal)
-        assert [(r["label"], r["readable"], r["leak"]) for r in table] == \
-            [(r["label_index"], r["readable"], r["leak"]) for r in py]
+        assert [(r["label"], r["readable"], r["leak"]) for r in table] == [
+            (r["label_index"], r["readable"], r["leak"]) for r in py
+        ]
     given = CrossAttentionExplorer.from_model(Transformer().eval()).weights
-    shown = _run_widget_js(tmp_path, "cross_attention.js", ["shownWeights"],
-                           f"[[{json.dumps(given)}, 4, 9, false], [{json.dumps(given)}, 4, 9, true], [[], 3, 7, false]]"
-                           ".map(([g, r, c, s]) => shownWeights(g, s ? c : r, s ? r : c, s))")
+    shown = _run_widget_js(
+        tmp_path,
+        "cross_attention.js",
+        ["shownWeights"],
+        f"[[{json.dumps(given)}, 4, 9, false], [{json.dumps(given)}, 4, 9, true], [[], 3, 7, false]]"
+        ".map(([g, r, c, s]) => shownWeights(g, s ? c : r, s ? r : c, s))",
+    )
     for (Ka, Kq, swap), got in zip([(4, 9, False), (4, 9, True), (3, 7, False)], shown):
         w = CrossAttentionExplorer(Ka=Ka, Kq=Kq, swap_q=swap, weights=given if Ka == 4 else [])
         assert got["own"] == (Ka == 4 and not swap)
         assert np.array(got["weights"]) == pytest.approx(np.array(w.shown_weights()), abs=1e-12)
     ps = [0.05, 0.2, 0.4, 0.9]
     ce = _run_widget_js(
-        tmp_path, "cross_entropy.js", ["ceExample"],
+        tmp_path,
+        "cross_entropy.js",
+        ["ceExample"],
         f"{json.dumps(ps)}.map((p) => ceExample({json.dumps(list(VOCAB))}, '4', '3', p, 0.2, 0.55))",
     )
     for p, got in zip(ps, ce):
@@ -505,17 +533,38 @@ def test_javascript_numerics_match_python(tmp_path):
         assert got["loss"] == pytest.approx(ex["loss"])
         assert got["probs"] == pytest.approx([ex["probs"][t] for t in VOCAB])
         assert got["grad"] == pytest.approx([ex["grad"][t] for t in VOCAB])
-    presets = _run_widget_js(tmp_path, "mask_toggle.js", ["presetMask"],
-                             "['causal', 'padding', 'none'].map((p) => presetMask(p, 5, 2))")
+    presets = _run_widget_js(
+        tmp_path, "mask_toggle.js", ["presetMask"], "['causal', 'padding', 'none'].map((p) => presetMask(p, 5, 2))"
+    )
     assert presets == [preset_mask(p, 5, 2) for p in ("causal", "padding", "none")]
 
 
 # --- QuickCheck: the page marks the reader's answers (Python and the browser by the same rule) ---
 
-QUESTIONS = [qc.choice("Who provides Q?", ["decoder", "encoder", "both"], answer=0, explain="`Q` from the decoder"),
-             qc.number("How many weights in row 4?", answer=9), qc.number("p?", answer=0.25, tolerance=0.01)]
-RESPONSES = [(0, 0), (0, 2), (0, None), (1, "9"), (1, " 9.0 "), (1, "+9"), (1, "9e0"), (1, "8"), (1, "nine"),
-             (1, ""), (1, "1_000"), (1, "inf"), (1, None), (2, ".25"), (2, "0.26"), (2, "0.2601"), (2, "-0.25")]
+QUESTIONS = [
+    qc.choice("Who provides Q?", ["decoder", "encoder", "both"], answer=0, explain="`Q` from the decoder"),
+    qc.number("How many weights in row 4?", answer=9),
+    qc.number("p?", answer=0.25, tolerance=0.01),
+]
+RESPONSES = [
+    (0, 0),
+    (0, 2),
+    (0, None),
+    (1, "9"),
+    (1, " 9.0 "),
+    (1, "+9"),
+    (1, "9e0"),
+    (1, "8"),
+    (1, "nine"),
+    (1, ""),
+    (1, "1_000"),
+    (1, "inf"),
+    (1, None),
+    (2, ".25"),
+    (2, "0.26"),
+    (2, "0.2601"),
+    (2, "-0.25"),
+]
 
 
 def test_quick_check_marks_answers():
@@ -530,13 +579,15 @@ def test_quick_check_marks_answers():
 
 
 def test_quick_check_rejects_malformed_questions():
-    bad = [({"kind": "essay", "prompt": "?"}, "kind must be one of"),
-           (qc.choice("?", ["only"], 0), "at least two options"),
-           (qc.choice("?", ["a", "a"], 0), "options repeat"),
-           (qc.choice("?", ["a", "b"], 2), "answer must index"),
-           (qc.choice("  ", ["a", "b"], 0), "needs a prompt"),
-           (qc.number("?", float("nan")), "finite answer"),
-           (qc.number("?", 1.0, tolerance=-0.1), "tolerance must be >= 0")]
+    bad = [
+        ({"kind": "essay", "prompt": "?"}, "kind must be one of"),
+        (qc.choice("?", ["only"], 0), "at least two options"),
+        (qc.choice("?", ["a", "a"], 0), "options repeat"),
+        (qc.choice("?", ["a", "b"], 2), "answer must index"),
+        (qc.choice("  ", ["a", "b"], 0), "needs a prompt"),
+        (qc.number("?", float("nan")), "finite answer"),
+        (qc.number("?", 1.0, tolerance=-0.1), "tolerance must be >= 0"),
+    ]
     for question, message in bad:
         with pytest.raises(ValueError, match=message):
             QuickCheck([question])
@@ -556,18 +607,41 @@ def test_quick_check_javascript_marks_like_python(tmp_path):
 # --- AskTheModel: the trained checkpoints in the page (the forward pass itself: test_model_forward_js) ---
 
 ASK_SHARED = ("model_forward.js", "task.js")
-QUESTION_TEXTS = ["-30 - -34", "−30 − −34", "12 + 7", "12 add -7", "+5 subtract 0", "-0 + 0", "49--49",
-                  "BOS NEGATIVE 30 subtract NEGATIVE 34 EOS", "negative 30 subtract negative 34", "POSITIVE 4 9 add NEGATIVE 0 1",
-                  "", "   ", "50 + 1", "-123 - 4", "2 * 3", "what is 2 + 2", "POSITIVE 50 add POSITIVE 01",
-                  "NEGATIVE 30 subtract", "BOS BOS NEGATIVE 30 subtract NEGATIVE 34 EOS", "1 + 2 + 3"]
+QUESTION_TEXTS = [
+    "-30 - -34",
+    "−30 − −34",
+    "12 + 7",
+    "12 add -7",
+    "+5 subtract 0",
+    "-0 + 0",
+    "49--49",
+    "BOS NEGATIVE 30 subtract NEGATIVE 34 EOS",
+    "negative 30 subtract negative 34",
+    "POSITIVE 4 9 add NEGATIVE 0 1",
+    "",
+    "   ",
+    "50 + 1",
+    "-123 - 4",
+    "2 * 3",
+    "what is 2 + 2",
+    "POSITIVE 50 add POSITIVE 01",
+    "NEGATIVE 30 subtract",
+    "BOS BOS NEGATIVE 30 subtract NEGATIVE 34 EOS",
+    "1 + 2 + 3",
+]
 
 
 def test_ask_parses_what_the_reader_types_as_python_does(tmp_path):
     from encdec.data import decode, encode_question
     from encdec.widgets import parse_question
 
-    js = _run_widget_js(tmp_path, "ask_model.js", ["parseQuestion"],
-                        f"{json.dumps(QUESTION_TEXTS)}.map((q) => parseQuestion(q))", ASK_SHARED)
+    js = _run_widget_js(
+        tmp_path,
+        "ask_model.js",
+        ["parseQuestion"],
+        f"{json.dumps(QUESTION_TEXTS)}.map((q) => parseQuestion(q))",
+        ASK_SHARED,
+    )
     py = [parse_question(q) for q in QUESTION_TEXTS]
     for text, got, (ids, error) in zip(QUESTION_TEXTS, js, py):
         if ids is not None:
@@ -577,8 +651,18 @@ def test_ask_parses_what_the_reader_types_as_python_does(tmp_path):
             assert got == {"error": error[0], "values": error[1]}, text
     assert py[0][0] == encode_question(LESSON_QUESTION_TEXT) == py[7][0] == py[8][0]
     assert py[5][0] == encode_question("BOS POSITIVE 00 add POSITIVE 00 EOS")  # zero is POSITIVE
-    assert [e[0] for _, e in py[10:]] == ["no_text", "no_text", "out_of_range", "out_of_range", "bad_format",
-                                          "bad_format", "out_of_range", "bad_format", "bad_format", "bad_format"]
+    assert [e[0] for _, e in py[10:]] == [
+        "no_text",
+        "no_text",
+        "out_of_range",
+        "out_of_range",
+        "bad_format",
+        "bad_format",
+        "out_of_range",
+        "bad_format",
+        "bad_format",
+        "bad_format",
+    ]
 
 
 def test_ask_the_model_carries_both_checkpoints():
@@ -588,7 +672,9 @@ def test_ask_the_model_carries_both_checkpoints():
     assert w.presets == ["modern", "historical"] and set(w.weights) == {"modern", "historical"}
     model, _ = load_run("historical")
     assert w.weights["historical"]["config"]["position_encoding"] == "simple"
-    assert np.array_equal(tensor(w.weights["historical"], "proj_to_vocab.weight"), model.proj_to_vocab.weight.detach().numpy())
+    assert np.array_equal(
+        tensor(w.weights["historical"], "proj_to_vocab.weight"), model.proj_to_vocab.weight.detach().numpy()
+    )
     with pytest.raises(traitlets.TraitError, match="forced must be"):
         w.forced = "BOS"
     with pytest.raises(traitlets.TraitError, match="preset must be one of"):
@@ -608,7 +694,9 @@ def test_ask_trace_follows_greedy_decode_on_the_lesson_example():
     assert [s["fed"] for s in trace["steps"]] == [1, 1, 1, 1] and trace["positions_computed"] == 4
     assert [s["self_rows"] for s in trace["steps"]] == [[k] * 2 for k in (1, 2, 3, 4)]
     for step in trace["steps"]:
-        assert len(step["cross"]) == 2 and all(sum(head) == pytest.approx(1) and len(head) == 9 for heads in step["cross"] for head in heads)
+        assert len(step["cross"]) == 2 and all(
+            sum(head) == pytest.approx(1) and len(head) == 9 for heads in step["cross"] for head in heads
+        )
     historical, _ = load_run("historical")
     from encdec.widgets.ask_model import EXAMPLES
 
@@ -629,10 +717,15 @@ def test_ask_the_model_javascript_shows_the_python_numbers(tmp_path):
     w = AskTheModel()
     ids = encode_question(LESSON_QUESTION_TEXT)
     for preset in ("modern", "historical"):
-        js = _run_widget_js(tmp_path, "ask_model.js", ["loadModel", "askRun"],
-                            f"(() => {{ const r = askRun(loadModel({json.dumps(w.weights[preset])}), {json.dumps(ids)}, null, true);"
-                            " return { tokens: r.tokens, steps: r.steps.map((s) => ({ probs: s.logits, cross: s.cross, rows: s.selfRows, fed: s.computed })),"
-                            " same: r.sameTokens, off: r.other.positionsComputed, teacher: r.teacher }; })()", ASK_SHARED)
+        js = _run_widget_js(
+            tmp_path,
+            "ask_model.js",
+            ["loadModel", "askRun"],
+            f"(() => {{ const r = askRun(loadModel({json.dumps(w.weights[preset])}), {json.dumps(ids)}, null, true);"
+            " return { tokens: r.tokens, steps: r.steps.map((s) => ({ probs: s.logits, cross: s.cross, rows: s.selfRows, fed: s.computed })),"
+            " same: r.sameTokens, off: r.other.positionsComputed, teacher: r.teacher }; })()",
+            ASK_SHARED,
+        )
         model, _ = load_run(preset)
         py = ask_trace(model, ids)
         assert js["tokens"] == py["tokens"] and js["same"] is True
@@ -657,7 +750,14 @@ def test_a_figure_names_the_sites_stylesheet_in_a_book_build(monkeypatch):
 def test_the_ask_figure_names_the_sites_weights_in_a_book_build(monkeypatch, tmp_path):
     """Built into the book (SITE_WEIGHTS_ENV set), the figure carries no weights and names the site's
     script instead; the script holds every preset's export."""
-    from encdec.widgets.export_weights import PRESETS, SITE_WEIGHTS, SITE_WEIGHTS_ENV, export_preset, read_site_script, write_site_script
+    from encdec.widgets.export_weights import (
+        PRESETS,
+        SITE_WEIGHTS,
+        SITE_WEIGHTS_ENV,
+        export_preset,
+        read_site_script,
+        write_site_script,
+    )
 
     monkeypatch.setenv(SITE_WEIGHTS_ENV, SITE_WEIGHTS)
     w = AskTheModel()
@@ -668,6 +768,7 @@ def test_the_ask_figure_names_the_sites_weights_in_a_book_build(monkeypatch, tmp
 
 
 # --- BreakIt: one mistake switched into the trained model (every question: test_model_broken_js) ---
+
 
 def test_break_it_ships_each_mistakes_count_from_pytorch():
     from encdec.broken import MISTAKES
@@ -680,10 +781,17 @@ def test_break_it_ships_each_mistakes_count_from_pytorch():
     assert [row["name"] for row in table] == list(MISTAKES)
     _, metrics = load_run("modern")
     total = len(problem_space()[0])
-    assert table[0] == {"name": "intact", "use_cache": True, "right": round(metrics["space_exact_match"] * total),
-                        "total": total, "error": None}
+    assert table[0] == {
+        "name": "intact",
+        "use_cache": True,
+        "right": round(metrics["space_exact_match"] * total),
+        "total": total,
+        "error": None,
+    }
     rows = {row["name"]: row for row in table}
-    assert rows["q_from_encoder"]["right"] == 0 and rows["q_from_encoder"]["error"].startswith("ValueError: mask of shape (1, 1, 1)")
+    assert rows["q_from_encoder"]["right"] == 0 and rows["q_from_encoder"]["error"].startswith(
+        "ValueError: mask of shape (1, 1, 1)"
+    )
     assert all(rows[name]["right"] < rows["intact"]["right"] for name in rows if name != "intact")
     assert mistake_table("modern") is mistake_table("modern")  # counted once per process
     with pytest.raises(traitlets.TraitError, match="mistake must be one of"):
@@ -705,9 +813,11 @@ def test_break_it_javascript_answers_as_pytorch_with_the_same_mistake(tmp_path):
     names = [m for m in MISTAKES if m != "intact"]
     for preset in w.presets:
         model, _ = load_run(preset)
-        calls = (f"(() => {{ const net = loadModel({json.dumps(w.weights[preset])});"
-                 f" return {json.dumps(questions)}.map(([a, op, b]) => {json.dumps(names)}.map((m) =>"
-                 f" breakRun(net, breakQuestionIds(a, op, b), m, {json.dumps({m: MISTAKES[m].use_cache for m in names})}[m]))); }})()")
+        calls = (
+            f"(() => {{ const net = loadModel({json.dumps(w.weights[preset])});"
+            f" return {json.dumps(questions)}.map(([a, op, b]) => {json.dumps(names)}.map((m) =>"
+            f" breakRun(net, breakQuestionIds(a, op, b), m, {json.dumps({m: MISTAKES[m].use_cache for m in names})}[m]))); }})()"
+        )
         js = _run_widget_js(tmp_path, "break_it.js", ["loadModel", "breakRun", "breakQuestionIds"], calls, ASK_SHARED)
         for (a, op, b), runs in zip(questions, js, strict=True):
             w.a, w.op, w.b = a, op, b
@@ -716,4 +826,8 @@ def test_break_it_javascript_answers_as_pytorch_with_the_same_mistake(tmp_path):
                 got, error = break_answer(model, ids, name)
                 assert run["broken"] == got, (preset, a, op, b, name)
                 assert (run["error"] is None) == (error is None)
-            assert run["intact"] == break_answer(model, ids, "intact")[0] == greedy_decode(model, torch.tensor([ids]), 4)[0].tolist()[:len(run["intact"])]
+            assert (
+                run["intact"]
+                == break_answer(model, ids, "intact")[0]
+                == greedy_decode(model, torch.tensor([ids]), 4)[0].tolist()[: len(run["intact"])]
+            )

@@ -24,6 +24,7 @@ Design:
 One module per part: `pool.py` (the workers), `batch.py` (the parent: `run`), `cli.py`.
 Exit status: 0 when every notebook was graded (or is missing), 1 when some failed.
 """
+
 from autograder.taskqueue.writer import Result, summary
 
 from .batch import run

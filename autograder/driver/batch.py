@@ -1,6 +1,7 @@
 """The parent of a batch: plans the tasks (one per student and assignment), hands them to the
 pool, and is the single writer of the gradebook: it applies each published result as it comes
 (`autograder.taskqueue.writer.apply`), then sums up."""
+
 from __future__ import annotations
 
 import concurrent.futures as cf
@@ -17,8 +18,15 @@ from . import pool as workers_pool
 __all__ = ["run", "summary"]
 
 
-def run(assignments: list[str] | str, workers: int = 2, timeout: int | None = None, force: bool = False,
-        students_only: list[str] | None = None, root: Path | None = None, progress: bool = True) -> list[Result]:
+def run(
+    assignments: list[str] | str,
+    workers: int = 2,
+    timeout: int | None = None,
+    force: bool = False,
+    students_only: list[str] | None = None,
+    root: Path | None = None,
+    progress: bool = True,
+) -> list[Result]:
     """Grade the batch; returns one `Result` per (assignment, student, notebook)."""
     from autograder.sandbox.sandbox import SandboxUnavailable, check_available
 
@@ -41,8 +49,11 @@ def run(assignments: list[str] | str, workers: int = 2, timeout: int | None = No
             if students_only and student not in students_only:
                 continue
             fp = fingerprint(submission_dir(cd, assignment, student))
-            if not force and applied[assignment].fingerprint(student) == fp \
-                    and graded_on_disk(cd, assignment, student, applied[assignment]):
+            if (
+                not force
+                and applied[assignment].fingerprint(student) == fp
+                and graded_on_disk(cd, assignment, student, applied[assignment])
+            ):
                 results += already(cd, assignment, student, applied[assignment])
             elif not force and published(cd, assignment, student, fp) is not None:
                 results += apply(config, assignment, student, fp, applied[assignment])  # graded, not applied
@@ -71,27 +82,37 @@ def _grade(config, root: Path, tasks, workers: int, timeout: int | None, applied
     log_file = state_dir(cd) / f"{tasks[0][0]}.log"  # kernels' and nbgrader's output, worker by worker
     log_file.parent.mkdir(parents=True, exist_ok=True)
     total = sum(len(notebooks(spec)) for _, _, spec in tasks)
-    bar = tqdm(total=total, desc="grading " + ", ".join(sorted({t[0] for t in tasks})), unit="nb",
-               disable=not progress)
+    bar = tqdm(total=total, desc="grading " + ", ".join(sorted({t[0] for t in tasks})), unit="nb", disable=not progress)
     out: list[Result] = []
     p = workers_pool.pool(root, max(1, min(workers, len(tasks))), log_file)
     try:
         futures = {}
         for assignment, student, spec in tasks:
             budget = per_notebook * len(notebooks(spec))
-            futures[workers_pool.schedule(p, root, assignment, student, spec, timeout, budget)] = \
-                (assignment, student, spec, budget)
+            futures[workers_pool.schedule(p, root, assignment, student, spec, timeout, budget)] = (
+                assignment,
+                student,
+                spec,
+                budget,
+            )
         for future in cf.as_completed(futures):
             assignment, student, spec, budget = futures[future]
             try:
                 fp = future.result()
                 got = apply(config, assignment, student, fp, applied[assignment])  # the single writer
-            except Exception as err:  # noqa: BLE001 - it costs this task only
+            except Exception as err:
                 killed = isinstance(err, (cf.TimeoutError, ProcessExpired))
-                why = (f"grading exceeded {budget:g} s; worker killed" if isinstance(err, cf.TimeoutError)
-                       else "its grading process died" if killed else f"{type(err).__name__}: {err}"[:200])
-                got = [Result(student, nb, "killed" if killed else "failed", reason=why, assignment=assignment)
-                       for nb in notebooks(spec)]
+                why = (
+                    f"grading exceeded {budget:g} s; worker killed"
+                    if isinstance(err, cf.TimeoutError)
+                    else "its grading process died"
+                    if killed
+                    else f"{type(err).__name__}: {err}"[:200]
+                )
+                got = [
+                    Result(student, nb, "killed" if killed else "failed", reason=why, assignment=assignment)
+                    for nb in notebooks(spec)
+                ]
                 _score_from_gradebook(cd, got)
             out += got
             for r in got:

@@ -1,4 +1,5 @@
 """`python -m autograder.driver`: the command line of the batch driver."""
+
 from __future__ import annotations
 
 import argparse
@@ -16,10 +17,18 @@ DESCRIPTION = "Grade a whole batch of submissions in parallel, in the sandbox, r
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder.driver", description=DESCRIPTION)
     parser.add_argument("assignment", nargs="+", help="one or more assignments, graded in one batch")
-    parser.add_argument("--workers", type=int, default=max(1, os.cpu_count() or 1),
-                        help="notebooks graded at the same time (default: one per CPU)")
-    parser.add_argument("--timeout", type=int, default=None,
-                        help="wall-clock seconds per notebook (default: SandboxedExecute.notebook_timeout)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=max(1, os.cpu_count() or 1),
+        help="notebooks graded at the same time (default: one per CPU)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=int,
+        default=None,
+        help="wall-clock seconds per notebook (default: SandboxedExecute.notebook_timeout)",
+    )
     parser.add_argument("--force", action="store_true", help="regrade notebooks already graded")
     parser.add_argument("--student", action="append", help="grade only this student (repeatable)")
     parser.add_argument("--json", type=Path, help="also write the results to this JSON file")

@@ -1,6 +1,7 @@
 """The driver's workers: a maintained process pool (pebble's `ProcessPool`: a per-task timeout
 kills the task's worker and starts a new one, a worker that dies is replaced) running the grading
 unit (`autograder.taskqueue.unit.grade`). Workers never open the course gradebook."""
+
 from __future__ import annotations
 
 import ctypes
@@ -27,8 +28,9 @@ def _init_worker(root: str, log_file: str) -> None:
     os.close(fd)
     warnings.filterwarnings("ignore", module="nbgrader")
     warnings.filterwarnings("ignore", message=".*not in session.*")
-    logging.basicConfig(filename=log_file, level=logging.INFO,
-                        format=f"%(asctime)s [{os.getpid()}] %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(
+        filename=log_file, level=logging.INFO, format=f"%(asctime)s [{os.getpid()}] %(name)s %(levelname)s %(message)s"
+    )
 
 
 def _grade(root: str, assignment: str, student: str, spec: dict, timeout: int | None) -> str:
@@ -47,8 +49,12 @@ def _grade(root: str, assignment: str, student: str, spec: dict, timeout: int | 
 def pool(root: Path, workers: int, log_file: Path):
     from pebble import ProcessPool
 
-    return ProcessPool(max_workers=workers, initializer=_init_worker, initargs=(str(root), str(log_file)),
-                       context=mp.get_context("spawn"))
+    return ProcessPool(
+        max_workers=workers,
+        initializer=_init_worker,
+        initargs=(str(root), str(log_file)),
+        context=mp.get_context("spawn"),
+    )
 
 
 def schedule(p, root: Path, assignment: str, student: str, spec: dict, timeout: int | None, budget: float):

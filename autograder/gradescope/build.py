@@ -17,6 +17,7 @@ the same source, edition and grading, with that release's visible references (th
 says the language) where ``run`` looks for them. The feedback speaks the submission's language
 (its notebook's ``encdec.language``, ``autograder.preprocessors``), the score is the same in both.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,10 +27,10 @@ import zipfile
 from pathlib import Path
 
 from autograder import edition, release
+from autograder.paths import ROOT
 from autograder.state import grading_state
 from encdec.grading import language
 
-from autograder.paths import ROOT
 HERE = Path(__file__).resolve().parent
 TOP_FILES = ["nbgrader_config.py", "pyproject.toml", "requirements.txt", "constraints.txt", "README.md"]
 TREES = ["encdec", "autograder"]
@@ -88,8 +89,12 @@ def archive(assignment: str, out: Path, lang: str = language.DEFAULT) -> Path:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m autograder.gradescope.build", description=__doc__.splitlines()[0])
     p.add_argument("assignments", nargs="*", help="default: every assignment in solutions/")
-    p.add_argument("--lang", default=language.DEFAULT, choices=language.LANGUAGES,
-                   help="the release the students work from (default: English, exercises/)")
+    p.add_argument(
+        "--lang",
+        default=language.DEFAULT,
+        choices=language.LANGUAGES,
+        help="the release the students work from (default: English, exercises/)",
+    )
     p.add_argument("--out", type=Path, help="default: dist/gradescope/, or dist/gradescope/<lang>/")
     args = p.parse_args(argv)
     out = args.out or ROOT / "dist" / "gradescope" / ("" if args.lang == language.DEFAULT else args.lang)

@@ -5,6 +5,7 @@ Schema (Gradescope's autograder specification): `{"score", "output", "tests": [{
 "score", "max_score", "output", "visibility"}], "stdout_visibility"}`; a test's visibility is
 `visible`, or `after_due_date` for an item whose test cell holds hidden tests.
 """
+
 from __future__ import annotations
 
 import json
@@ -53,16 +54,26 @@ def cell_outputs(graded_notebook: Path) -> dict[str, str]:
     return out
 
 
-def build(grades: list[tuple[str, float, float]], outputs: dict[str, str], hidden: set[str],
-          note: str = "") -> dict:
+def build(grades: list[tuple[str, float, float]], outputs: dict[str, str], hidden: set[str], note: str = "") -> dict:
     """`results.json` from (grade id, score, max score) per item, in notebook order."""
     tests = []
     for name, score, max_score in grades:
         text = outputs.get(name) or language.text("item_passed" if score == max_score else "item_no_output")
-        tests.append({"name": name, "score": float(score), "max_score": float(max_score), "output": text,
-                      "visibility": "after_due_date" if name in hidden else "visible"})
-    return {"score": float(sum(t["score"] for t in tests)), "output": note, "tests": tests,
-            "stdout_visibility": "hidden"}
+        tests.append(
+            {
+                "name": name,
+                "score": float(score),
+                "max_score": float(max_score),
+                "output": text,
+                "visibility": "after_due_date" if name in hidden else "visible",
+            }
+        )
+    return {
+        "score": float(sum(t["score"] for t in tests)),
+        "output": note,
+        "tests": tests,
+        "stdout_visibility": "hidden",
+    }
 
 
 def failed(message: str) -> dict:

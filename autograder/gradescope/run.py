@@ -9,6 +9,7 @@ every nbgrader folder and the gradebook in a temporary folder: the sandbox, the 
 and the verdict outside the kernel are those of the instructor's batch. Whatever goes wrong,
 `results.json` is written (0 points and what was expected), never a traceback alone.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +32,14 @@ def find_notebook(submission: Path, assignment: str) -> Path:
     named = [p for p in submission.rglob(f"{assignment}.ipynb") if ".ipynb_checkpoints" not in p.parts]
     found = named or [p for p in submission.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts]
     if len(found) != 1:
-        raise LookupError(language.text("notebook_not_found", name=f"{assignment}.ipynb", n=len(found),
-                                        found=sorted(p.name for p in found) or "-"))
+        raise LookupError(
+            language.text(
+                "notebook_not_found",
+                name=f"{assignment}.ipynb",
+                n=len(found),
+                found=sorted(p.name for p in found) or "-",
+            )
+        )
     return found[0]
 
 
@@ -54,8 +61,13 @@ def grade(source: Path, notebook: Path, assignment: str, work: Path) -> dict:
     log = work / "nbgrader.log"
     for step in (["generate_assignment", assignment, "--force"], ["autograde", assignment]):
         with open(log, "a") as out:
-            subprocess.run([sys.executable, "-m", "nbgrader", *step, *course_args(work)], cwd=source,
-                           stdout=out, stderr=subprocess.STDOUT, timeout=3600)
+            subprocess.run(
+                [sys.executable, "-m", "nbgrader", *step, *course_args(work)],
+                cwd=source,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=3600,
+            )
     url = state.db_url
     with Gradebook(url) as gb:
         try:
@@ -75,8 +87,11 @@ def grade(source: Path, notebook: Path, assignment: str, work: Path) -> dict:
 
 def _grade_ids(source_notebook: Path) -> list[str]:
     nb = json.loads(source_notebook.read_text())
-    return [c["metadata"]["nbgrader"]["grade_id"] for c in nb["cells"]
-            if c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+    return [
+        c["metadata"]["nbgrader"]["grade_id"]
+        for c in nb["cells"]
+        if c.get("metadata", {}).get("nbgrader", {}).get("grade")
+    ]
 
 
 def _tail(log: Path, lines: int = 5) -> str:
@@ -101,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             data = grade(source, notebook, assignment, work)
         except LookupError as err:
             data = results.failed(str(err))
-        except Exception as err:  # noqa: BLE001 - the student gets a result and the reason, not nothing
+        except Exception as err:
             data = results.failed(language.text("grading_failed", error=f"{type(err).__name__}: {err}"))
         finally:
             shutil.rmtree(work, ignore_errors=True)

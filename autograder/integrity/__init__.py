@@ -38,10 +38,20 @@ the nbgrader steps in ``autograder/preprocessors/`` (``flag_integrity.py``,
 ``hide_integrity_flags.py``), ``review.py`` (the flagged submissions of a gradebook),
 ``cli.py`` (the command line).
 """
+
 from .cli import main
 from .review import FIELDS, course_db_url, flagged_submissions
 from .rules import PREFIX, RULES
 from .scan import Flag, scan_notebook, scan_source
 
-__all__ = ["FIELDS", "PREFIX", "RULES", "Flag", "course_db_url", "flagged_submissions", "main", "scan_notebook",
-           "scan_source"]
+__all__ = [
+    "FIELDS",
+    "PREFIX",
+    "RULES",
+    "Flag",
+    "course_db_url",
+    "flagged_submissions",
+    "main",
+    "scan_notebook",
+    "scan_source",
+]

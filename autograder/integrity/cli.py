@@ -1,4 +1,5 @@
 """`python -m autograder.integrity report|scan`: list flagged submissions, scan notebooks offline."""
+
 from __future__ import annotations
 
 import argparse
@@ -31,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     db_url = args.db_url or course_db_url()
-    if db_url.startswith("sqlite:///") and not Path(db_url[len("sqlite:///"):]).is_file():
+    if db_url.startswith("sqlite:///") and not Path(db_url[len("sqlite:///") :]).is_file():
         print(f"no gradebook at {db_url}", file=sys.stderr)  # do not create an empty one
         return 1
     rows = flagged_submissions(db_url)

@@ -1,5 +1,6 @@
 """The integrity rules: one table of (pattern, reason) rows over the facts a cell states
 (`scan.py` says which facts), and the names a notebook may use without flagging."""
+
 from __future__ import annotations
 
 import re
@@ -33,7 +34,10 @@ RULES: list[tuple[str, str]] = [
     (r"attr:(f_back|f_locals|f_globals|f_builtins|f_code|tb_frame|tb_next|gi_frame|cr_frame|ag_frame)", FRAMES),
     (r"attr:_(forward|backward)\w*_hooks\w*", HOOKS),  # _forward_hooks, _forward_pre_hooks, _backward_hooks, ...
     (r"attr:_global_\w+", HOOKS),
-    (r"str:_(forward|backward)\w*_hooks\w*|str:_global_\w+_hooks?", HOOKS),  # the same names, spelt as strings  # torch.nn.modules.module._global_forward_hooks, ...
+    (
+        r"str:_(forward|backward)\w*_hooks\w*|str:_global_\w+_hooks?",
+        HOOKS,
+    ),  # the same names, spelt as strings  # torch.nn.modules.module._global_forward_hooks, ...
     (r"(name|import):torch\.nn\.modules\.module(\..*)?", HOOKS),
     (r"(name|import):torch\.utils\.hooks(\..*)?", HOOKS),
     (r"(name|assign):torch\.nn\.(modules\.module\.)?Module\.(__call__|_call_impl|_wrapped_call_impl)", HOOKS),
@@ -55,10 +59,15 @@ RULES: list[tuple[str, str]] = [
     (r"name:(builtins\.|io\.|os\.|codecs\.)?open|name:os\.fdopen", FILES),
     (r"attr:(read_text|read_bytes|write_text|write_bytes)", FILES),
     (r"name:(numpy|torch)\.(load|save|savez|savez_compressed|fromfile|loadtxt|genfromtxt|memmap)", FILES),
-    (r"name:torch\.nn(\.modules(\.\w+)?)?\.(Transformer|TransformerEncoder|TransformerEncoderLayer"
-     r"|TransformerDecoder|TransformerDecoderLayer|MultiheadAttention)", READY_MADE),
-    (r"attr:(TransformerEncoder|TransformerEncoderLayer|TransformerDecoder|TransformerDecoderLayer|MultiheadAttention)",
-     READY_MADE),
+    (
+        r"name:torch\.nn(\.modules(\.\w+)?)?\.(Transformer|TransformerEncoder|TransformerEncoderLayer"
+        r"|TransformerDecoder|TransformerDecoderLayer|MultiheadAttention)",
+        READY_MADE,
+    ),
+    (
+        r"attr:(TransformerEncoder|TransformerEncoderLayer|TransformerDecoder|TransformerDecoderLayer|MultiheadAttention)",
+        READY_MADE,
+    ),
     (r"name:torch\.nn\.functional\.multi_head_attention_forward", READY_MADE),
     (r"str:(Transformer(Encoder|Decoder)?(Layer)?|MultiheadAttention)", READY_MADE),
     (r"unchecked:.*", UNCHECKED),
@@ -72,6 +81,32 @@ PYTHON_MAGICS = {"time", "timeit", "prun", "capture"}  # magics whose text is Py
 SHELL_MAGICS = {"bash", "sh", "script"}
 # Magics the scan reads (or that run no code of the student's); any other (%%writefile, %run,
 # %load, ...) makes the cell "could not be checked".
-KNOWN_MAGICS = PYTHON_MAGICS | SHELL_MAGICS | {
-    "matplotlib", "autoreload", "load_ext", "precision", "who", "whos", "config", "pip", "env", "set_env", "pwd", "ls",
-    "cd", "sx", "system", "bookmark", "history", "pinfo", "pinfo2", "psearch", "lsmagic", "magic", "xmode"}
+KNOWN_MAGICS = (
+    PYTHON_MAGICS
+    | SHELL_MAGICS
+    | {
+        "matplotlib",
+        "autoreload",
+        "load_ext",
+        "precision",
+        "who",
+        "whos",
+        "config",
+        "pip",
+        "env",
+        "set_env",
+        "pwd",
+        "ls",
+        "cd",
+        "sx",
+        "system",
+        "bookmark",
+        "history",
+        "pinfo",
+        "pinfo2",
+        "psearch",
+        "lsmagic",
+        "magic",
+        "xmode",
+    }
+)

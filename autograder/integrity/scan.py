@@ -1,5 +1,6 @@
 """Scanning: the facts a code cell states (read with `ast`, IPython magics and `!` lines turned
 into Python first) and the reasons the rules give for them, cell by cell through a notebook."""
+
 from __future__ import annotations
 
 import ast
@@ -44,7 +45,7 @@ def is_test_cell(cell: NotebookNode) -> bool:
 
 def _reasons(facts: list[str]) -> list[str]:
     """Group the facts by the reason of the rules they match; one line per reason."""
-    names = [fact[len("name:"):] for fact in facts if fact.startswith("name:")]
+    names = [fact[len("name:") :] for fact in facts if fact.startswith("name:")]
     found: dict[str, list[str]] = {}
     for fact in facts:
         kind, value = fact.split(":", 1)
@@ -93,7 +94,7 @@ def _parse(source: str) -> ast.Module | None:
         from IPython.core.inputtransformer2 import TransformerManager
 
         source = TransformerManager().transform_cell(source)  # %magic, !cmd -> get_ipython() calls
-    except Exception:  # noqa: BLE001 - without IPython, drop the magic lines
+    except Exception:
         source = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
     try:
         return ast.parse(source)
@@ -119,8 +120,12 @@ def _dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
 def _dynamic_import(node: ast.Call, aliases: dict[str, str]) -> str | None:
     """The module of `__import__("m")` or `importlib.import_module("m")`."""
     func = _dotted(node.func, aliases)
-    if (func in ("__import__", "builtins.__import__", "importlib.import_module", "importlib.__import__")
-            and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+    if (
+        func in ("__import__", "builtins.__import__", "importlib.import_module", "importlib.__import__")
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    ):
         return node.args[0].value
     return None
 
@@ -139,17 +144,20 @@ def _bind(tree: ast.Module, aliases: dict[str, str]) -> dict[str, str]:
             out.update({a.asname or a.name: f"{module}.{a.name}" for a in node.names if a.name != "*"})
         elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             value = node.value
-            if ((isinstance(value, (ast.Attribute, ast.Call)) or (isinstance(value, ast.Name) and value.id in out))
-                    and (target := _dotted(value, out)) is not None):
+            if (isinstance(value, (ast.Attribute, ast.Call)) or (isinstance(value, ast.Name) and value.id in out)) and (
+                target := _dotted(value, out)
+            ) is not None:
                 out[node.targets[0].id] = target
                 aliased.add(id(node.targets[0]))
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and id(node) not in aliased:
             out[node.id] = LOCAL + node.id  # a name of the cell's own (`open = ...` is not the builtin)
         elif isinstance(node, ast.arg):
             out[node.arg] = LOCAL + node.arg
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out[node.name] = LOCAL + node.name
-        elif isinstance(node, ast.ExceptHandler) and node.name:
+        elif (
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            or isinstance(node, ast.ExceptHandler)
+            and node.name
+        ):
             out[node.name] = LOCAL + node.name
     return out
 
@@ -162,13 +170,21 @@ def _facts(tree: ast.AST, aliases: dict[str, str], depth: int = 0) -> list[str]:
     unseen = set()  # docstrings and the plain `checks.run(...)` of the given code
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        if (isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and body
-                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)):
+        if (
+            isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             unseen.add(id(body[0].value))
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "run"
-                and isinstance(node.func.value, ast.Name)
-                and aliases.get(node.func.value.id) == "encdec.grading.checks"):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "run"
+            and isinstance(node.func.value, ast.Name)
+            and aliases.get(node.func.value.id) == "encdec.grading.checks"
+        ):
             unseen.update({id(node.func), id(node.func.value)})
     found = []
     for node in ast.walk(tree):
@@ -257,8 +273,11 @@ def _call_facts(node: ast.Call, aliases: dict[str, str], depth: int = 0):
             yield f"assign:{owner or '?'}.{const[1] or '?'}"
     elif (module := _dynamic_import(node, aliases)) is not None:
         yield from _import_facts(module)
-    elif (isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Call)
-          and _dotted(node.func.value.func, aliases) == "get_ipython"):
+    elif (
+        isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Call)
+        and _dotted(node.func.value.func, aliases) == "get_ipython"
+    ):
         method = node.func.attr
         if method in ("run_line_magic", "run_cell_magic") and const and const[0] is not None:
             yield f"magic:{const[0]}"

@@ -16,13 +16,14 @@ import numpy as np
 
 from autograder import assignments
 from encdec.grading import language, wire
-from encdec.grading.words import words
 from encdec.grading.compare import where
+from encdec.grading.words import words
 
 from . import labels
 from .core import Check, Verdict, diagnosis, format_patterns
 from .draws import in_double, in_single
 from .seeds import check_seed, load_secret  # noqa: F401
+
 
 @functools.cache
 def checks() -> dict[str, Check]:
@@ -61,11 +62,17 @@ def reference_file(check_id: str, targets: list[str]) -> tuple[dict, dict[str, n
         raise ValueError(f"{check_id} is hidden: its inputs are drawn at grading time")
     inputs = check.build(check.seed)
     meta, arrays = check.wire(inputs)
-    meta = {**meta, "kind": check.kind, "task": check.task, "title": check.title, "targets": targets,
-            "shape_only": list(check.shape_only),
-            "error_patterns": format_patterns(check.error_patterns, inputs.get("dims", {})),
-            "when_larger": check.when_larger,
-            "shape_hints": [[list(shape), key] for shape, key in check.shape_hints(inputs).items()]}
+    meta = {
+        **meta,
+        "kind": check.kind,
+        "task": check.task,
+        "title": check.title,
+        "targets": targets,
+        "shape_only": list(check.shape_only),
+        "error_patterns": format_patterns(check.error_patterns, inputs.get("dims", {})),
+        "when_larger": check.when_larger,
+        "shape_hints": [[list(shape), key] for shape, key in check.shape_hints(inputs).items()],
+    }
     expected = reference(check, inputs, stored=True)
     out = {**wire.prefixed("in", arrays), **wire.prefixed("expected", expected)}
     for name, outs in check.variants(in_double(inputs)).items():  # in float64, as the reference
@@ -80,8 +87,9 @@ def reference(check: Check, inputs: dict, stored: bool = False) -> dict:
     return in_single(((check.expected if stored else None) or check.reference)(in_double(inputs)))
 
 
-def verify(check_id: str, saved: bytes | None, inputs: dict, lang: str = language.DEFAULT,
-           undefined: str | None = None) -> Verdict:
+def verify(
+    check_id: str, saved: bytes | None, inputs: dict, lang: str = language.DEFAULT, undefined: str | None = None
+) -> Verdict:
     """The verdict: judge what the student's kernel saved (``saved``, the bytes of its outputs file
     read right after the test cell ran) against the reference computed here from ``inputs``.
 
@@ -102,8 +110,11 @@ def verify(check_id: str, saved: bytes | None, inputs: dict, lang: str = languag
 def _not_defined(check: Check, saved, undefined: str | None) -> Verdict | None:
     """The check saved nothing and the object its cell hands it is defined by no
     cell: its cell is missing, named."""
-    ran = any(isinstance(r, dict) and r.get("saved") is not None for r in saved.values()) if isinstance(saved, dict) \
+    ran = (
+        any(isinstance(r, dict) and r.get("saved") is not None for r in saved.values())
+        if isinstance(saved, dict)
         else saved is not None
+    )
     if undefined is None or ran:
         return None
     return Verdict(False, words("not_defined", check_id=check.id, name=undefined), label="did_not_run")
@@ -117,9 +128,12 @@ def _verify(check: Check, saved, inputs: dict) -> Verdict:
         return got
     try:
         return check.judge(got, reference(check, inputs), inputs)
-    except Exception as exc:  # noqa: BLE001 (malformed outputs: wrong dtypes, odd shapes)
-        return Verdict(False, words("unjudgeable", check_id=check.id, error=f"{type(exc).__name__}: {exc}"),
-                       label="unreadable_outputs")
+    except Exception as exc:
+        return Verdict(
+            False,
+            words("unjudgeable", check_id=check.id, error=f"{type(exc).__name__}: {exc}"),
+            label="unreadable_outputs",
+        )
 
 
 def loaded(check: Check, saved: bytes | None, inputs: dict) -> dict | Verdict:
@@ -130,25 +144,30 @@ def loaded(check: Check, saved: bytes | None, inputs: dict) -> dict | Verdict:
         return Verdict(False, words("did_not_run", check_id=check_id), label="did_not_run")
     try:
         meta, got = wire.loads(saved, f"{check_id}.npz")
-    except Exception as exc:  # noqa: BLE001 (a corrupt or hostile file is a failed check)
-        return Verdict(False, words("unreadable", check_id=check_id, error=f"{type(exc).__name__}: {exc}"),
-                       label="unreadable_outputs")
+    except Exception as exc:
+        return Verdict(
+            False,
+            words("unreadable", check_id=check_id, error=f"{type(exc).__name__}: {exc}"),
+            label="unreadable_outputs",
+        )
     status = str(meta.get("status", "ok"))
     if status == "not_implemented":
-        return Verdict(False, words("not_implemented", check_id=check_id, task=check.task),
-                       label="not_implemented")
+        return Verdict(False, words("not_implemented", check_id=check_id, task=check.task), label="not_implemented")
     if status == "error":
         # the message quotes the student's exception: the label comes from the evidence, not from it
         msg = str(meta.get("error", ""))[:2000]
         origin = meta.get("raised_in") if isinstance(meta.get("raised_in"), dict) else {}
         named = check.judge_error(msg, inputs)
         label = named or ("package_code" if "not available in a graded run" in msg else "raised")
-        failed = Verdict(False, words("raised", check_id=check_id, task=check.task, msg=msg) + where(origin)
-                         + diagnosis(named), label=label)
+        failed = Verdict(
+            False,
+            words("raised", check_id=check_id, task=check.task, msg=msg) + where(origin) + diagnosis(named),
+            label=label,
+        )
         if check.judge_failed is None:
             return failed
         try:
             return check.judge_failed(got, inputs, origin, failed)
-        except Exception:  # noqa: BLE001 (malformed partial outputs: the failure stands)
+        except Exception:
             return failed
     return got

@@ -6,7 +6,7 @@ every case. Anything less is an observation: what did not match, where."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -35,8 +35,10 @@ def close(got, cand: np.ndarray, exact: bool) -> bool:
 
 def agreeing(got: dict, candidates: dict[str, dict], names: list[str], exact: bool) -> str | None:
     """The first known mistake whose outputs equal the student's on every one of ``names``."""
-    return next((m for m, outs in candidates.items()
-                 if all(n in outs and close(got.get(n), outs[n], exact) for n in names)), None)
+    return next(
+        (m for m, outs in candidates.items() if all(n in outs and close(got.get(n), outs[n], exact) for n in names)),
+        None,
+    )
 
 
 def unanimous(keys: list[str | None]) -> str | None:
@@ -44,8 +46,17 @@ def unanimous(keys: list[str | None]) -> str | None:
     return keys[0] if keys and keys[0] is not None and all(k == keys[0] for k in keys) else None
 
 
-def by_case(check: Check, what: str, key: str, cases: list[str], got: dict, ref: dict,
-            variants: Callable[[], dict], exact: bool, prop=None) -> Verdict:
+def by_case(
+    check: Check,
+    what: str,
+    key: str,
+    cases: list[str],
+    got: dict,
+    ref: dict,
+    variants: Callable[[], dict],
+    exact: bool,
+    prop=None,
+) -> Verdict:
     """Each case compared in turn; the first that fails is the verdict, its case said. ``variants``
     (made only when a case failed): the known mistakes' outputs; ``prop(i, output)``: a property's
     diagnosis of case ``i`` (``properties``), consulted when no mistake agrees on every case."""
@@ -56,8 +67,12 @@ def by_case(check: Check, what: str, key: str, cases: list[str], got: dict, ref:
             continue
         named_by_property(r, agreeing(got, variants(), names, exact))
         if prop is not None:
-            named_by_property(r, unanimous([prop(i, got.get(n)) if isinstance(got.get(n), np.ndarray) else None
-                                            for i, n in enumerate(names)]))
+            named_by_property(
+                r,
+                unanimous(
+                    [prop(i, got.get(n)) if isinstance(got.get(n), np.ndarray) else None for i, n in enumerate(names)]
+                ),
+            )
         r.words += words("case_of", case=label)
         return r
     return Verdict(True, words("matched", title=check.title, what=what))
@@ -66,9 +81,14 @@ def by_case(check: Check, what: str, key: str, cases: list[str], got: dict, ref:
 def stored(variants):
     """A visible check's stored mistakes: those with a number in every entry (NaN equals nothing in the
     student's own run, and a stored file must regenerate bit for bit)."""
+
     def kept(inputs) -> dict[str, dict]:
-        return {k: v for k, v in variants(inputs).items() if all(not np.isnan(a).any() for a in v.values()
-                                                                 if np.issubdtype(a.dtype, np.floating))}
+        return {
+            k: v
+            for k, v in variants(inputs).items()
+            if all(not np.isnan(a).any() for a in v.values() if np.issubdtype(a.dtype, np.floating))
+        }
+
     return kept
 
 

@@ -8,24 +8,37 @@ with the real package and judges what the kernel returned.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
 from encdec.grading import language
-from encdec.grading.words import Words, as_words, words
-from encdec.grading.words import diagnosis as diagnosis_words  # (this module has its own diagnosis())
 from encdec.grading.calls import as_array
 from encdec.grading.compare import ATOL, error_match, mismatch_details, same
 from encdec.grading.misconceptions import MISCONCEPTIONS, base_name
+from encdec.grading.words import Words, as_words, words
+from encdec.grading.words import diagnosis as diagnosis_words  # (this module has its own diagnosis())
 
 from .draws import gen, normal
 
-__all__ = ["ATOL", "Check", "Verdict", "compare", "diagnosis", "first_failure", "format_patterns", "gen",
-           "randomize_", "state_arrays", "same", "as_array"]
+__all__ = [
+    "ATOL",
+    "Check",
+    "Verdict",
+    "compare",
+    "diagnosis",
+    "first_failure",
+    "format_patterns",
+    "gen",
+    "randomize_",
+    "state_arrays",
+    "same",
+    "as_array",
+]
 
 
 @dataclass
@@ -89,7 +102,7 @@ class Check:
     error_patterns: dict[str, str] = field(default_factory=dict)  # misconception -> substrings of an error
     # (got, inputs, raised_in, verdict) -> verdict: what can still be judged when the student's code
     # raised part-way (got: what the kernel observed until then; verdict: the failure as reported)
-    judge_failed: Callable[[dict, dict, dict, "Verdict"], "Verdict"] | None = None
+    judge_failed: Callable[[dict, dict, dict, Verdict], Verdict] | None = None
     # a check judged by cost: part -> seed -> one run's inputs; a graded run executes the test cell once
     # per run and the grader reads the kernel's CPU time around it (judge/budget.py), the bound timed on
     # ``lesson`` (the package's own structure, called as the kernel calls the student's code)
@@ -138,8 +151,9 @@ def diagnosis(name: str | None) -> Words:
     return diagnosis_words(key)
 
 
-def not_repeatable(check: Check, task: str, first: np.ndarray | None, again: np.ndarray | None,
-                   expected: np.ndarray | None = None) -> Verdict | None:
+def not_repeatable(
+    check: Check, task: str, first: np.ndarray | None, again: np.ndarray | None, expected: np.ndarray | None = None
+) -> Verdict | None:
     """A failed verdict when two runs on the same inputs (eval mode) disagree, else None: then every
     other comparison is noise, so nothing is named. Two outputs of the kernel are compared only when
     they have the expected output's shape (given), or at most ``MAX_ELEMENTS`` numbers."""
@@ -149,8 +163,9 @@ def not_repeatable(check: Check, task: str, first: np.ndarray | None, again: np.
         return None
     if same(first, again):
         return None
-    return Verdict(False, words("not_repeatable", check_id=check.id, title=check.title, task=task)
-                   + diagnosis("observed_random"))
+    return Verdict(
+        False, words("not_repeatable", check_id=check.id, title=check.title, task=task) + diagnosis("observed_random")
+    )
 
 
 def is_not_repeatable(verdict: Verdict) -> bool:
@@ -172,9 +187,16 @@ def _match(got: np.ndarray, candidates: dict[str, Any], exact: bool = False) -> 
     return None
 
 
-def compare(check: Check, what: str, got: np.ndarray | None, exp: np.ndarray, *, exact: bool = False,
-            candidates: Callable[[], dict] | None = None,
-            shape_hint: Callable[[tuple], str | None] | None = None) -> Verdict:
+def compare(
+    check: Check,
+    what: str,
+    got: np.ndarray | None,
+    exp: np.ndarray,
+    *,
+    exact: bool = False,
+    candidates: Callable[[], dict] | None = None,
+    shape_hint: Callable[[tuple], str | None] | None = None,
+) -> Verdict:
     """Compare one output with the reference; on a mismatch say what and why.
 
     ``got`` comes from the kernel: its shape is checked against an array the grader made (the
@@ -225,10 +247,19 @@ def numpy_dict(d: dict[str, Tensor | np.ndarray]) -> dict[str, np.ndarray]:
 PROBES = ("shape", "plain", "plain", "causal", "question")
 
 
-def probe_checks(ids: tuple[str, ...], titles: tuple[str, ...], seeds: tuple[int, int], *, shape_key: str,
-                 build: Callable[[int, bool, str], dict], wire: Callable[[str], Callable],
-                 reference: Callable[[str], Callable], judge: Callable[[Check, str], Callable],
-                 variants: Callable[[dict], dict], **fields: Any) -> list[Check]:
+def probe_checks(
+    ids: tuple[str, ...],
+    titles: tuple[str, ...],
+    seeds: tuple[int, int],
+    *,
+    shape_key: str,
+    build: Callable[[int, bool, str], dict],
+    wire: Callable[[str], Callable],
+    reference: Callable[[str], Callable],
+    judge: Callable[[Check, str], Callable],
+    variants: Callable[[dict], dict],
+    **fields: Any,
+) -> list[Check]:
     """The five checks of one module, one per probe in the order of ``PROBES`` (``ids``,
     ``titles``): the first two visible (on ``seeds``), the rest hidden. ``build(seed, hidden, probe)`` makes the inputs;
     ``wire``, ``reference`` and ``judge`` are made per probe; the value probes also match known
@@ -236,10 +267,18 @@ def probe_checks(ids: tuple[str, ...], titles: tuple[str, ...], seeds: tuple[int
     out = []
     for i, (check_id, probe, title) in enumerate(zip(ids, PROBES, titles, strict=True)):
         hidden = i >= 2
-        check = Check(id=check_id, title=title, hidden=hidden, seed=0 if hidden else seeds[i],
-                      build=(lambda s, h=hidden, p=probe: build(s, h, p)), wire=wire(probe),
-                      reference=reference(probe), variants=variants if probe == "plain" else (lambda inputs: {}),
-                      shape_only=(shape_key,) if probe == "shape" else (), **fields)
+        check = Check(
+            id=check_id,
+            title=title,
+            hidden=hidden,
+            seed=0 if hidden else seeds[i],
+            build=(lambda s, h=hidden, p=probe: build(s, h, p)),
+            wire=wire(probe),
+            reference=reference(probe),
+            variants=variants if probe == "plain" else (lambda inputs: {}),
+            shape_only=(shape_key,) if probe == "shape" else (),
+            **fields,
+        )
         check.judge = judge(check, probe)
         out.append(check)
     return out

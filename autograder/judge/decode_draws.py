@@ -10,7 +10,6 @@ import contextlib
 import math
 
 import numpy as np
-
 import torch
 from torch import Tensor
 
@@ -18,7 +17,7 @@ from encdec import attention as A
 from encdec import model as Mdl
 from encdec.config import ModelConfig
 from encdec.data import BOS_ID, EOS_ID, encode
-from encdec.generate import greedy_decode, pick_next
+from encdec.generate import greedy_decode
 
 from . import variants as Var
 from .core import gen, randomize_
@@ -37,8 +36,15 @@ def reference_tokens(inputs) -> np.ndarray:
 
 def _config(layers: int) -> ModelConfig:
     """A decoding check's model shape: ``layers`` encoder and decoder layers, width 16."""
-    return ModelConfig(emb_dim=16, num_heads=2, feedforward_dim=32, num_enc_layers=layers, num_dec_layers=layers,
-                       dropout=0.2, position_encoding="sinusoid")
+    return ModelConfig(
+        emb_dim=16,
+        num_heads=2,
+        feedforward_dim=32,
+        num_enc_layers=layers,
+        num_dec_layers=layers,
+        dropout=0.2,
+        position_encoding="sinusoid",
+    )
 
 
 def _drawn_model(cfg: ModelConfig, seed: int, attempt: int) -> Mdl.Transformer:
@@ -67,8 +73,10 @@ def build_decode(seed: int, hidden: bool) -> dict:
             found = _set_eos_readout(model, ques, n, g)  # (the reference tokens, the clear gap) or None
             if found is not None and _apart(Var.decode_variants(model, ques, n), *found):
                 return {"model": model, "config": cfg, "ques": ques, "n": n, "dims": {"N": N, "n": n}}
-    raise RuntimeError(f"kv_cache seed {seed}: no model whose tokens tell the known mistakes apart, with a row that "
-                       f"finishes early, in {_ATTEMPTS} draws")
+    raise RuntimeError(
+        f"kv_cache seed {seed}: no model whose tokens tell the known mistakes apart, with a row that "
+        f"finishes early, in {_ATTEMPTS} draws"
+    )
 
 
 # rows and steps: each is another chance for a wrong decoding to return another token
@@ -99,7 +107,7 @@ def _states(model, ques, tokens) -> Tensor:
 
 def _best_other(logits: Tensor) -> Tensor:
     """The largest logit that is not EOS: (..., V) -> (...)."""
-    return torch.cat([logits[..., :EOS_ID], logits[..., EOS_ID + 1:]], dim=-1).max(dim=-1).values
+    return torch.cat([logits[..., :EOS_ID], logits[..., EOS_ID + 1 :]], dim=-1).max(dim=-1).values
 
 
 @torch.no_grad()
@@ -275,8 +283,15 @@ def build_run(part: str, seed: int, prefix: bool = False) -> dict:
     until every greedy choice of the reference is clear. ``prefix``: the stretch's inputs, with a
     decoder prefix (N, P) of words after BOS."""
     (M, F, Le, Ld, H), (N, Kq, n, P) = RUNS[part]
-    cfg = ModelConfig(emb_dim=M, num_heads=H, feedforward_dim=F, num_enc_layers=Le, num_dec_layers=Ld,
-                      dropout=0.1, position_encoding="sinusoid")
+    cfg = ModelConfig(
+        emb_dim=M,
+        num_heads=H,
+        feedforward_dim=F,
+        num_enc_layers=Le,
+        num_dec_layers=Ld,
+        dropout=0.1,
+        position_encoding="sinusoid",
+    )
     g = gen(seed + 7919 * (1 + list(RUNS).index(part)))
     P = P if prefix else 1
     with one_thread():
@@ -288,9 +303,16 @@ def build_run(part: str, seed: int, prefix: bool = False) -> dict:
             start = torch.cat([torch.full((N, 1), BOS_ID, dtype=torch.long), words], dim=1)  # (N, P)
             tokens = greedy_decode(model, ques, n, prefix=start)  # (N, P + n)
             logits = teacher_forced_logits(model, ques, tokens)  # (P + n - 1, N, V)
-            if _min_margins(logits[P - 1:]).min() >= _clear(model, ques, tokens, logits):
+            if _min_margins(logits[P - 1 :]).min() >= _clear(model, ques, tokens, logits):
                 # the reference tokens: every choice clear of float rounding, so float64 chooses alike
-                inputs = {"model": model, "config": cfg, "ques": ques, "n": n, "tokens": tokens, "dims": {"N": N, "n": n}}
+                inputs = {
+                    "model": model,
+                    "config": cfg,
+                    "ques": ques,
+                    "n": n,
+                    "tokens": tokens,
+                    "dims": {"N": N, "n": n},
+                }
                 return {**inputs, "prefix": start, "dims": {"N": N, "n": n, "P": P}} if prefix else inputs
     raise RuntimeError(f"kv_cache run {part}, seed {seed}: no model with clear greedy choices in {_ATTEMPTS} draws")
 
@@ -323,10 +345,18 @@ def build_prefill(seed: int, hidden: bool) -> dict:
             tokens = greedy_decode(model, ques, n, use_cache=False, prefix=prefix)  # (N, P + n)
             logits = teacher_forced_logits(model, ques, tokens)  # (P + n - 1, N, V)
             clear = _clear(model, ques, tokens, logits)
-            variants = {k: (t[:, P - 1:], s) for k, (t, s) in
-                        Var.prefill_variants(model, ques, prefix, n).items()}  # from the last prefix token
-            if _min_margins(logits[P - 1:]).min() >= clear and _apart(variants, tokens[:, P - 1:], clear):
-                return {"model": model, "config": cfg, "ques": ques, "prefix": prefix, "n": n,
-                        "dims": {"N": N, "n": n, "P": P}}
-    raise RuntimeError(f"kv_cache seed {seed}: no model on which every prefill mistake changes the tokens "
-                       f"in {_ATTEMPTS} draws")
+            variants = {
+                k: (t[:, P - 1 :], s) for k, (t, s) in Var.prefill_variants(model, ques, prefix, n).items()
+            }  # from the last prefix token
+            if _min_margins(logits[P - 1 :]).min() >= clear and _apart(variants, tokens[:, P - 1 :], clear):
+                return {
+                    "model": model,
+                    "config": cfg,
+                    "ques": ques,
+                    "prefix": prefix,
+                    "n": n,
+                    "dims": {"N": N, "n": n, "P": P},
+                }
+    raise RuntimeError(
+        f"kv_cache seed {seed}: no model on which every prefill mistake changes the tokens in {_ATTEMPTS} draws"
+    )

@@ -14,9 +14,24 @@ from . import labels
 from . import properties as Prop
 from . import stages as St
 from . import variants as Var
+from .core import (
+    ATOL,
+    Check,
+    Verdict,
+    compare,
+    diagnosis,
+    first_failure,
+    gen,
+    is_not_repeatable,
+    named_by_property,
+    names_a_mask_mistake,
+    not_repeatable,
+    numpy_dict,
+    probe_checks,
+    randomize_,
+    state_arrays,
+)
 from .draws import below, normal
-from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, is_not_repeatable, probe_checks, \
-    names_a_mask_mistake, named_by_property, not_repeatable, numpy_dict, randomize_, state_arrays
 
 CHECKS: list[Check] = []
 
@@ -26,6 +41,7 @@ def _ints(g, lo, hi) -> int:
 
 
 # --- get_subsequent_mask -----------------------------------------------------------------------
+
 
 def _build_mask(seed: int, hidden: bool) -> dict:
     g = gen(seed)
@@ -40,22 +56,38 @@ def _mask_variants(inputs) -> dict:
 def _judge_mask(check):
     def judge(got, ref, inputs):
         m = got.get("mask")
-        r = compare(check, "the mask", m, ref["mask"], exact=True,
-                    candidates=lambda: {k: v["mask"] for k, v in _mask_variants(inputs).items()})
+        r = compare(
+            check,
+            "the mask",
+            m,
+            ref["mask"],
+            exact=True,
+            candidates=lambda: {k: v["mask"] for k, v in _mask_variants(inputs).items()},
+        )
         return named_by_property(r, None if r.ok or m is None else Prop.mask(m, inputs["seq"].numpy()))
+
     return judge
 
 
 for _cid, _hidden, _seed in (("decoder_block.mask", False, 1101), ("decoder_block.mask_hidden", True, 0)):
-    _c = Check(id=_cid, title="get_subsequent_mask", task="get_subsequent_mask(seq)", kind="mask", hidden=_hidden,
-               seed=_seed, build=(lambda s, h=_hidden: _build_mask(s, h)),
-               wire=lambda inp: ({}, {"seq": inp["seq"].numpy()}),
-               reference=lambda inp: {"mask": A.get_subsequent_mask(inp["seq"]).numpy()}, variants=_mask_variants)
+    _c = Check(
+        id=_cid,
+        title="get_subsequent_mask",
+        task="get_subsequent_mask(seq)",
+        kind="mask",
+        hidden=_hidden,
+        seed=_seed,
+        build=(lambda s, h=_hidden: _build_mask(s, h)),
+        wire=lambda inp: ({}, {"seq": inp["seq"].numpy()}),
+        reference=lambda inp: {"mask": A.get_subsequent_mask(inp["seq"]).numpy()},
+        variants=_mask_variants,
+    )
     _c.judge = _judge_mask(_c)
     CHECKS.append(_c)
 
 
 # --- masked_softmax ------------------------------------------------------------------------------
+
 
 def _build_softmax(seed: int, hidden: bool) -> dict:
     g = gen(seed)
@@ -76,28 +108,45 @@ def _softmax_variants(inputs) -> dict:
 def _judge_softmax(check):
     def judge(got, ref, inputs):
         w = got.get("weights")
-        r = compare(check, "the attention weights", w, ref["weights"],
-                    candidates=lambda: {k: v["weights"] for k, v in _softmax_variants(inputs).items()})
+        r = compare(
+            check,
+            "the attention weights",
+            w,
+            ref["weights"],
+            candidates=lambda: {k: v["weights"] for k, v in _softmax_variants(inputs).items()},
+        )
         if not r.ok and w is not None and w.shape == ref["weights"].shape:
             sums = w.sum(-1)
             if not np.allclose(sums, 1.0, atol=1e-4):
                 r.words += words("row_sums", low=f"{sums.min():.4f}", high=f"{sums.max():.4f}")
             named_by_property(r, Prop.softmax(w, inputs["scores"].numpy(), inputs["mask"].numpy()))
         return r
+
     return judge
 
 
-for _cid, _hidden, _seed in (("decoder_block.masked_softmax", False, 1102), ("decoder_block.masked_softmax_hidden", True, 0)):
-    _c = Check(id=_cid, title="masked_softmax", task="masked_softmax(scores, mask)", kind="softmax", hidden=_hidden,
-               seed=_seed, build=(lambda s, h=_hidden: _build_softmax(s, h)),
-               wire=lambda inp: ({}, {"scores": inp["scores"].numpy(), "mask": inp["mask"].numpy()}),
-               reference=lambda inp: {"weights": A.masked_softmax(inp["scores"], inp["mask"]).numpy()},
-               variants=_softmax_variants)
+for _cid, _hidden, _seed in (
+    ("decoder_block.masked_softmax", False, 1102),
+    ("decoder_block.masked_softmax_hidden", True, 0),
+):
+    _c = Check(
+        id=_cid,
+        title="masked_softmax",
+        task="masked_softmax(scores, mask)",
+        kind="softmax",
+        hidden=_hidden,
+        seed=_seed,
+        build=(lambda s, h=_hidden: _build_softmax(s, h)),
+        wire=lambda inp: ({}, {"scores": inp["scores"].numpy(), "mask": inp["mask"].numpy()}),
+        reference=lambda inp: {"weights": A.masked_softmax(inp["scores"], inp["mask"]).numpy()},
+        variants=_softmax_variants,
+    )
     _c.judge = _judge_softmax(_c)
     CHECKS.append(_c)
 
 
 # --- DecoderBlock.forward --------------------------------------------------------------------------
+
 
 def _build_block(seed: int, hidden: bool, probe: str = "plain") -> dict:
     g = gen(seed)
@@ -122,8 +171,16 @@ def _build_block(seed: int, hidden: bool, probe: str = "plain") -> dict:
     mask = A.get_subsequent_mask(torch.zeros(N, Ka, dtype=torch.long))
     if hidden and N > 1:
         mask = mask | _padding(g, N, Ka)
-    return {"block": block, "dec": dec, "enc": enc, "mask": mask, "dec_changed": dec_changed,
-            "enc_changed": enc_changed, "j": j, "dims": {"N": N, "Ka": Ka, "Kq": Kq, "M": M, "H": H, "F": F}}
+    return {
+        "block": block,
+        "dec": dec,
+        "enc": enc,
+        "mask": mask,
+        "dec_changed": dec_changed,
+        "enc_changed": enc_changed,
+        "j": j,
+        "dims": {"N": N, "Ka": Ka, "Kq": Kq, "M": M, "H": H, "F": F},
+    }
 
 
 def _padding(g, N: int, Ka: int) -> torch.Tensor:
@@ -138,9 +195,12 @@ def _padding(g, N: int, Ka: int) -> torch.Tensor:
 
 # Which (dec, enc) each probe runs the block on: the first case is always the plain one.
 # "out_again" repeats the plain case: two runs on the same inputs must agree in eval mode.
-_CASES = {"shape": {"out": ("dec", "enc")}, "plain": {"out": ("dec", "enc"), "out_again": ("dec", "enc")},
-          "causal": {"out": ("dec", "enc"), "out_changed": ("dec_changed", "enc"), "out_again": ("dec", "enc")},
-          "question": {"out": ("dec", "enc"), "out_changed": ("dec", "enc_changed"), "out_again": ("dec", "enc")}}
+_CASES = {
+    "shape": {"out": ("dec", "enc")},
+    "plain": {"out": ("dec", "enc"), "out_again": ("dec", "enc")},
+    "causal": {"out": ("dec", "enc"), "out_changed": ("dec_changed", "enc"), "out_again": ("dec", "enc")},
+    "question": {"out": ("dec", "enc"), "out_changed": ("dec", "enc_changed"), "out_again": ("dec", "enc")},
+}
 
 
 def _block_out(block, dec, enc, mask) -> np.ndarray:
@@ -153,16 +213,25 @@ def _wire_block(probe: str):
         d = inputs["dims"]
         arrays = state_arrays(inputs["block"])
         for name, (dk, ek) in _CASES[probe].items():
-            arrays.update({f"case/{name}/dec": inputs[dk].numpy(), f"case/{name}/enc": inputs[ek].numpy(),
-                           f"case/{name}/mask": inputs["mask"].numpy()})
+            arrays.update(
+                {
+                    f"case/{name}/dec": inputs[dk].numpy(),
+                    f"case/{name}/enc": inputs[ek].numpy(),
+                    f"case/{name}/mask": inputs["mask"].numpy(),
+                }
+            )
         return {"dims": {"H": d["H"], "M": d["M"], "F": d["F"]}, "cases": list(_CASES[probe])}, arrays
+
     return wire
 
 
 def _ref_block(probe: str):
     def ref(inputs):
-        return {name: _block_out(inputs["block"], inputs[dk], inputs[ek], inputs["mask"])
-                for name, (dk, ek) in _CASES[probe].items()}
+        return {
+            name: _block_out(inputs["block"], inputs[dk], inputs[ek], inputs["mask"])
+            for name, (dk, ek) in _CASES[probe].items()
+        }
+
     return ref
 
 
@@ -189,7 +258,9 @@ def _judge_block(check, probe: str):
         return verdict
 
     def compare_block(got, ref, inputs):
-        cands = lambda dec=inputs["dec"], enc=inputs["enc"]: Var.block_variants(inputs["block"], dec, enc, inputs["mask"])  # noqa: E731
+        def cands(dec=inputs["dec"], enc=inputs["enc"]):
+            return Var.block_variants(inputs["block"], dec, enc, inputs["mask"])
+
         if probe == "shape":
             d = inputs["dims"]
             out = got.get("out")
@@ -198,36 +269,64 @@ def _judge_block(check, probe: str):
                 return Verdict(True, words("block_shape_ok", title=check.title, exp=exp))
             shape = None if out is None else tuple(out.shape)
             name = _block_shape_hint(inputs)(shape) if shape else None
-            return Verdict(False, words("block_shape_bad", check_id=check.id, exp=exp, got=shape)
-                           + diagnosis(name))
+            return Verdict(False, words("block_shape_bad", check_id=check.id, exp=exp, got=shape) + diagnosis(name))
         random = not_repeatable(check, "DecoderBlock.forward", got.get("out"), got.get("out_again"))
         if random is not None:
             return random
-        r = compare(check, "the block output", got.get("out"), ref["out"], candidates=cands,
-                    shape_hint=_block_shape_hint(inputs))
+        r = compare(
+            check,
+            "the block output",
+            got.get("out"),
+            ref["out"],
+            candidates=cands,
+            shape_hint=_block_shape_hint(inputs),
+        )
         if probe == "plain":
             return r
         oc = got.get("out_changed")
         if probe == "causal":
             j = inputs["j"]
             o = got.get("out")
-            if o is not None and oc is not None and o.shape == oc.shape == ref["out"].shape and not np.allclose(o[:, :j], oc[:, :j], atol=ATOL):
+            if (
+                o is not None
+                and oc is not None
+                and o.shape == oc.shape == ref["out"].shape
+                and not np.allclose(o[:, :j], oc[:, :j], atol=ATOL)
+            ):
                 # named only when a mask variant reproduces the output; otherwise what was seen
                 named = names_a_mask_mistake(r.words)
-                return Verdict(False, words("block_not_causal", check_id=check.id, last=j - 1, j=j)
-                               + ("" if named else diagnosis("observed_not_causal"))
-                               + ("\n" + r.words if not r.ok else ""))
-            r2 = compare(check, "the output after changing later answer positions", oc, ref["out_changed"],
-                         candidates=lambda: Var.block_variants(inputs["block"], inputs["dec_changed"], inputs["enc"], inputs["mask"]),
-                         shape_hint=_block_shape_hint(inputs))
+                return Verdict(
+                    False,
+                    words("block_not_causal", check_id=check.id, last=j - 1, j=j)
+                    + ("" if named else diagnosis("observed_not_causal"))
+                    + ("\n" + r.words if not r.ok else ""),
+                )
+            r2 = compare(
+                check,
+                "the output after changing later answer positions",
+                oc,
+                ref["out_changed"],
+                candidates=lambda: Var.block_variants(
+                    inputs["block"], inputs["dec_changed"], inputs["enc"], inputs["mask"]
+                ),
+                shape_hint=_block_shape_hint(inputs),
+            )
             return first_failure(r, r2)
         o = got.get("out")
         if o is not None and oc is not None and o.shape == oc.shape and np.allclose(o, oc, atol=ATOL):
             return Verdict(False, words("block_ignores_memory", check_id=check.id) + diagnosis("ignores_question"))
-        r2 = compare(check, "the output for a different question memory", oc, ref["out_changed"],
-                     candidates=lambda: Var.block_variants(inputs["block"], inputs["dec"], inputs["enc_changed"], inputs["mask"]),
-                     shape_hint=_block_shape_hint(inputs))
+        r2 = compare(
+            check,
+            "the output for a different question memory",
+            oc,
+            ref["out_changed"],
+            candidates=lambda: Var.block_variants(
+                inputs["block"], inputs["dec"], inputs["enc_changed"], inputs["mask"]
+            ),
+            shape_hint=_block_shape_hint(inputs),
+        )
         return first_failure(r, r2)
+
     return judge
 
 
@@ -253,8 +352,22 @@ _BLOCK_ERRORS = {
 
 CHECKS += probe_checks(
     tuple(f"decoder_block.{n}" for n in ("shapes", "output", "output_hidden", "causal_hidden", "question_hidden")),
-    ("DecoderBlock output shape", "DecoderBlock.forward", "DecoderBlock.forward on fresh weights and sizes",
-                      "DecoderBlock causality", "DecoderBlock reads the encoder memory"), (1103, 1104),
-    shape_key="out", build=_build_block, wire=_wire_block, reference=_ref_block, judge=_judge_block,
-    variants=_block_variants, task="DecoderBlock.forward", kind="block", error_patterns=_BLOCK_ERRORS,
-    judge_failed=_failed_block)
+    (
+        "DecoderBlock output shape",
+        "DecoderBlock.forward",
+        "DecoderBlock.forward on fresh weights and sizes",
+        "DecoderBlock causality",
+        "DecoderBlock reads the encoder memory",
+    ),
+    (1103, 1104),
+    shape_key="out",
+    build=_build_block,
+    wire=_wire_block,
+    reference=_ref_block,
+    judge=_judge_block,
+    variants=_block_variants,
+    task="DecoderBlock.forward",
+    kind="block",
+    error_patterns=_BLOCK_ERRORS,
+    judge_failed=_failed_block,
+)

@@ -67,5 +67,7 @@ def in_double(value):
 
 def in_single(outputs: dict) -> dict:
     """A reference's float64 arrays rounded to float32 (the dtype the kernel's outputs have)."""
-    return {k: v.astype(np.float32) if isinstance(v, np.ndarray) and v.dtype == np.float64 else v
-            for k, v in outputs.items()}
+    return {
+        k: v.astype(np.float32) if isinstance(v, np.ndarray) and v.dtype == np.float64 else v
+        for k, v in outputs.items()
+    }

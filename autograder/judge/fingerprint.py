@@ -35,7 +35,7 @@ def fingerprints(hidden_seeds: list[int]) -> dict[str, str]:
 
     out = {}
     for check_id, check in sorted(checks().items()):
-        for seed in (hidden_seeds if check.hidden else [check.seed]):
+        for seed in hidden_seeds if check.hidden else [check.seed]:
             drawn = graded_inputs(check_id, seed)
             key = f"{check_id}@{seed}" if check.hidden else check_id
             h = hashlib.sha256()

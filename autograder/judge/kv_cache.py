@@ -10,22 +10,23 @@ import torch
 
 from encdec import attention as A
 from encdec.data import BOS_ID
-from encdec.grading.words import words
-from encdec.grading.compare import cache_blame
 from encdec.generate import greedy_decode, pick_next
+from encdec.grading.compare import cache_blame
+from encdec.grading.words import words
 
 from . import decode_draws as D
-from . import stages as St
 from . import properties as Prop
+from . import stages as St
 from . import variants as Var
-from .draws import normal
 from .cases import agreeing
 from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, named_by_property, state_arrays
+from .draws import normal
 
 CHECKS: list[Check] = []
 
 
 # --- KVCache.update --------------------------------------------------------------------------------
+
 
 def _build_update(seed: int, hidden: bool) -> dict:
     g = gen(seed)
@@ -53,7 +54,10 @@ def _ref_update(inputs):
 
 
 def _update_variants(inputs) -> dict:
-    return {name: {f"k{i}": k.numpy() for i, k in enumerate(ks)} for name, ks in Var.update_variants(inputs["steps"]).items()}
+    return {
+        name: {f"k{i}": k.numpy() for i, k in enumerate(ks)}
+        for name, ks in Var.update_variants(inputs["steps"]).items()
+    }
 
 
 def _judge_update(check):
@@ -64,13 +68,23 @@ def _judge_update(check):
         results = []
         for i in range(len(inputs["steps"])):
             name = f"k{i}"
-            results.append(compare(check, f"the keys after update {i + 1}", got.get(name), ref[name],
-                                   candidates=lambda i=i: {n: ks[i] for n, ks in cands.items() if len(ks) > i}))
+            results.append(
+                compare(
+                    check,
+                    f"the keys after update {i + 1}",
+                    got.get(name),
+                    ref[name],
+                    candidates=lambda i=i: {n: ks[i] for n, ks in cands.items() if len(ks) > i},
+                )
+            )
             results.append(compare(check, f"the values after update {i + 1}", got.get(f"v{i}"), ref[f"v{i}"]))
-            results.append(compare(check, f"len(cache) after update {i + 1}", got.get(f"len{i}"), ref[f"len{i}"], exact=True))
+            results.append(
+                compare(check, f"len(cache) after update {i + 1}", got.get(f"len{i}"), ref[f"len{i}"], exact=True)
+            )
             if not all(r.ok for r in results):
                 break
         return named_by_property(first_failure(*results), found)
+
     return judge
 
 
@@ -78,18 +92,31 @@ def _judge_update(check):
 _UPDATE_ERRORS = {"cache_wrong_axis": "Sizes of tensors must match except in dimension&&!except in dimension 2"}
 
 for _cid, _hidden, _seed in (("kv_cache.update", False, 1301), ("kv_cache.update_hidden", True, 0)):
-    _c = Check(id=_cid, title="KVCache.update", task="KVCache.update(k_new, v_new)", kind="update", hidden=_hidden,
-               seed=_seed, build=(lambda s, h=_hidden: _build_update(s, h)), wire=_wire_update,
-               reference=_ref_update, variants=_update_variants, error_patterns=_UPDATE_ERRORS)
+    _c = Check(
+        id=_cid,
+        title="KVCache.update",
+        task="KVCache.update(k_new, v_new)",
+        kind="update",
+        hidden=_hidden,
+        seed=_seed,
+        build=(lambda s, h=_hidden: _build_update(s, h)),
+        wire=_wire_update,
+        reference=_ref_update,
+        variants=_update_variants,
+        error_patterns=_UPDATE_ERRORS,
+    )
     _c.judge = _judge_update(_c)
     CHECKS.append(_c)
 
 
 # --- cached greedy decoding --------------------------------------------------------------------------
 
+
 def _wire_decode(inputs):
-    return ({"config": dataclasses.asdict(inputs["config"]), "n": inputs["n"]},
-            {**state_arrays(inputs["model"]), "ques": inputs["ques"].numpy()})
+    return (
+        {"config": dataclasses.asdict(inputs["config"]), "n": inputs["n"]},
+        {**state_arrays(inputs["model"]), "ques": inputs["ques"].numpy()},
+    )
 
 
 def _ref_decode(inputs):
@@ -117,6 +144,7 @@ def _judge_tokens(check, variants_of):
     """The tokens decide (the inputs are drawn so that every known mistake returns other tokens:
     ``D.build_decode``), and they name a known mistake. The step logits the kernel
     recorded (a hook on proj_to_vocab) only word the feedback: the first step that went wrong."""
+
     def judge(got, ref, inputs):
         variants = {}
         tok, steps = got.get("tokens"), got.get("step_logits")
@@ -139,6 +167,7 @@ def _judge_tokens(check, variants_of):
                 emb, pos = m.emb_layer.weight.numpy(), m.positions(1 + inputs["n"]).numpy()
             r.words += St.stage_note(r.words, St.locate(St.decode_stage, got, tok, emb, pos), "decoding")
         return r
+
     return judge
 
 
@@ -161,8 +190,14 @@ def _replayed_mistake(inputs, tok, steps) -> str | None:
 def _replayable(inputs, tok) -> bool:
     """The student's tokens are a prefix the model can replay: (N, 1+n) ids in range, BOS first."""
     model, ques, n = inputs["model"], inputs["ques"], inputs["n"]
-    return not (tok is None or tok.shape != (ques.shape[0], 1 + n) or not np.issubdtype(tok.dtype, np.integer)
-                or tok.min() < 0 or tok.max() >= model.config.vocab_size or (tok[:, 0] != BOS_ID).any())
+    return not (
+        tok is None
+        or tok.shape != (ques.shape[0], 1 + n)
+        or not np.issubdtype(tok.dtype, np.integer)
+        or tok.min() < 0
+        or tok.max() >= model.config.vocab_size
+        or (tok[:, 0] != BOS_ID).any()
+    )
 
 
 def _observed(inputs, tok, steps) -> str:
@@ -191,10 +226,10 @@ def _observed(inputs, tok, steps) -> str:
         if bad.any():
             row = int(np.argmax(bad))
             if done[row]:
-                return (words("observed_after_eos", row=row, token=int(tok[row, t + 1]), step=t + 1)
-                        + diagnosis("ignores_done"))
-            return words("observed_not_argmax", step=t + 1, row=row, token=int(tok[row, t + 1]),
-                                 best=int(greedy[row]))
+                return words("observed_after_eos", row=row, token=int(tok[row, t + 1]), step=t + 1) + diagnosis(
+                    "ignores_done"
+                )
+            return words("observed_not_argmax", step=t + 1, row=row, token=int(tok[row, t + 1]), best=int(greedy[row]))
         done = now_done
     return ""
 
@@ -202,18 +237,22 @@ def _observed(inputs, tok, steps) -> str:
 def _blame(got, inputs, origin) -> str | None:
     """The failure came from KVCache.update (it raised, or it returned keys of the wrong shape)."""
     cfg = inputs["config"]
-    return cache_blame(got.get("cache_shapes"), inputs["ques"].shape[0], cfg.num_heads, cfg.emb_dim // cfg.num_heads, origin)
+    return cache_blame(
+        got.get("cache_shapes"), inputs["ques"].shape[0], cfg.num_heads, cfg.emb_dim // cfg.num_heads, origin
+    )
 
 
 def _failed_decode(check):
     """A decoding run that raised: the tokens are lost; the feedback says when the failure came
     from KVCache.update (it raised, or it returned keys of the wrong shape)."""
+
     def judge_failed(got, inputs, origin, failed):
         blame = _blame(got, inputs, origin)
         if blame is not None:
             failed.words += "\n" + blame
             failed.label = "raised_in_update"
         return failed
+
     return judge_failed
 
 
@@ -222,8 +261,11 @@ def _failed_decode(check):
 # it passes when the tokens are the reference's and the kernel's CPU time, read outside it, stays
 # within the bound timed on the package's own structure in the same run (judge/budget.py).
 
-PARTS = {"encoder": "the encoder runs once", "cache": "one new token per decoder step",
-         "prefill": "the prefill is one call"}
+PARTS = {
+    "encoder": "the encoder runs once",
+    "cache": "one new token per decoder step",
+    "prefill": "the prefill is one call",
+}
 WRONG = {"encoder": "encoder_every_step", "cache": "no_cache", "prefill": "prefill_not_one_call"}
 
 
@@ -232,14 +274,21 @@ def _judge_runs(check, by_tokens, variants_of):
     item of several runs earns the parts whose run passed. Wrong tokens name a known mistake
     (``variants_of``: a run's inputs -> its mistakes' tokens) only when it gives the student's tokens
     on every run (``cases.agreeing``), as the warm-up's cases do."""
+
     def judge(results, _ref, inputs):
-        verdicts = [(PARTS[p], _judge_run(check, p, by_tokens, results.get(p) or {}, inputs["runs"][p]))
-                    for p in check.runs]
+        verdicts = [
+            (PARTS[p], _judge_run(check, p, by_tokens, results.get(p) or {}, inputs["runs"][p])) for p in check.runs
+        ]
         if all(v.ok for _, v in verdicts):
             return Verdict(True, words("ok", title=check.title))
         failed = first_failure(*[v for _, v in verdicts])
         failed = dataclasses.replace(failed, parts=tuple((p, v.ok) for p, v in verdicts) if len(verdicts) > 1 else ())
-        return failed if failed.words.diagnoses() else named_by_property(failed, _named_by_runs(check, results, inputs, variants_of))
+        return (
+            failed
+            if failed.words.diagnoses()
+            else named_by_property(failed, _named_by_runs(check, results, inputs, variants_of))
+        )
+
     return judge
 
 
@@ -267,17 +316,30 @@ def _judge_run(check, part: str, by_tokens, result: dict, inputs: dict) -> Verdi
     cpu, lesson, limit = (result.get(k) for k in ("cpu", "lesson", "bound"))
     got = loaded(check, result.get("saved"), inputs)
     if cpu is None or not lesson or limit is None:  # no kernel, or no reading of it
-        return got if isinstance(got, Verdict) else \
-            Verdict(False, words("not_measured", check_id=check.id, part=PARTS[part]), label="not_measured")
+        return (
+            got
+            if isinstance(got, Verdict)
+            else Verdict(False, words("not_measured", check_id=check.id, part=PARTS[part]), label="not_measured")
+        )
     if cpu >= limit:  # interrupted at the bound, or returned past it: whatever it returned
-        return Verdict(False, words("over_budget", check_id=check.id, part=PARTS[part], ratio=f"{cpu / lesson:.1f}",
-                                    allowed=f"{limit / lesson:.1f}") + diagnosis(WRONG[part]))
+        return Verdict(
+            False,
+            words(
+                "over_budget",
+                check_id=check.id,
+                part=PARTS[part],
+                ratio=f"{cpu / lesson:.1f}",
+                allowed=f"{limit / lesson:.1f}",
+            )
+            + diagnosis(WRONG[part]),
+        )
     return got if isinstance(got, Verdict) else by_tokens(got, reference(check, inputs), inputs)
 
 
 def _expected_counts(parts):
     """What the student's own run of a visible structure item stores (the graded run judges its
     cost): the reference tokens and what the kernel's counters should read."""
+
     def expected(inputs):
         out = {"tokens": D.reference_tokens(inputs) if "prefix" not in inputs else _ref_prefill(inputs)["tokens"]}
         if "encoder" in parts:
@@ -286,6 +348,7 @@ def _expected_counts(parts):
             P = inputs["prefix"].shape[1] if "prefix" in inputs else 1
             out["decoder_lengths"] = np.array([P] + [1] * (inputs["n"] - 1), dtype=np.int64)
         return out
+
     return expected
 
 
@@ -302,17 +365,37 @@ for _cid, _hidden, _seed, _parts, _title in (
     ("kv_cache.encoder_once", False, 1303, ("encoder",), "encoder runs once"),
     ("kv_cache.one_token_per_step", False, 1304, ("cache",), "one new token per decoder step"),
     ("kv_cache.tokens_hidden", True, 0, (), "cached greedy decoding on a fresh model"),
-    ("kv_cache.structure_hidden", True, 0, ("encoder", "cache"), "encoder once and one token per step on a fresh model"),
+    (
+        "kv_cache.structure_hidden",
+        True,
+        0,
+        ("encoder", "cache"),
+        "encoder once and one token per step on a fresh model",
+    ),
 ):
-    _c = Check(id=_cid, title=_title, task="greedy_decode_cached(model, ques_b, max_new_tokens)", kind="decode",
-               hidden=_hidden, seed=_seed, build=(lambda s, h=_hidden: D.build_decode(s, h)), wire=_wire_decode,
-               reference=_ref_decode, variants=_decode_variants, expected=_expected_counts(_parts) if _parts else None,
-               when_larger={"encoder_calls": "encoder_every_step", "decoder_lengths": "no_cache"},
-               runs={p: (lambda s, p=p: D.build_run(p, s)) for p in _parts}, lesson=_lesson_decode)
+    _c = Check(
+        id=_cid,
+        title=_title,
+        task="greedy_decode_cached(model, ques_b, max_new_tokens)",
+        kind="decode",
+        hidden=_hidden,
+        seed=_seed,
+        build=(lambda s, h=_hidden: D.build_decode(s, h)),
+        wire=_wire_decode,
+        reference=_ref_decode,
+        variants=_decode_variants,
+        expected=_expected_counts(_parts) if _parts else None,
+        when_larger={"encoder_calls": "encoder_every_step", "decoder_lengths": "no_cache"},
+        runs={p: (lambda s, p=p: D.build_run(p, s)) for p in _parts},
+        lesson=_lesson_decode,
+    )
     _c.judge_failed = _failed_decode(_c)
     # a structure run's tokens name a mistake only when every run agrees (its inputs are drawn for their cost)
-    _c.judge = _judge_runs(_c, _judge_tokens(_c, lambda inputs: {}), _run_variants) if _parts \
+    _c.judge = (
+        _judge_runs(_c, _judge_tokens(_c, lambda inputs: {}), _run_variants)
+        if _parts
         else _judge_tokens(_c, _decode_variants)
+    )
     CHECKS.append(_c)
 
 
@@ -320,6 +403,7 @@ for _cid, _hidden, _seed, _parts, _title in (
 # The tokens are judged as the decoding items' and name a known prefill mistake (the student's own run:
 # a model drawn so that each one returns other tokens, decode_draws.build_prefill); the graded run judges
 # by cost too: a long prefix fed one token a call, or a prefix re-run at every step, is over the bound.
+
 
 def _wire_prefill(inputs):
     meta, arrays = _wire_decode(inputs)
@@ -343,12 +427,22 @@ for _cid, _hidden, _seed, _title in (
     ("kv_cache.prefill", False, 1305, "stretch: prefill of a decoder prefix, then cached decoding"),
     ("kv_cache.prefill_hidden", True, 0, "stretch: prefill of a decoder prefix on a fresh model"),
 ):
-    _c = Check(id=_cid, title=_title, task="greedy_decode_prefix(model, ques_b, prefix, max_new_tokens)",
-               kind="prefill", hidden=_hidden, seed=_seed, build=(lambda s, h=_hidden: D.build_prefill(s, h)),
-               wire=_wire_prefill, reference=_ref_prefill, variants=_prefill_variants,
-               expected=_expected_counts(("cache",)), when_larger={"decoder_lengths": "no_cache"},
-               runs={p: (lambda s, p=p: D.build_run(p, s, prefix=True)) for p in ("prefill", "cache")},
-               lesson=_lesson_prefill)
+    _c = Check(
+        id=_cid,
+        title=_title,
+        task="greedy_decode_prefix(model, ques_b, prefix, max_new_tokens)",
+        kind="prefill",
+        hidden=_hidden,
+        seed=_seed,
+        build=(lambda s, h=_hidden: D.build_prefill(s, h)),
+        wire=_wire_prefill,
+        reference=_ref_prefill,
+        variants=_prefill_variants,
+        expected=_expected_counts(("cache",)),
+        when_larger={"decoder_lengths": "no_cache"},
+        runs={p: (lambda s, p=p: D.build_run(p, s, prefix=True)) for p in ("prefill", "cache")},
+        lesson=_lesson_prefill,
+    )
     _c.judge_failed = _failed_decode(_c)
     # the tokens of one run decide (a prefix is no answer to replay); a mistake is named over every run
     _c.judge = _judge_runs(_c, _judge_tokens(_c, lambda inputs: {}), _prefill_variants)

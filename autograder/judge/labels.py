@@ -19,12 +19,26 @@ from encdec.grading.words import OBSERVED, Msg, Words
 
 PASSED = "passed"
 OUTCOMES = (  # labels that are kinds of outcome (each worded by the table entry "outcome_<label>")
-    PASSED, "not_implemented", "did_not_run", "deleted", "package_code", "instruments_touched",
-    "unreadable_outputs", "raised_in_update", "raised", "mismatch", "unknown_check", "unlabelled",
+    PASSED,
+    "not_implemented",
+    "did_not_run",
+    "deleted",
+    "package_code",
+    "instruments_touched",
+    "unreadable_outputs",
+    "raised_in_update",
+    "raised",
+    "mismatch",
+    "unknown_check",
+    "unlabelled",
 )
 _HEADS = {  # the table entry a verdict's message starts with -> its outcome, when it names nothing
-    "not_implemented": "not_implemented", "did_not_run": "did_not_run", "deleted": "deleted",
-    "unreadable": "unreadable_outputs", "unjudgeable": "unreadable_outputs", "unknown_check": "unknown_check",
+    "not_implemented": "not_implemented",
+    "did_not_run": "did_not_run",
+    "deleted": "deleted",
+    "unreadable": "unreadable_outputs",
+    "unjudgeable": "unreadable_outputs",
+    "unknown_check": "unknown_check",
     "raised": "raised",
 }
 
@@ -58,7 +72,9 @@ def _observation(part: Msg) -> str:
     role = fields.get("role")
     module = fields.get("module")
     if isinstance(role, Words):
-        module = next((dict(p.fields).get("module") for p in role.parts if isinstance(p, Msg) and p.key == "role"), module)
+        module = next(
+            (dict(p.fields).get("module") for p in role.parts if isinstance(p, Msg) and p.key == "role"), module
+        )
     if isinstance(module, str):
         out.append(module)
     if isinstance(fields.get("arg"), str):

@@ -25,6 +25,7 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
 
 # --- the causal mask --------------------------------------------------------------------------------
 
+
 def mask(m: np.ndarray, seq: np.ndarray) -> str | None:
     """``m``: the student's mask for ``seq`` (N, K); the lesson's is triu(ones(K, K), 1), per sequence."""
     N, K = seq.shape
@@ -60,6 +61,7 @@ def mask(m: np.ndarray, seq: np.ndarray) -> str | None:
 
 
 # --- the masked softmax ------------------------------------------------------------------------------
+
 
 def _softmax(s: np.ndarray, axis: int = -1) -> np.ndarray:
     with np.errstate(invalid="ignore", over="ignore"):
@@ -124,6 +126,7 @@ def _fitted_scale(w, s, m) -> float | None:
 
 # --- the shift ------------------------------------------------------------------------------------
 
+
 def _as_slice(x: np.ndarray, ans: np.ndarray) -> tuple | None:
     """What ``x`` is of ``ans`` (N, Ka): ("slice", axis, start, stop) or ("roll", axis, steps)."""
     if x.ndim != 2 or not np.issubdtype(x.dtype, np.integer):
@@ -134,7 +137,7 @@ def _as_slice(x: np.ndarray, ans: np.ndarray) -> tuple | None:
             continue
         n = ans.shape[axis]
         width = x.shape[axis]
-        for a in range(0, n - width + 1):
+        for a in range(n - width + 1):
             if np.array_equal(x, np.take(ans, range(a, a + width), axis=axis)):
                 return ("slice", axis, a, a + width)
         if width == n:
@@ -159,9 +162,14 @@ def shift(dec_in: np.ndarray, labels: np.ndarray, ans: np.ndarray) -> str | None
         return None
     K = ans.shape[1]
     pair = (a[2:], b[2:])
-    named = {((0, K - 1), (1, K)): None, ((1, K), (0, K - 1)): "shift_reversed", ((0, K), (0, K)): "no_shift",
-             ((0, K - 1), (0, K)): "labels_not_sliced", ((0, K), (1, K)): "input_not_sliced",
-             ((0, K - 1), (0, K - 1)): "no_shift"}  # the labels are the input itself: no shift between them
+    named = {
+        ((0, K - 1), (1, K)): None,
+        ((1, K), (0, K - 1)): "shift_reversed",
+        ((0, K), (0, K)): "no_shift",
+        ((0, K - 1), (0, K)): "labels_not_sliced",
+        ((0, K), (1, K)): "input_not_sliced",
+        ((0, K - 1), (0, K - 1)): "no_shift",
+    }  # the labels are the input itself: no shift between them
     if pair in named:
         return named[pair]
     return "shift_off_by_one"
@@ -169,11 +177,14 @@ def shift(dec_in: np.ndarray, labels: np.ndarray, ans: np.ndarray) -> str | None
 
 # --- the loss ---------------------------------------------------------------------------------------
 
-def _ce(x: torch.Tensor, labels: torch.Tensor, reduction: str = "mean", ignore: int = -100,
-        smoothing: float = 0.0) -> torch.Tensor:
+
+def _ce(
+    x: torch.Tensor, labels: torch.Tensor, reduction: str = "mean", ignore: int = -100, smoothing: float = 0.0
+) -> torch.Tensor:
     N, K1, V = x.shape
-    return F.cross_entropy(x.reshape(-1, V), labels.reshape(-1), reduction=reduction, ignore_index=ignore,
-                           label_smoothing=smoothing)
+    return F.cross_entropy(
+        x.reshape(-1, V), labels.reshape(-1), reduction=reduction, ignore_index=ignore, label_smoothing=smoothing
+    )
 
 
 def _nll(x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -208,7 +219,7 @@ def loss(values: list[float], cases: list[tuple[torch.Tensor, torch.Tensor]]) ->
         for name, make in LOSS_MISTAKES.items():
             try:
                 theirs = np.array([float(make(x, a)) for x, a in cases])
-            except Exception:  # noqa: BLE001 (this mistake cannot run on these inputs)
+            except Exception:
                 continue
             if not np.allclose(theirs, right, **TOL) and np.allclose(got, theirs, **TOL):
                 return "loss_reduction" if name.startswith("loss_reduction") else name
@@ -225,6 +236,7 @@ def loss(values: list[float], cases: list[tuple[torch.Tensor, torch.Tensor]]) ->
 
 
 # --- the cache update -------------------------------------------------------------------------------
+
 
 def update(got: dict[str, np.ndarray], steps: list[tuple[np.ndarray, np.ndarray]]) -> str | None:
     """``got``: what update returned after each step (k{i}, v{i}, len{i}); ``steps``: the (k_new,

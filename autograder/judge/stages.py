@@ -29,9 +29,9 @@ import re
 
 import numpy as np
 
-from encdec.grading.words import Words, fill, words
 from encdec.grading.compare import same
 from encdec.grading.stages import MAX_CALLS
+from encdec.grading.words import Words, fill, words
 
 # (module, out name, {argument: expected tensor name}); a mask argument names the expected mask
 # ("mask": the one passed in) or is None (no mask)
@@ -45,8 +45,11 @@ BLOCK_PLAN = (
 )
 MODEL_PLAN = (
     ("encoder", "memory", {"input": "emb_layer(ques_b) + ques_pos"}),
-    ("decoder", "dec_out", {"target_seq": "emb_layer(ans_b)[:, :-1] + ans_pos[:, :-1]", "enc_out": "memory",
-                            "mask": "mask"}),
+    (
+        "decoder",
+        "dec_out",
+        {"target_seq": "emb_layer(ans_b)[:, :-1] + ans_pos[:, :-1]", "enc_out": "memory", "mask": "mask"},
+    ),
     ("proj_to_vocab", "logits", {"input": "dec_out"}),
 )
 
@@ -66,7 +69,9 @@ RECORD_ELEMENTS = 1 << 20
 MAX_NDIM = 4
 
 
-def calls(got: dict[str, np.ndarray], case: str, limit: int = RECORD_ELEMENTS) -> list[tuple[str, dict[str, np.ndarray]]]:
+def calls(
+    got: dict[str, np.ndarray], case: str, limit: int = RECORD_ELEMENTS
+) -> list[tuple[str, dict[str, np.ndarray]]]:
     """The recorded calls of one case, in call order: (module, {argument or 'output': array}).
     Refused (``RecordRefused``) when it holds a call the kernel never records (rank past
     ``MAX_CALLS``) or an array of more than ``MAX_NDIM`` axes or ``limit`` numbers."""
@@ -98,7 +103,7 @@ def _sum(a: np.ndarray, b: np.ndarray, shape: tuple | None = None) -> np.ndarray
         return None
     try:
         return a + b
-    except Exception:  # noqa: BLE001 (dtypes that do not add: not this sum)
+    except Exception:
         return None
 
 
@@ -140,26 +145,61 @@ def _mask_words(m: np.ndarray | None, mask: np.ndarray, whose: str) -> str:
     return words("mask_other", shape=_shape(m), whose=whose, expected=_shape(mask))
 
 
-def block_stage(got: dict[str, np.ndarray], case: str, dec: np.ndarray, enc: np.ndarray,
-                mask: np.ndarray, crashed: bool = False) -> Words | None:
+def block_stage(
+    got: dict[str, np.ndarray], case: str, dec: np.ndarray, enc: np.ndarray, mask: np.ndarray, crashed: bool = False
+) -> Words | None:
     """The first stage of the student's block that differs from the lesson's, in words, or None
     when every recorded stage and the returned output follow the lesson (or nothing was recorded).
     ``crashed``: the student's code raised, so a stage after the failure not running says nothing."""
-    return _walk(got, case, BLOCK_PLAN, {"dec_inp": dec, "enc_inp": enc}, mask, words("block_mask"),
-                 words("block"), crashed, _limit(dec, enc, mask))
+    return _walk(
+        got,
+        case,
+        BLOCK_PLAN,
+        {"dec_inp": dec, "enc_inp": enc},
+        mask,
+        words("block_mask"),
+        words("block"),
+        crashed,
+        _limit(dec, enc, mask),
+    )
 
 
-def model_stage(got: dict[str, np.ndarray], case: str, emb: np.ndarray, ques: np.ndarray, ques_pos: np.ndarray,
-                ans: np.ndarray, ans_pos: np.ndarray, crashed: bool = False) -> Words | None:
+def model_stage(
+    got: dict[str, np.ndarray],
+    case: str,
+    emb: np.ndarray,
+    ques: np.ndarray,
+    ques_pos: np.ndarray,
+    ans: np.ndarray,
+    ans_pos: np.ndarray,
+    crashed: bool = False,
+) -> Words | None:
     """The same for ``Transformer.forward``: ``emb`` the embedding table (V, M), positions (1, K, M)."""
-    named = {"emb_layer(ques_b)": emb[ques], "ques_pos": ques_pos, "emb_layer(ans_b)[:, :-1]": emb[ans[:, :-1]],
-             "ans_pos[:, :-1]": ans_pos[:, :-1], "emb_layer(ans_b)": emb[ans], "ans_pos": ans_pos,
-             "emb_layer(ans_b)[:, 1:]": emb[ans[:, 1:]], "ans_pos[:, 1:]": ans_pos[:, 1:]}
+    named = {
+        "emb_layer(ques_b)": emb[ques],
+        "ques_pos": ques_pos,
+        "emb_layer(ans_b)[:, :-1]": emb[ans[:, :-1]],
+        "ans_pos[:, :-1]": ans_pos[:, :-1],
+        "emb_layer(ans_b)": emb[ans],
+        "ans_pos": ans_pos,
+        "emb_layer(ans_b)[:, 1:]": emb[ans[:, 1:]],
+        "ans_pos[:, 1:]": ans_pos[:, 1:],
+    }
     N, K1 = ans.shape[0], ans.shape[1] - 1
     causal = np.broadcast_to(np.triu(np.ones((K1, K1), dtype=bool), 1), (N, K1, K1))
     logits = np.empty((N, K1, emb.shape[0]), dtype=np.bool_)  # a shape to bound the record with, no data
-    return _walk(got, case, MODEL_PLAN, named, causal, words("causal_mask_of", tokens="ans_b[:, :-1]"),
-                 words("model"), crashed, _limit(logits, *named.values()), widths={"proj_to_vocab": emb.shape[0]})
+    return _walk(
+        got,
+        case,
+        MODEL_PLAN,
+        named,
+        causal,
+        words("causal_mask_of", tokens="ans_b[:, :-1]"),
+        words("model"),
+        crashed,
+        _limit(logits, *named.values()),
+        widths={"proj_to_vocab": emb.shape[0]},
+    )
 
 
 def _limit(*known: np.ndarray) -> int:
@@ -168,8 +208,9 @@ def _limit(*known: np.ndarray) -> int:
     return max(int(a.size) for a in known)
 
 
-def _walk(got, case, plan, named, mask, whose: str, what: str, crashed: bool, limit: int,
-          widths: dict[str, int] | None = None) -> Words | None:
+def _walk(
+    got, case, plan, named, mask, whose: str, what: str, crashed: bool, limit: int, widths: dict[str, int] | None = None
+) -> Words | None:
     """The first stage that differs. Every recorded array is checked against its expected size and
     shape before it is used (``calls``; an output must have the shape the given part returns for
     the lesson's input, its last axis ``widths[module]`` where that differs): a record that fails
@@ -190,9 +231,14 @@ def _walk(got, case, plan, named, mask, whose: str, what: str, crashed: bool, li
                 if kind != ("none" if want is None else "same"):
                     elsewhere = [n for n, a in record if n != module and _mask_kind(a.get("mask"), mask) == "same"]
                     moved = words("mask_went_to", module=elsewhere[0]) if want is not None and elsewhere else ""
-                    return words("received_mask", role=role, seen=_mask_words(args.get("mask"), mask, whose),
-                                         moved=moved, what=what,
-                                         want=words("no_mask") if want is None else whose)
+                    return words(
+                        "received_mask",
+                        role=role,
+                        seen=_mask_words(args.get("mask"), mask, whose),
+                        moved=moved,
+                        what=what,
+                        want=words("no_mask") if want is None else whose,
+                    )
                 continue
             x = args.get(arg)
             if x is None:
@@ -200,10 +246,12 @@ def _walk(got, case, plan, named, mask, whose: str, what: str, crashed: bool, li
             target = _value(want, named)
             if not same(x, target):
                 seen = _identify(x, {**named, **_others(record, plan, named)})
-                seen = words("named_tensor", name=seen, shape=_shape(x)) if seen else \
-                    words("none_of", shape=_shape(x), names=", ".join(named))
-                return words("argument_was", role=role, arg=arg, seen=seen, what=what, want=want,
-                                     shape=_shape(target))
+                seen = (
+                    words("named_tensor", name=seen, shape=_shape(x))
+                    if seen
+                    else words("none_of", shape=_shape(x), names=", ".join(named))
+                )
+                return words("argument_was", role=role, arg=arg, seen=seen, what=what, want=want, shape=_shape(target))
         if "output" not in args:
             return None  # it raised: the failure message says where
         first = _value(next(w for a, w in expected.items() if a != "mask"), named)  # the lesson's input
@@ -216,8 +264,11 @@ def _walk(got, case, plan, named, mask, whose: str, what: str, crashed: bool, li
     returned, last = got.get(case), plan[-1][1]
     if returned is not None and not same(returned, named[last]):
         seen = _identify(returned, {**named, **_others(record, plan, named)})
-        seen = words("named_tensor", name=seen, shape=_shape(returned)) if seen else \
-            words("tensor_of_shape", shape=_shape(returned))
+        seen = (
+            words("named_tensor", name=seen, shape=_shape(returned))
+            if seen
+            else words("tensor_of_shape", shape=_shape(returned))
+        )
         return words("returned_was", seen=seen, what=what, last=last)
     return None
 
@@ -237,7 +288,7 @@ def locate(where, *args, **kwargs) -> Words | None:
     process's evidence: a malformed record loses the supporting line, never the verdict)."""
     try:
         return where(*args, **kwargs)
-    except Exception:  # noqa: BLE001
+    except Exception:
         return None
 
 
@@ -261,8 +312,7 @@ def first_random_stage(got: dict[str, np.ndarray], first: str, again: str) -> Wo
         for arg, x in args.items():
             y = args2.get(arg)
             if arg != "output" and (y is None or not same(x, y, exact=x.dtype == bool)):
-                return words("random_argument", module=name, arg=arg, before=before,
-                                     role=words(f"role_{name}"))
+                return words("random_argument", module=name, arg=arg, before=before, role=words(f"role_{name}"))
         before = words("output_of", module=name)
     return None
 
@@ -300,8 +350,8 @@ def decode_stage(got: dict[str, np.ndarray], tok: np.ndarray, emb: np.ndarray, p
         if x.shape[1] != 1:
             return words("fed_positions", step=t + 1, n=x.shape[1], shape=_shape(x))
         newest = emb[tok[:, t]][:, None]  # (N, 1, M): token t
-        if not same(x, newest + pos[:, t:t + 1]):
-            at = [p for p in range(pos.shape[1]) if same(x, newest + pos[:, p:p + 1])]
+        if not same(x, newest + pos[:, t : t + 1]):
+            at = [p for p in range(pos.shape[1]) if same(x, newest + pos[:, p : p + 1])]
             if at:
                 return words("fed_at", step=t + 1, t=t, p=at[0], p1=at[0] + 1)
             return words("fed_nowhere", step=t + 1, t=t)

@@ -18,12 +18,34 @@ from . import labels
 from . import properties as Prop
 from . import stages as St
 from . import variants as Var
+from .core import (
+    ATOL,
+    Check,
+    Verdict,
+    compare,
+    diagnosis,
+    first_failure,
+    gen,
+    is_not_repeatable,
+    named_by_property,
+    names_a_mask_mistake,
+    not_repeatable,
+    probe_checks,
+    randomize_,
+    same,
+    state_arrays,
+)
 from .draws import normal
-from .core import ATOL, Check, Verdict, compare, diagnosis, first_failure, gen, is_not_repeatable, probe_checks, \
-    names_a_mask_mistake, named_by_property, not_repeatable, randomize_, same, state_arrays
 
 CHECKS: list[Check] = []
-_SMALL = {"emb_dim": 16, "num_heads": 2, "feedforward_dim": 32, "num_enc_layers": 2, "num_dec_layers": 2, "dropout": 0.2}
+_SMALL = {
+    "emb_dim": 16,
+    "num_heads": 2,
+    "feedforward_dim": 32,
+    "num_enc_layers": 2,
+    "num_dec_layers": 2,
+    "dropout": 0.2,
+}
 
 
 def _ints(g, lo, hi) -> int:
@@ -43,11 +65,19 @@ def _build_answers(seed: int, hidden: bool, batch: int | None = None) -> dict:
     ans_changed[:, j:] = (ans[:, j:] + 1 + torch.randint(0, 12, (N, Ka - j), generator=g)) % 14
     ques_changed = (ques + 1 + torch.randint(0, 14, ques.shape, generator=g)) % 16
     cfg = ModelConfig(**_SMALL, position_encoding="sinusoid" if not hidden or seed % 2 else "simple")
-    return {"ans": ans, "ques": ques, "ans_changed": ans_changed, "ques_changed": ques_changed, "j": j,
-            "config": cfg, "dims": {"N": N, "Ka": Ka, "Kq": Kq, "Ka1": Ka - 1, "V": 16, "M": cfg.emb_dim}}
+    return {
+        "ans": ans,
+        "ques": ques,
+        "ans_changed": ans_changed,
+        "ques_changed": ques_changed,
+        "j": j,
+        "config": cfg,
+        "dims": {"N": N, "Ka": Ka, "Kq": Kq, "Ka1": Ka - 1, "V": 16, "M": cfg.emb_dim},
+    }
 
 
 # --- shift_targets ---------------------------------------------------------------------------------
+
 
 def _shift_variants(inputs) -> dict:
     return {k: {"dec_in": a.numpy(), "labels": b.numpy()} for k, (a, b) in Var.shift_variants(inputs["ans"]).items()}
@@ -72,19 +102,29 @@ def _judge_shift(check):
             # the decoder input and the labels are two slices the lesson teaches separately: each earns its half
             r.parts = (("the decoder input dec_in_b", rd.ok), ("the labels labels_b", rl.ok))
         return r
+
     return judge
 
 
 for _cid, _hidden, _seed in (("target_slicing.shift", False, 1201), ("target_slicing.shift_hidden", True, 0)):
-    _c = Check(id=_cid, title="shift_targets", task="shift_targets(ans_b)", kind="shift", hidden=_hidden, seed=_seed,
-               build=(lambda s, h=_hidden: _build_answers(s, h)), wire=lambda inp: ({}, {"ans": inp["ans"].numpy()}),
-               reference=lambda inp: dict(zip(("dec_in", "labels"), (t.numpy() for t in Mdl.shift_targets(inp["ans"])))),
-               variants=_shift_variants)
+    _c = Check(
+        id=_cid,
+        title="shift_targets",
+        task="shift_targets(ans_b)",
+        kind="shift",
+        hidden=_hidden,
+        seed=_seed,
+        build=(lambda s, h=_hidden: _build_answers(s, h)),
+        wire=lambda inp: ({}, {"ans": inp["ans"].numpy()}),
+        reference=lambda inp: dict(zip(("dec_in", "labels"), (t.numpy() for t in Mdl.shift_targets(inp["ans"])))),
+        variants=_shift_variants,
+    )
     _c.judge = _judge_shift(_c)
     CHECKS.append(_c)
 
 
 # --- Transformer.forward -------------------------------------------------------------------------
+
 
 def _build_forward(seed: int, hidden: bool, probe: str = "plain") -> dict:
     # the hidden question probe runs a batch of one (a squeeze or a batch-wide slice shows there)
@@ -106,10 +146,12 @@ def _positions(inputs, q, a) -> tuple[Tensor, Tensor]:
 
 # Which (question, answer) each probe runs the model on: the first case is always the plain one.
 # "logits_again" repeats the plain case: two runs on the same inputs must agree in eval mode.
-_CASES = {"shape": [("logits", "ques", "ans")],
-          "plain": [("logits", "ques", "ans"), ("logits_again", "ques", "ans")],
-          "causal": [("logits", "ques", "ans"), ("logits_changed", "ques", "ans_changed"), ("logits_again", "ques", "ans")],
-          "question": [("logits", "ques", "ans"), ("logits_changed", "ques_changed", "ans"), ("logits_again", "ques", "ans")]}
+_CASES = {
+    "shape": [("logits", "ques", "ans")],
+    "plain": [("logits", "ques", "ans"), ("logits_again", "ques", "ans")],
+    "causal": [("logits", "ques", "ans"), ("logits_changed", "ques", "ans_changed"), ("logits_again", "ques", "ans")],
+    "question": [("logits", "ques", "ans"), ("logits_changed", "ques_changed", "ans"), ("logits_again", "ques", "ans")],
+}
 
 
 def _logits(inputs, q, a) -> np.ndarray:
@@ -123,12 +165,14 @@ def _wire_forward(probe: str):
         keys = sorted({k for _, q, a in _CASES[probe] for k in (q, a)} | ({"ques_pos", "ans_pos"} & set(inputs)))
         arrays = {**state_arrays(inputs["model"]), **{k: inputs[k].numpy() for k in keys}}
         return {"config": dataclasses.asdict(inputs["config"]), "cases": [list(c) for c in _CASES[probe]]}, arrays
+
     return wire
 
 
 def _ref_forward(probe: str):
     def ref(inputs):
         return {name: _logits(inputs, inputs[q], inputs[a]) for name, q, a in _CASES[probe]}
+
     return ref
 
 
@@ -187,31 +231,62 @@ def _judge_forward(check, probe: str):
             if lg is not None and lg.shape == exp:
                 return Verdict(True, words("logits_shape_ok", title=check.title, exp=exp))
             shape = None if lg is None else tuple(lg.shape)
-            return Verdict(False, words("logits_shape_bad", check_id=check.id, exp=exp, got=shape)
-                           + diagnosis(_forward_shape_hint(inputs)(shape) if shape else None))
+            return Verdict(
+                False,
+                words("logits_shape_bad", check_id=check.id, exp=exp, got=shape)
+                + diagnosis(_forward_shape_hint(inputs)(shape) if shape else None),
+            )
         random = not_repeatable(check, "Transformer.forward", lg, got.get("logits_again"))
         if random is not None:
             return random
-        r = compare(check, "the logits", lg, ref["logits"], candidates=_forward_cands(inputs),
-                    shape_hint=_forward_shape_hint(inputs))
+        r = compare(
+            check,
+            "the logits",
+            lg,
+            ref["logits"],
+            candidates=_forward_cands(inputs),
+            shape_hint=_forward_shape_hint(inputs),
+        )
         if probe == "plain":
             return r
         lc = got.get("logits_changed")
         if probe == "causal":
             j = inputs["j"]
             # logits at positions < j read answer tokens < j only; the last answer token is never read.
-            if lg is not None and lc is not None and lg.shape == lc.shape == ref["logits"].shape and not np.allclose(lg[:, :j], lc[:, :j], atol=ATOL):
+            if (
+                lg is not None
+                and lc is not None
+                and lg.shape == lc.shape == ref["logits"].shape
+                and not np.allclose(lg[:, :j], lc[:, :j], atol=ATOL)
+            ):
                 named = names_a_mask_mistake(r.words)
-                return Verdict(False, words("logits_not_causal", check_id=check.id, last=j - 1, j=j)
-                               + ("" if named else diagnosis("observed_not_causal")) + ("\n" + r.words if not r.ok else ""))
-            r2 = compare(check, "the logits after changing later answer tokens", lc, ref["logits_changed"],
-                         candidates=_forward_cands(inputs, ans_key="ans_changed"), shape_hint=_forward_shape_hint(inputs))
+                return Verdict(
+                    False,
+                    words("logits_not_causal", check_id=check.id, last=j - 1, j=j)
+                    + ("" if named else diagnosis("observed_not_causal"))
+                    + ("\n" + r.words if not r.ok else ""),
+                )
+            r2 = compare(
+                check,
+                "the logits after changing later answer tokens",
+                lc,
+                ref["logits_changed"],
+                candidates=_forward_cands(inputs, ans_key="ans_changed"),
+                shape_hint=_forward_shape_hint(inputs),
+            )
             return first_failure(r, r2)
         if lg is not None and lc is not None and lg.shape == lc.shape and np.allclose(lg, lc, atol=ATOL):
             return Verdict(False, words("logits_ignore_question", check_id=check.id) + diagnosis("ignores_question"))
-        r2 = compare(check, "the logits for a different question", lc, ref["logits_changed"],
-                     candidates=_forward_cands(inputs, ques_key="ques_changed"), shape_hint=_forward_shape_hint(inputs))
+        r2 = compare(
+            check,
+            "the logits for a different question",
+            lc,
+            ref["logits_changed"],
+            candidates=_forward_cands(inputs, ques_key="ques_changed"),
+            shape_hint=_forward_shape_hint(inputs),
+        )
         return first_failure(r, r2)
+
     return judge
 
 
@@ -222,18 +297,34 @@ _FORWARD_ERRORS = {
 }
 
 CHECKS += probe_checks(
-    tuple(f"target_slicing.{n}" for n in ("forward_shapes", "forward", "forward_hidden", "causal_hidden",
-                                          "question_hidden")),
-    ("Transformer.forward logits shape", "Transformer.forward",
-                       "Transformer.forward on fresh weights and lengths", "Transformer.forward causality",
-                       "Transformer.forward reads the question"), (1202, 1203),
-    shape_key="logits", build=_build_forward, wire=_wire_forward, reference=_ref_forward, judge=_judge_forward,
-    variants=_forward_variants, task="Transformer.forward", kind="forward", error_patterns=_FORWARD_ERRORS,
+    tuple(
+        f"target_slicing.{n}"
+        for n in ("forward_shapes", "forward", "forward_hidden", "causal_hidden", "question_hidden")
+    ),
+    (
+        "Transformer.forward logits shape",
+        "Transformer.forward",
+        "Transformer.forward on fresh weights and lengths",
+        "Transformer.forward causality",
+        "Transformer.forward reads the question",
+    ),
+    (1202, 1203),
+    shape_key="logits",
+    build=_build_forward,
+    wire=_wire_forward,
+    reference=_ref_forward,
+    judge=_judge_forward,
+    variants=_forward_variants,
+    task="Transformer.forward",
+    kind="forward",
+    error_patterns=_FORWARD_ERRORS,
     shape_hints=_forward_shape_hints,
-    judge_failed=_failed_forward)
+    judge_failed=_failed_forward,
+)
 
 
 # --- the loss --------------------------------------------------------------------------------------
+
 
 def _build_loss(seed: int, hidden: bool) -> dict:
     inputs = _build_answers(seed, hidden)
@@ -244,9 +335,11 @@ def _build_loss(seed: int, hidden: bool) -> dict:
     g = gen(seed + 2)
     other = torch.randint(0, 14, (d["N"], d["Ka"]), generator=g)
     other[:, 0], other[:, -1] = 14, 15  # BOS ... EOS
-    inputs["cases"] = [(inputs["logits"], inputs["ans"]),
-                       (3 * normal(g, d["N"], d["Ka1"], d["V"]), inputs["ans"]),
-                       (normal(g, d["N"], d["Ka1"], d["V"]), other)]
+    inputs["cases"] = [
+        (inputs["logits"], inputs["ans"]),
+        (3 * normal(g, d["N"], d["Ka1"], d["V"]), inputs["ans"]),
+        (normal(g, d["N"], d["Ka1"], d["V"]), other),
+    ]
     d["NK1"] = d["N"] * d["Ka1"]
     d["NK"] = d["N"] * d["Ka"]
     return inputs
@@ -260,8 +353,10 @@ def _wire_loss(inputs):
 
 
 def _ref_loss(inputs):
-    return {wire.case("loss", i): Mdl.sequence_loss(x, a[:, 1:]).reshape(1).double().numpy()
-            for i, (x, a) in enumerate(inputs["cases"])}
+    return {
+        wire.case("loss", i): Mdl.sequence_loss(x, a[:, 1:]).reshape(1).double().numpy()
+        for i, (x, a) in enumerate(inputs["cases"])
+    }
 
 
 def _loss_variants(inputs) -> dict:
@@ -276,14 +371,22 @@ def _judge_loss(check):
     def judge(got, ref, inputs):
         variants = _loss_variants(inputs)
         keys = [wire.case("loss", i) for i in range(len(inputs["cases"]))]
-        results = [compare(check, "the loss", got.get(key), ref[key],
-                           candidates=lambda key=key: {k: v[key] for k, v in variants.items()})
-                   for key in keys]
+        results = [
+            compare(
+                check,
+                "the loss",
+                got.get(key),
+                ref[key],
+                candidates=lambda key=key: {k: v[key] for k, v in variants.items()},
+            )
+            for key in keys
+        ]
         r = first_failure(*results)
         values = [got.get(key) for key in keys]
         if not r.ok and all(v is not None and v.shape == (1,) for v in values):
             named_by_property(r, Prop.loss([float(v[0]) for v in values], inputs["cases"]))
         return r
+
     return judge
 
 
@@ -293,9 +396,18 @@ _LOSS_ERRORS = {
 }
 
 for _cid, _hidden, _seed in (("target_slicing.loss", False, 1204), ("target_slicing.loss_hidden", True, 0)):
-    _c = Check(id=_cid, title="next_token_loss", task="next_token_loss(logits, ans_b)", kind="loss", hidden=_hidden,
-               seed=_seed, build=(lambda s, h=_hidden: _build_loss(s, h)),
-               wire=_wire_loss, reference=_ref_loss,
-               error_patterns=_LOSS_ERRORS, variants=_loss_variants)
+    _c = Check(
+        id=_cid,
+        title="next_token_loss",
+        task="next_token_loss(logits, ans_b)",
+        kind="loss",
+        hidden=_hidden,
+        seed=_seed,
+        build=(lambda s, h=_hidden: _build_loss(s, h)),
+        wire=_wire_loss,
+        reference=_ref_loss,
+        error_patterns=_LOSS_ERRORS,
+        variants=_loss_variants,
+    )
     _c.judge = _judge_loss(_c)
     CHECKS.append(_c)

@@ -21,6 +21,7 @@ from encdec.model import sequence_loss
 
 # --- chapter 11: mask and masked softmax ------------------------------------------------------
 
+
 def mask_variants(seq: Tensor) -> dict[str, Tensor]:
     N, K = seq.shape
     ones = torch.ones((K, K), dtype=torch.bool)
@@ -40,6 +41,7 @@ def softmax_variants(scores: Tensor, mask: Tensor) -> dict[str, Tensor]:
 
 
 # --- chapter 11: the decoder block ------------------------------------------------------------
+
 
 def block_variants(b: nn.Module, dec: Tensor, enc: Tensor, mask: Tensor) -> dict[str, Tensor]:
     """Buggy DecoderBlock.forward bodies, run with block ``b``'s submodules."""
@@ -88,6 +90,7 @@ def block_variants(b: nn.Module, dec: Tensor, enc: Tensor, mask: Tensor) -> dict
 
 # --- chapter 12: shift, forward, loss ---------------------------------------------------------
 
+
 def shift_variants(ans_b: Tensor) -> dict[str, tuple[Tensor, Tensor]]:
     return {
         "no_shift": (ans_b, ans_b),
@@ -125,16 +128,19 @@ def forward_variants(m: nn.Module, ques_b, ques_pos, ans_b, ans_pos) -> dict[str
 
 def loss_variants(logits: Tensor, ans_b: Tensor) -> dict[str, Tensor]:
     V = logits.shape[-1]
-    return _run_all({
-        "labels_not_shifted": lambda: sequence_loss(logits, ans_b[:, :-1]),
-        "shift_reversed": lambda: sequence_loss(logits, ans_b[:, :-1]),
-        "loss_sum": lambda: nn.functional.cross_entropy(
-            logits.reshape(-1, V), ans_b[:, 1:].reshape(-1), reduction="sum"
-        ),
-    })
+    return _run_all(
+        {
+            "labels_not_shifted": lambda: sequence_loss(logits, ans_b[:, :-1]),
+            "shift_reversed": lambda: sequence_loss(logits, ans_b[:, :-1]),
+            "loss_sum": lambda: nn.functional.cross_entropy(
+                logits.reshape(-1, V), ans_b[:, 1:].reshape(-1), reduction="sum"
+            ),
+        }
+    )
 
 
 # --- chapter 13: KV cache and cached greedy decoding ------------------------------------------
+
 
 def update_variants(steps: list[tuple[Tensor, Tensor]]) -> dict[str, list[Tensor]]:
     """Keys returned after each update, for caches that overwrite or append on the wrong axis."""
@@ -155,8 +161,9 @@ DECODE = ("pos_not_advanced", "pos_ahead", "prefix_refed_into_cache", "cache_ove
 
 
 @torch.no_grad()
-def decode_variants(model: nn.Module, ques_b: Tensor, max_new_tokens: int,
-                    modes: tuple[str, ...] = DECODE) -> dict[str, tuple[Tensor, Tensor]]:
+def decode_variants(
+    model: nn.Module, ques_b: Tensor, max_new_tokens: int, modes: tuple[str, ...] = DECODE
+) -> dict[str, tuple[Tensor, Tensor]]:
     """Buggy cached decoders (``modes`` of ``DECODE``): token ids (N, 1+n) and each step's
     last-position logits (n, N, V)."""
 
@@ -201,8 +208,9 @@ PREFILL = ("prefill_no_mask", "prefill_last_only", "prefill_pos_restarted", "cac
 
 
 @torch.no_grad()
-def prefill_decode(model: nn.Module, ques_b: Tensor, prefix: Tensor, max_new_tokens: int,
-                   mode: str | None = None) -> tuple[Tensor, Tensor]:
+def prefill_decode(
+    model: nn.Module, ques_b: Tensor, prefix: Tensor, max_new_tokens: int, mode: str | None = None
+) -> tuple[Tensor, Tensor]:
     """Cached greedy decoding that continues ``prefix`` (N, P): the lesson's (``mode`` None) or with
     one mistake of ``PREFILL``. Returns the tokens (N, P + n) and each step's last-position logits
     (n, N, V)."""
@@ -231,7 +239,9 @@ def prefill_decode(model: nn.Module, ques_b: Tensor, prefix: Tensor, max_new_tok
     return tokens, (torch.stack(steps) if steps else torch.zeros(0, N, V))
 
 
-def prefill_variants(model: nn.Module, ques_b: Tensor, prefix: Tensor, max_new_tokens: int) -> dict[str, tuple[Tensor, Tensor]]:
+def prefill_variants(
+    model: nn.Module, ques_b: Tensor, prefix: Tensor, max_new_tokens: int
+) -> dict[str, tuple[Tensor, Tensor]]:
     """Buggy prefills (``PREFILL``): tokens (N, P + n) and step logits (n, N, V) of each."""
     return _run_all({m: (lambda m=m: prefill_decode(model, ques_b, prefix, max_new_tokens, m)) for m in PREFILL})
 
@@ -274,6 +284,6 @@ def _run_all(makers: dict) -> dict:
         for name, make in makers.items():
             try:
                 out[name] = make()
-            except Exception:  # noqa: BLE001 (a variant that fails has nothing to compare)
+            except Exception:
                 continue
     return out

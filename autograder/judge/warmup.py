@@ -36,13 +36,29 @@ def attention_shapes(N: int, Lq: int, Lk: int, M: int, H: int, mistake: str | No
     Dh = M if mistake == "heads_not_split" else M // H
     Lkv = Lq if mistake == "kv_length_from_queries" else Lk
     if mistake == "heads_after_length":  # (N, L, H, Dh): the view before its transpose(1, 2)
-        return {"Q": (N, Lq, H, Dh), "K": (N, Lk, H, Dh), "V": (N, Lk, H, Dh), "scores": (N, H, Lq, Lk), "out": (N, Lq, M)}
-    return {"Q": (N, H, Lq, Dh), "K": (N, H, Lkv, Dh), "V": (N, H, Lkv, Dh),
-            "scores": (N, H, Lk, Lq) if mistake == "scores_transposed" else (N, H, Lq, Lkv),
-            "out": (N, H, Lq, Dh) if mistake == "heads_not_merged" else (N, Lq, M)}
+        return {
+            "Q": (N, Lq, H, Dh),
+            "K": (N, Lk, H, Dh),
+            "V": (N, Lk, H, Dh),
+            "scores": (N, H, Lq, Lk),
+            "out": (N, Lq, M),
+        }
+    return {
+        "Q": (N, H, Lq, Dh),
+        "K": (N, H, Lkv, Dh),
+        "V": (N, H, Lkv, Dh),
+        "scores": (N, H, Lk, Lq) if mistake == "scores_transposed" else (N, H, Lq, Lkv),
+        "out": (N, H, Lq, Dh) if mistake == "heads_not_merged" else (N, Lq, M),
+    }
 
 
-SHAPE_MISTAKES = ("scores_transposed", "heads_not_split", "kv_length_from_queries", "heads_not_merged", "heads_after_length")
+SHAPE_MISTAKES = (
+    "scores_transposed",
+    "heads_not_split",
+    "kv_length_from_queries",
+    "heads_not_merged",
+    "heads_after_length",
+)
 
 
 def _build_shapes(seed: int) -> dict:
@@ -59,8 +75,11 @@ def _build_shapes(seed: int) -> dict:
 
 
 def _shape_outputs(inputs: dict, mistake: str | None = None) -> dict:
-    return {wire.case(k, i): np.array(v, dtype=np.int64)
-            for i, sizes in enumerate(inputs["cases"]) for k, v in attention_shapes(**sizes, mistake=mistake).items()}
+    return {
+        wire.case(k, i): np.array(v, dtype=np.int64)
+        for i, sizes in enumerate(inputs["cases"])
+        for k, v in attention_shapes(**sizes, mistake=mistake).items()
+    }
 
 
 def _shape_variants(inputs: dict) -> dict[str, dict]:
@@ -79,20 +98,43 @@ def _judge_shapes(check):
                     continue
                 shown = tuple(int(n) for n in g.reshape(-1)[:8])  # a shape has a few numbers: the first 8 say it
                 named = agreeing(got, _shape_variants(inputs), list(ref), exact=True)
-                return Verdict(False, words("shape_answer_bad", check_id=check.id, title=check.title,
-                                            sizes=", ".join(f"{k}={v}" for k, v in sizes.items()), what=key,
-                                            exp=tuple(int(n) for n in ref[name]), got=shown) + diagnosis(named))
+                return Verdict(
+                    False,
+                    words(
+                        "shape_answer_bad",
+                        check_id=check.id,
+                        title=check.title,
+                        sizes=", ".join(f"{k}={v}" for k, v in sizes.items()),
+                        what=key,
+                        exp=tuple(int(n) for n in ref[name]),
+                        got=shown,
+                    )
+                    + diagnosis(named),
+                )
         return Verdict(True, words("matched_all", title=check.title))
+
     return judge
 
 
 for _cid, _hidden, _seed in (("warmup.shapes", False, 4001), ("warmup.shapes_hidden", True, 0)):
-    add(CHECKS, _cid, _hidden, _seed, title="attention_shapes", task="attention_shapes(N, Lq, Lk, M, H)", kind="shapes",
-        build=_build_shapes, wire=lambda inp: ({"cases": inp["cases"], "keys": list(SHAPE_KEYS)}, {}),
-        reference=_shape_outputs, variants=_shape_variants, judge=_judge_shapes)
+    add(
+        CHECKS,
+        _cid,
+        _hidden,
+        _seed,
+        title="attention_shapes",
+        task="attention_shapes(N, Lq, Lk, M, H)",
+        kind="shapes",
+        build=_build_shapes,
+        wire=lambda inp: ({"cases": inp["cases"], "keys": list(SHAPE_KEYS)}, {}),
+        reference=_shape_outputs,
+        variants=_shape_variants,
+        judge=_judge_shapes,
+    )
 
 
 # --- part 2: the causal mask by hand, and applied before the softmax --------------------------------
+
 
 def _triu(T: int, k: int) -> Tensor:
     return torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=k)
@@ -104,9 +146,14 @@ def causal_mask(T: int) -> Tensor:
 
 
 def _mask_variants_of(T: int) -> dict[str, Tensor]:
-    return {"mask_inverted": ~_triu(T, 1), "mask_transposed": _triu(T, 1).T.contiguous(), "mask_diagonal": _triu(T, 0),
-            "mask_offset": _triu(T, 2), "mask_not_bool": _triu(T, 1).float(),
-            "mask_not_bool_additive": torch.zeros(T, T).masked_fill(_triu(T, 1), float("-inf"))}
+    return {
+        "mask_inverted": ~_triu(T, 1),
+        "mask_transposed": _triu(T, 1).T.contiguous(),
+        "mask_diagonal": _triu(T, 0),
+        "mask_offset": _triu(T, 2),
+        "mask_not_bool": _triu(T, 1).float(),
+        "mask_not_bool_additive": torch.zeros(T, T).masked_fill(_triu(T, 1), float("-inf")),
+    }
 
 
 def _build_causal_mask(seed: int) -> dict:
@@ -131,15 +178,29 @@ def _judge_causal_mask(check):
         def prop(i, m):
             T = inputs["sizes"][i]
             return Prop.mask(m[None], np.zeros((1, T), dtype=np.int64)) if m.shape == (T, T) else None
-        return by_case(check, "the mask", "mask", _mask_cases(inputs), got, ref, lambda: _mask_variants(inputs), True, prop)
+
+        return by_case(
+            check, "the mask", "mask", _mask_cases(inputs), got, ref, lambda: _mask_variants(inputs), True, prop
+        )
+
     return judge
 
 
 for _cid, _hidden, _seed in (("warmup.causal_mask", False, 4002), ("warmup.causal_mask_hidden", True, 0)):
-    add(CHECKS, _cid, _hidden, _seed, title="causal_mask", task="causal_mask(T)", kind="causal_mask",
-        build=_build_causal_mask, wire=lambda inp: ({"sizes": inp["sizes"]}, {}),
+    add(
+        CHECKS,
+        _cid,
+        _hidden,
+        _seed,
+        title="causal_mask",
+        task="causal_mask(T)",
+        kind="causal_mask",
+        build=_build_causal_mask,
+        wire=lambda inp: ({"sizes": inp["sizes"]}, {}),
         reference=lambda inp: {wire.case("mask", i): causal_mask(T).numpy() for i, T in enumerate(inp["sizes"])},
-        variants=_mask_variants, judge=_judge_causal_mask)
+        variants=_mask_variants,
+        judge=_judge_causal_mask,
+    )
 
 
 def _softmax_masked(scores: Tensor, forbidden: Tensor, fill: float = float("-inf")) -> Tensor:
@@ -158,13 +219,17 @@ def _softmax_variants(inputs) -> dict[str, dict]:
         T = s.shape[-1]
         m = _triu(T, 1)
         lowest = torch.finfo(s.dtype).min  # a finite fill: a row with every key forbidden is uniform, not NaN
-        for name, w in {"mask_after_softmax": torch.softmax(s, dim=-1).masked_fill(m, 0.0),
-                        "softmax_fill_finite": _softmax_masked(s, m, 0.0), "no_mask": torch.softmax(s, dim=-1),
-                        "mask_inverted": _softmax_masked(s, ~m), "mask_inverted_lowest": _softmax_masked(s, ~m, lowest),
-                        "mask_transposed": _softmax_masked(s, m.T),
-                        "mask_diagonal": _softmax_masked(s, _triu(T, 0)),
-                        "mask_diagonal_lowest": _softmax_masked(s, _triu(T, 0), lowest),
-                        "mask_offset": _softmax_masked(s, _triu(T, 2))}.items():
+        for name, w in {
+            "mask_after_softmax": torch.softmax(s, dim=-1).masked_fill(m, 0.0),
+            "softmax_fill_finite": _softmax_masked(s, m, 0.0),
+            "no_mask": torch.softmax(s, dim=-1),
+            "mask_inverted": _softmax_masked(s, ~m),
+            "mask_inverted_lowest": _softmax_masked(s, ~m, lowest),
+            "mask_transposed": _softmax_masked(s, m.T),
+            "mask_diagonal": _softmax_masked(s, _triu(T, 0)),
+            "mask_diagonal_lowest": _softmax_masked(s, _triu(T, 0), lowest),
+            "mask_offset": _softmax_masked(s, _triu(T, 2)),
+        }.items():
             out.setdefault(name, {})[wire.case("weights", i)] = w.numpy()
     return out
 
@@ -176,22 +241,40 @@ def _judge_causal_softmax(check):
         def prop(i, w):
             T = scores[i].shape[-1]
             return Prop.softmax(w, scores[i].numpy(), np.triu(np.ones((T, T), dtype=bool), 1))
+
         cases = [f"scores {tuple(s.shape)}" for s in scores]
-        return by_case(check, "the attention weights", "weights", cases, got, ref, lambda: _softmax_variants(inputs),
-                       False, prop)
+        return by_case(
+            check, "the attention weights", "weights", cases, got, ref, lambda: _softmax_variants(inputs), False, prop
+        )
+
     return judge
 
 
 for _cid, _hidden, _seed in (("warmup.causal_softmax", False, 4003), ("warmup.causal_softmax_hidden", True, 0)):
-    add(CHECKS, _cid, _hidden, _seed, title="causal_softmax", task="causal_softmax(scores)", kind="causal_softmax",
+    add(
+        CHECKS,
+        _cid,
+        _hidden,
+        _seed,
+        title="causal_softmax",
+        task="causal_softmax(scores)",
+        kind="causal_softmax",
         build=_build_causal_softmax,
-        wire=lambda inp: ({"cases": len(inp["scores"])}, {wire.case("scores", i): s.numpy() for i, s in enumerate(inp["scores"])}),
-        reference=lambda inp: {wire.case("weights", i): _softmax_masked(s, _triu(s.shape[-1], 1)).numpy()
-                               for i, s in enumerate(inp["scores"])},
-        variants=stored(_softmax_variants), judge=_judge_causal_softmax)
+        wire=lambda inp: (
+            {"cases": len(inp["scores"])},
+            {wire.case("scores", i): s.numpy() for i, s in enumerate(inp["scores"])},
+        ),
+        reference=lambda inp: {
+            wire.case("weights", i): _softmax_masked(s, _triu(s.shape[-1], 1)).numpy()
+            for i, s in enumerate(inp["scores"])
+        },
+        variants=stored(_softmax_variants),
+        judge=_judge_causal_softmax,
+    )
 
 
 # --- part 3 (stretch): the padding mask, alone and with the causal mask -----------------------------
+
 
 def padding_mask(lengths: Tensor, Tq: int, Tk: int, mistake: str | None = None) -> Tensor:
     """(B, 1, Tq, Tk), True where key j is padding (j >= its sequence's length), for every reader;
@@ -200,8 +283,12 @@ def padding_mask(lengths: Tensor, Tq: int, Tk: int, mistake: str | None = None) 
     L = lengths[:, None, None, None]  # (B, 1, 1, 1)
     i = torch.arange(Tq)[None, None, :, None]  # (1, 1, Tq, 1): the readers
     j = torch.arange(Tk)[None, None, None, :]  # (1, 1, 1, Tk): the keys
-    pad = {"padding_on_queries": i >= L, "padding_off_by_one": j > L, "padding_off_by_one_early": j >= L - 1,
-           "padding_inverted": j < L}.get(mistake, j >= L)
+    pad = {
+        "padding_on_queries": i >= L,
+        "padding_off_by_one": j > L,
+        "padding_off_by_one_early": j >= L - 1,
+        "padding_inverted": j < L,
+    }.get(mistake, j >= L)
     pad = pad.expand(B, 1, Tq, Tk)
     if mistake == "padding_no_head_axis":
         return pad[:, 0]  # (B, Tq, Tk)
@@ -210,8 +297,14 @@ def padding_mask(lengths: Tensor, Tq: int, Tk: int, mistake: str | None = None) 
     return pad
 
 
-PADDING_MISTAKES = ("padding_on_queries", "padding_off_by_one", "padding_off_by_one_early", "padding_inverted",
-                    "padding_no_head_axis", "mask_not_bool")
+PADDING_MISTAKES = (
+    "padding_on_queries",
+    "padding_off_by_one",
+    "padding_off_by_one_early",
+    "padding_inverted",
+    "padding_no_head_axis",
+    "mask_not_bool",
+)
 
 
 def causal_padding_mask(lengths: Tensor, T: int, mistake: str | None = None) -> Tensor:
@@ -223,8 +316,15 @@ def causal_padding_mask(lengths: Tensor, T: int, mistake: str | None = None) -> 
     return (pad | causal[0]) if mistake == "padding_no_head_axis" else (pad.bool() | causal).to(pad.dtype)
 
 
-COMBINED_MISTAKES = ("masks_combined_with_and", "padding_on_queries", "padding_off_by_one", "padding_off_by_one_early",
-                     "padding_inverted", "padding_no_head_axis", "mask_not_bool")
+COMBINED_MISTAKES = (
+    "masks_combined_with_and",
+    "padding_on_queries",
+    "padding_off_by_one",
+    "padding_off_by_one_early",
+    "padding_inverted",
+    "padding_no_head_axis",
+    "mask_not_bool",
+)
 
 
 def _lengths(g, B: int, Tk: int) -> Tensor:
@@ -247,26 +347,45 @@ def _build_padding(seed: int, combined: bool) -> dict:
 
 def _padding_ref(combined: bool, mistake: str | None = None):
     def ref(inputs):
-        return {wire.case("mask", i): (causal_padding_mask(L, T, mistake) if combined else padding_mask(L, Tq, T, mistake)).numpy()
-                for i, (L, (Tq, T)) in enumerate(zip(inputs["lengths"], inputs["sizes"]))}
+        return {
+            wire.case("mask", i): (
+                causal_padding_mask(L, T, mistake) if combined else padding_mask(L, Tq, T, mistake)
+            ).numpy()
+            for i, (L, (Tq, T)) in enumerate(zip(inputs["lengths"], inputs["sizes"]))
+        }
+
     return ref
 
 
 def _padding_variants(combined: bool):
-    return lambda inputs: {m: _padding_ref(combined, m)(inputs) for m in (COMBINED_MISTAKES if combined else PADDING_MISTAKES)}
+    return lambda inputs: {
+        m: _padding_ref(combined, m)(inputs) for m in (COMBINED_MISTAKES if combined else PADDING_MISTAKES)
+    }
 
 
 def _padding_cases(inputs, combined: bool) -> list[str]:
-    return [f"key_lengths = {L.tolist()}, " + (f"T = {T}" if combined else f"Tq = {Tq}, Tk = {T}")
-            for L, (Tq, T) in zip(inputs["lengths"], inputs["sizes"])]
+    return [
+        f"key_lengths = {L.tolist()}, " + (f"T = {T}" if combined else f"Tq = {Tq}, Tk = {T}")
+        for L, (Tq, T) in zip(inputs["lengths"], inputs["sizes"])
+    ]
 
 
 def _judge_padding(combined: bool):
     def make(check):
         def judge(got, ref, inputs):
-            return by_case(check, "the mask", "mask", _padding_cases(inputs, combined), got, ref,
-                           lambda: _padding_variants(combined)(inputs), True)
+            return by_case(
+                check,
+                "the mask",
+                "mask",
+                _padding_cases(inputs, combined),
+                got,
+                ref,
+                lambda: _padding_variants(combined)(inputs),
+                True,
+            )
+
         return judge
+
     return make
 
 
@@ -274,18 +393,33 @@ def _padding_wire(combined: bool):
     def wire_(inputs):
         sizes = [T for _, T in inputs["sizes"]] if combined else [list(s) for s in inputs["sizes"]]
         return {"sizes": sizes}, {wire.case("lengths", i): L.numpy() for i, L in enumerate(inputs["lengths"])}
+
     return wire_
 
 
-for _combined, _name, _task, _seeds in ((False, "padding_mask", "padding_mask(key_lengths, Tq, Tk)", (4004, 0)),
-                                        (True, "combined_mask", "causal_padding_mask(key_lengths, T)", (4005, 0))):
+for _combined, _name, _task, _seeds in (
+    (False, "padding_mask", "padding_mask(key_lengths, Tq, Tk)", (4004, 0)),
+    (True, "combined_mask", "causal_padding_mask(key_lengths, T)", (4005, 0)),
+):
     for _cid, _hidden, _seed in ((f"warmup.{_name}", False, _seeds[0]), (f"warmup.{_name}_hidden", True, _seeds[1])):
-        add(CHECKS, _cid, _hidden, _seed, title=_task.split("(")[0], task=_task, kind=_name,
-            build=(lambda s, c=_combined: _build_padding(s, c)), wire=_padding_wire(_combined),
-            reference=_padding_ref(_combined), variants=_padding_variants(_combined), judge=_judge_padding(_combined))
+        add(
+            CHECKS,
+            _cid,
+            _hidden,
+            _seed,
+            title=_task.split("(")[0],
+            task=_task,
+            kind=_name,
+            build=(lambda s, c=_combined: _build_padding(s, c)),
+            wire=_padding_wire(_combined),
+            reference=_padding_ref(_combined),
+            variants=_padding_variants(_combined),
+            judge=_judge_padding(_combined),
+        )
 
 
 # --- part 3 (stretch), masks in the wild: the course's mask in F.scaled_dot_product_attention's convention
+
 
 def _build_sdpa(seed: int) -> dict:
     """A padding mask (Tq != Tk) and a causal padding mask of the course (True = forbidden)."""
@@ -296,9 +430,11 @@ def _build_sdpa(seed: int) -> dict:
 
 def _sdpa_ref(mistake: str | None = None):
     """SDPA's boolean attn_mask, True = may attend; or what a known mistake gives."""
+
     def ref(inputs):
         made = {None: lambda m: ~m, "sdpa_mask_not_inverted": lambda m: m, "mask_not_bool": lambda m: (~m).float()}
         return {wire.case("attn_mask", i): made[mistake](m).numpy() for i, m in enumerate(inputs["masks"])}
+
     return ref
 
 
@@ -310,12 +446,27 @@ def _judge_sdpa(check):
     def judge(got, ref, inputs):
         cases = [f"mask {tuple(m.shape)}" for m in inputs["masks"]]
         return by_case(check, "the attn_mask", "attn_mask", cases, got, ref, lambda: _sdpa_variants(inputs), True)
+
     return judge
 
 
 for _cid, _hidden, _seed in (("warmup.sdpa_mask", False, 4007), ("warmup.sdpa_mask_hidden", True, 0)):
-    add(CHECKS, _cid, _hidden, _seed, title="sdpa_mask", task="sdpa_mask(mask)", kind="sdpa_mask", build=_build_sdpa,
-        wire=lambda inp: ({"cases": len(inp["masks"])}, {wire.case("mask", i): m.numpy() for i, m in enumerate(inp["masks"])}),
-        reference=_sdpa_ref(), variants=_sdpa_variants, judge=_judge_sdpa)
+    add(
+        CHECKS,
+        _cid,
+        _hidden,
+        _seed,
+        title="sdpa_mask",
+        task="sdpa_mask(mask)",
+        kind="sdpa_mask",
+        build=_build_sdpa,
+        wire=lambda inp: (
+            {"cases": len(inp["masks"])},
+            {wire.case("mask", i): m.numpy() for i, m in enumerate(inp["masks"])},
+        ),
+        reference=_sdpa_ref(),
+        variants=_sdpa_variants,
+        judge=_judge_sdpa,
+    )
 
 CHECKS += sampling.CHECKS

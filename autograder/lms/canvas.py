@@ -11,6 +11,7 @@ late penalty (late_policy.py), rounded to ``digits``; a student with no submissi
 empty cell, which Canvas leaves unchanged: ``missing_as_zero`` False). Names, ids and section
 text are written as CSV fields, never as formulas (a leading `=`, `+`, `-` or `@` is quoted off).
 """
+
 from __future__ import annotations
 
 import csv
@@ -31,20 +32,27 @@ def safe_text(text: object) -> str:
 class CanvasExport(ExportPlugin):
     """One row per student, one column per assignment, Canvas's import layout."""
 
-    id_column = Enum(["SIS Login ID", "SIS User ID", "ID"], default_value="SIS Login ID",
-                     help="The Canvas column that holds the nbgrader student id.").tag(config=True)
-    canvas_ids = Dict(help="nbgrader assignment -> Canvas assignment id, to update existing Canvas "
-                           "assignments instead of making new ones.").tag(config=True)
+    id_column = Enum(
+        ["SIS Login ID", "SIS User ID", "ID"],
+        default_value="SIS Login ID",
+        help="The Canvas column that holds the nbgrader student id.",
+    ).tag(config=True)
+    canvas_ids = Dict(
+        help="nbgrader assignment -> Canvas assignment id, to update existing Canvas "
+        "assignments instead of making new ones."
+    ).tag(config=True)
     missing_as_zero = Bool(True, help="No submission: 0 (True) or an empty cell, left as it is in Canvas.").tag(
-        config=True)
+        config=True
+    )
     digits = Integer(2, help="Decimal places of the exported scores.").tag(config=True)
 
     def export(self, gradebook: Gradebook) -> None:
         dest = self.to or "canvas_grades.csv"
         assignments = [a for a in gradebook.assignments if not self.assignment or a.name in self.assignment]
         students = [s for s in gradebook.students if not self.student or s.id in self.student]
-        columns = [f"{a.name} ({self.canvas_ids[a.name]})" if a.name in self.canvas_ids else a.name
-                   for a in assignments]
+        columns = [
+            f"{a.name} ({self.canvas_ids[a.name]})" if a.name in self.canvas_ids else a.name for a in assignments
+        ]
         self.log.info("Exporting %d students x %d assignments for Canvas to %s", len(students), len(assignments), dest)
         with open(dest, "w", newline="") as f:
             out = csv.writer(f)
@@ -55,7 +63,9 @@ class CanvasExport(ExportPlugin):
                 name = ", ".join(p for p in (student.last_name, student.first_name) if p)
                 row["Student"] = safe_text(name or student.id)
                 row[self.id_column] = safe_text(student.id)
-                out.writerow([row[k] for k in FIXED] + [self._score(gradebook, a.name, student.id) for a in assignments])
+                out.writerow(
+                    [row[k] for k in FIXED] + [self._score(gradebook, a.name, student.id) for a in assignments]
+                )
 
     def _score(self, gradebook: Gradebook, assignment: str, student: str) -> str:
         try:

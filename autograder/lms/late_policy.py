@@ -12,6 +12,7 @@ move the due date) and from ``extensions_file``, a CSV file the instructor keeps
 (``*``: every assignment; a student's rows for one assignment add up). A malformed file stops
 grading with an error naming the line and what was expected, before any penalty is given.
 """
+
 from __future__ import annotations
 
 import csv
@@ -47,8 +48,9 @@ def read_extensions(path: Path) -> dict[tuple[str, str], float]:
             except ValueError:
                 raise ExtensionsError(f"{path}: line {number}: days must be a number, got {days!r}") from None
             if not student or not assignment or not math.isfinite(value) or value < 0:
-                raise ExtensionsError(f"{path}: line {number}: expected a student id, an assignment (or *) and "
-                                      f"days >= 0, got {row}")
+                raise ExtensionsError(
+                    f"{path}: line {number}: expected a student id, an assignment (or *) and days >= 0, got {row}"
+                )
             out[student, assignment] = out.get((student, assignment), 0.0) + value
     return out
 
@@ -78,6 +80,12 @@ class LatePolicy(LateSubmissionPlugin):
         late = total_seconds_late - days * DAY_S - self.grace_minutes * 60.0
         taken = penalty(score, late, self.percent_per_day, self.max_percent)
         if taken:
-            self.log.info("late policy: %s on %s is %.1f h late after %.2f days of extension: -%.2f points",
-                          student_id, assignment, late / 3600, days, taken)
+            self.log.info(
+                "late policy: %s on %s is %.1f h late after %.2f days of extension: -%.2f points",
+                student_id,
+                assignment,
+                late / 3600,
+                days,
+                taken,
+            )
         return taken or None

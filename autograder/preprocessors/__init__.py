@@ -15,6 +15,7 @@
 
 ``TrustedGrading`` holds the grader's settings (the course secret's file).
 """
+
 from ._shared import CHECK_CALL, VERDICT_KEY, deliver, recorded_verdicts, withdraw
 from .clear_grading_files import ClearGradingFiles
 from .flag_integrity import FlagIntegrity
@@ -28,6 +29,23 @@ from .sanitize_outputs import SanitizeOutputs
 from .trusted_grading import TrustedGrading
 from .trusted_verdict import TrustedVerdict, submission_language, verdict_outputs
 
-__all__ = ["CHECK_CALL", "VERDICT_KEY", "recorded_verdicts", "ClearGradingFiles", "FlagIntegrity", "GradedExecute", "HideHiddenTests",
-           "HideIntegrityFlags", "MatchRelease", "RecordRepairs", "SafeOverwriteCells", "SanitizeOutputs", "TrustedGrading", "TrustedVerdict",
-           "deliver", "submission_language", "verdict_outputs", "withdraw"]
+__all__ = [
+    "CHECK_CALL",
+    "VERDICT_KEY",
+    "recorded_verdicts",
+    "ClearGradingFiles",
+    "FlagIntegrity",
+    "GradedExecute",
+    "HideHiddenTests",
+    "HideIntegrityFlags",
+    "MatchRelease",
+    "RecordRepairs",
+    "SafeOverwriteCells",
+    "SanitizeOutputs",
+    "TrustedGrading",
+    "TrustedVerdict",
+    "deliver",
+    "submission_language",
+    "verdict_outputs",
+    "withdraw",
+]

@@ -1,6 +1,7 @@
 """What the course's nbgrader preprocessors share: where a kernel works, which checks a test cell
 calls, the keys they keep in nbgrader's resources, and a submission's graded inputs (drawn once,
 kept in the grader's memory)."""
+
 from __future__ import annotations
 
 import re

@@ -1,5 +1,6 @@
 """``ClearGradingFiles`` (before execution): no ``.grading/`` or ``.grading-in/`` that a submission
 carried in is ever mistaken for the grader's files."""
+
 from __future__ import annotations
 
 from nbformat.notebooknode import NotebookNode

@@ -1,5 +1,6 @@
 """``FlagIntegrity`` (after ``SaveAutoGrades``): a notebook whose code reaches into the grader's
 machinery is marked for manual review in the gradebook, with its reasons (``autograder.integrity``)."""
+
 from __future__ import annotations
 
 from nbformat.notebooknode import NotebookNode
@@ -37,8 +38,13 @@ class FlagIntegrity(NbGraderPreprocessor):
                 comment = gb.find_comment(grade_id, notebook, assignment, student)
                 comment.auto_comment = "\n".join([PREFIX + "; ".join(reasons), *_other_lines(comment.auto_comment)])
             gb.db.commit()
-        self.log.warning("integrity flag: %s/%s/%s: %s", student, assignment, notebook,
-                         "; ".join(f"{f.cell}: {f.reason}" for f in flags))
+        self.log.warning(
+            "integrity flag: %s/%s/%s: %s",
+            student,
+            assignment,
+            notebook,
+            "; ".join(f"{f.cell}: {f.reason}" for f in flags),
+        )
         return nb, resources
 
 

@@ -7,6 +7,7 @@ removes the inputs, never following a link the kernel planted (``sandbox.safefs`
 cannot know the inputs before its code runs on them, and nothing it does later changes what it
 answered. A check judged by cost (the kv_cache structure items) runs its cell once per run, and the
 kernel's CPU time around each run is read from outside it (``_measured_runs``)."""
+
 from __future__ import annotations
 
 import re
@@ -18,6 +19,7 @@ import zmq
 
 from autograder.sandbox.execute import SandboxedExecute
 from autograder.sandbox.sandbox import tree_cpu_seconds
+
 from ._shared import OUTPUTS_KEY, check_ids, deliver, graded_inputs, withdraw, workdir
 
 
@@ -76,8 +78,14 @@ class GradedExecute(SandboxedExecute):
                 after = self._cpu()
                 cpu = None if before is None or after is None else after - before
                 results[part] = {"saved": saved, "cpu": cpu, "lesson": lesson, "bound": limit}
-                self.log.info("%s, run %r: %s s of CPU time in the kernel, bound %.3f s (the lesson's %.3f s)",
-                              check.id, part, "unknown" if cpu is None else f"{cpu:.3f}", limit, lesson)
+                self.log.info(
+                    "%s, run %r: %s s of CPU time in the kernel, bound %.3f s (the lesson's %.3f s)",
+                    check.id,
+                    part,
+                    "unknown" if cpu is None else f"{cpu:.3f}",
+                    limit,
+                    lesson,
+                )
         finally:
             cell.source = source
         resources.setdefault("nbgrader", {}).setdefault(OUTPUTS_KEY, {})[check.id] = results
@@ -106,7 +114,7 @@ class GradedExecute(SandboxedExecute):
                         sock.linger = 1000
                         sock.connect(f"{info['transport']}://{info['ip']}-{info['control_port']}")
                         self.km.session.send(sock, "interrupt_request", {})
-                except Exception as err:  # noqa: BLE001 - the run is judged over its bound either way
+                except Exception as err:
                     self.log.warning("could not interrupt the kernel at its CPU bound: %s", err)
                 return
 

@@ -7,6 +7,7 @@ grader puts it back); anywhere else, an answer cell that says ``### BEGIN HIDDEN
 the text is the student's and is shown as written (nbgrader's own step raises on it and the student
 gets no page). A test cell whose regions do not pair up shows the placeholder alone: hidden code is
 never shown."""
+
 from __future__ import annotations
 
 from nbformat.notebooknode import NotebookNode
@@ -18,8 +19,9 @@ from traitlets import Unicode
 class HideHiddenTests(ClearHiddenTests):
     """ClearHiddenTests on test cells only, leaving ``placeholder`` (indented as the region's first marker) behind."""
 
-    placeholder = Unicode("# (hidden test: its code is not shown)",
-                          help="The line left where a hidden test region was.").tag(config=True)
+    placeholder = Unicode(
+        "# (hidden test: its code is not shown)", help="The line left where a hidden test region was."
+    ).tag(config=True)
 
     def preprocess_cell(self, cell: NotebookNode, resources: dict, index: int):
         if cell.cell_type != "code" or not utils.is_grade(cell) or utils.is_solution(cell):

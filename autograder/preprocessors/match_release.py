@@ -26,6 +26,7 @@ Decisions are records in the notebook (``autograder/repairs.py``: a key and its 
 of the exporter, ``autograder/handed_in.py``, among them); the words are made last, from
 ``encdec/grading/messages.py`` in the submission's language.
 """
+
 from __future__ import annotations
 
 from nbformat.notebooknode import NotebookNode
@@ -61,8 +62,13 @@ class MatchRelease(NbGraderPreprocessor):
             cell = new_markdown_cell(notice(done, submission_language(nb)))
             cell.id = NOTICE_ID
             nb.cells.insert(0, cell)
-            self.log.warning("%s/%s/%s repaired: %s", ids["student"], ids["assignment"], ids["notebook"],
-                             "; ".join(r["key"] for r in done))
+            self.log.warning(
+                "%s/%s/%s repaired: %s",
+                ids["student"],
+                ids["assignment"],
+                ids["notebook"],
+                "; ".join(r["key"] for r in done),
+            )
         return nb, resources
 
     def _match_cell(self, nb, cell, source, points, solutions, tasks) -> None:

@@ -2,6 +2,7 @@
 cells (grade id, points, cell type) in its metadata, ``encdec.test_cells``, so the student's
 ``nbgrader validate`` can report one that was deleted or turned into another kind of cell
 (``encdec/grading/validation.py``); nbgrader's checksums cover only the cells still there."""
+
 from __future__ import annotations
 
 from nbformat.notebooknode import NotebookNode

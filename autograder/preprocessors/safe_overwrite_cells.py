@@ -1,6 +1,7 @@
 """``SafeOverwriteCells`` (nbgrader's ``OverwriteCells``, in the sanitizing step): puts deleted test
 cells back even when the cell before them was deleted too (nbgrader's own version stops the
 notebook with a KeyError then)."""
+
 from __future__ import annotations
 
 from nbformat.notebooknode import NotebookNode
@@ -20,8 +21,9 @@ class SafeOverwriteCells(OverwriteCells):
             if grade_cell.name in present:
                 continue
             self.log.warning("Missing grade cell %s encountered, adding to notebook", grade_cell.name)
-            new = self.missing_cell_transform(source_by_id[grade_cell.name], grade_cell.max_score,
-                                              is_solution=grade_cell.name in solution_ids)
+            new = self.missing_cell_transform(
+                source_by_id[grade_cell.name], grade_cell.max_score, is_solution=grade_cell.name in solution_ids
+            )
             earlier = source_ids[: source_ids.index(grade_cell.name)]
             at = max((present.index(g) + 1 for g in earlier if g in present), default=0)
             nb.cells.insert(at, new)

@@ -1,6 +1,7 @@
 """``SanitizeOutputs`` (before the grades are saved, and again in ``GenerateFeedback``): no script,
 event handler or ``javascript:`` link from a student's cell reaches the formgrader or the
 feedback HTML."""
+
 from __future__ import annotations
 
 import numbers
@@ -21,12 +22,38 @@ class SanitizeOutputs(SanitizeHTML):
     (JavaScript, widget views); this allows the harmless tags a plot or a table needs.
     """
 
-    enabled = Bool(True, help="nbconvert's preprocessors are off unless enabled; this one always runs.").tag(config=True)
+    enabled = Bool(True, help="nbconvert's preprocessors are off unless enabled; this one always runs.").tag(
+        config=True
+    )
 
     @default("tags")
     def _tags_default(self):
-        return sorted(set(ALLOWED_TAGS) | {"p", "div", "span", "pre", "br", "hr", "table", "thead", "tbody",
-                                           "tr", "th", "td", "h1", "h2", "h3", "h4", "h5", "h6", "sub", "sup", "img"})
+        return sorted(
+            set(ALLOWED_TAGS)
+            | {
+                "p",
+                "div",
+                "span",
+                "pre",
+                "br",
+                "hr",
+                "table",
+                "thead",
+                "tbody",
+                "tr",
+                "th",
+                "td",
+                "h1",
+                "h2",
+                "h3",
+                "h4",
+                "h5",
+                "h6",
+                "sub",
+                "sup",
+                "img",
+            }
+        )
 
     @default("attributes")
     def _attributes_default(self):
@@ -85,16 +112,25 @@ def _image_sizes(metadata) -> dict:
     kept = {}
     for mime, value in (metadata or {}).items() if isinstance(metadata, dict) else ():
         if isinstance(mime, str) and mime.startswith("image/") and isinstance(value, dict):
-            sizes = {k: v for k, v in value.items() if k in ("width", "height")
-                     and isinstance(v, numbers.Real) and not isinstance(v, bool) and 0 < v < 100_000}
+            sizes = {
+                k: v
+                for k, v in value.items()
+                if k in ("width", "height")
+                and isinstance(v, numbers.Real)
+                and not isinstance(v, bool)
+                and 0 < v < 100_000
+            }
             if sizes:
                 kept[mime] = sizes
     return kept
 
 
 # a link or image target, an autolink or a reference definition whose scheme can run or fetch
-_ACTIVE = re.compile(r"(?i)(\]\(\s*(?:<|&lt;)?|<|&lt;|^\s*\[[^\]]*\]:\s*(?:<|&lt;)?)\s*"
-                     r"(javascript|vbscript|data|file|attachment)\s*:", re.M)
+_ACTIVE = re.compile(
+    r"(?i)(\]\(\s*(?:<|&lt;)?|<|&lt;|^\s*\[[^\]]*\]:\s*(?:<|&lt;)?)\s*"
+    r"(javascript|vbscript|data|file|attachment)\s*:",
+    re.M,
+)
 # an image (it would load its source when the page opens): shown as a link instead
 _IMAGE = re.compile(r"!(\[[^\]\n]*\]\s*[(\[])")
 # a link target or reference definition that leaves the page (a scheme, or //host)

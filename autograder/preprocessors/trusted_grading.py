@@ -1,4 +1,5 @@
 """``TrustedGrading``: the grader's own settings (``c.TrustedGrading.*`` in ``nbgrader_config.py``)."""
+
 from __future__ import annotations
 
 from traitlets import Unicode
@@ -13,5 +14,5 @@ class TrustedGrading(LoggingConfigurable):
     secret_file = Unicode(
         str(grading_state().secret),
         help="File holding the course secret that seeds the graded runs' inputs (made on first use). "
-             "Keep it to regrade reproducibly; it must not be readable by students.",
+        "Keep it to regrade reproducibly; it must not be readable by students.",
     ).tag(config=True)

@@ -6,6 +6,7 @@ for an item with parts of which some passed, the parts missed and the score (nbg
 credit). Whatever the kernel printed or raised there is discarded. A test cell that nbgrader had
 to put back because the submission deleted it scores 0. Each verdict's label goes to the cell's
 metadata for the class report."""
+
 from __future__ import annotations
 
 from nbformat.notebooknode import NotebookNode
@@ -21,8 +22,12 @@ DELETED_MARK = "was missing from the submission"  # nbgrader's OverwriteCells.mi
 
 
 def _error(ename: str, message: str) -> NotebookNode:
-    return NotebookNode(output_type="error", ename=ename, evalue=message.splitlines()[0] if message else "",
-                        traceback=[f"{ename}: {line}" if i == 0 else line for i, line in enumerate(message.splitlines())])
+    return NotebookNode(
+        output_type="error",
+        ename=ename,
+        evalue=message.splitlines()[0] if message else "",
+        traceback=[f"{ename}: {line}" if i == 0 else line for i, line in enumerate(message.splitlines())],
+    )
 
 
 def _stream(text: str) -> NotebookNode:
@@ -43,7 +48,9 @@ class TrustedVerdict(NbGraderPreprocessor):
 
         nbg = resources.setdefault("nbgrader", {})
         if OUTPUTS_KEY not in nbg:
-            raise RuntimeError("TrustedVerdict needs ClearGradingFiles and GradedExecute before it (see nbgrader_config.py)")
+            raise RuntimeError(
+                "TrustedVerdict needs ClearGradingFiles and GradedExecute before it (see nbgrader_config.py)"
+            )
         saved = nbg[OUTPUTS_KEY]
         lang = submission_language(nb)
         for cell in nb.cells:
@@ -60,15 +67,23 @@ class TrustedVerdict(NbGraderPreprocessor):
                     else:
                         # decided from the values the kernel returned and what the grader measured
                         # outside it; the integrity scan is advice for review and changes no score
-                        verdict = judge.verify(check_id, saved.get(check_id), graded_inputs(self, resources, check_id),
-                                               undefined=undefined_in(nb, cell))
+                        verdict = judge.verify(
+                            check_id,
+                            saved.get(check_id),
+                            graded_inputs(self, resources, check_id),
+                            undefined=undefined_in(nb, cell),
+                        )
                     verdicts.append((check_id, verdict))
             with language.speaking(lang):  # judged once above; worded here, in the submission's language
                 cell.outputs = verdict_outputs(cell, [v for _, v in verdicts])
-            cell.metadata[VERDICT_KEY] = [{"check": i, "ok": v.ok, "label": v.label, "credit": v.credit, "missed": v.missed}
-                                          for i, v in verdicts]
-            self.log.info("Trusted verdict for %s: %s", cell.metadata["nbgrader"]["grade_id"],
-                          "pass" if all(v.ok for _, v in verdicts) else "fail")
+            cell.metadata[VERDICT_KEY] = [
+                {"check": i, "ok": v.ok, "label": v.label, "credit": v.credit, "missed": v.missed} for i, v in verdicts
+            ]
+            self.log.info(
+                "Trusted verdict for %s: %s",
+                cell.metadata["nbgrader"]["grade_id"],
+                "pass" if all(v.ok for _, v in verdicts) else "fail",
+            )
         return nb, resources
 
 
@@ -84,12 +99,19 @@ def verdict_outputs(cell: NotebookNode, verdicts: list) -> list[NotebookNode]:
     score = round(points * credit, 6)
     lines = [language.text("partly_passed", score=score, points=points)]
     for v in verdicts:
-        lines += ([language.text("part_passed", name=name) for name, ok in v.parts if ok]
-                  + [language.text("part_missed", name=name) for name in v.missed])
+        lines += [language.text("part_passed", name=name) for name, ok in v.parts if ok] + [
+            language.text("part_missed", name=name) for name in v.missed
+        ]
     # nbgrader's partial credit: no error, and the cell's result is its score
-    return [_stream("\n".join(lines) + "\n" + message + "\n"),
-            NotebookNode(output_type="execute_result", execution_count=cell.get("execution_count"), metadata={},
-                         data={"text/plain": repr(score)})]
+    return [
+        _stream("\n".join(lines) + "\n" + message + "\n"),
+        NotebookNode(
+            output_type="execute_result",
+            execution_count=cell.get("execution_count"),
+            metadata={},
+            data={"text/plain": repr(score)},
+        ),
+    ]
 
 
 def submission_language(nb: NotebookNode) -> str:

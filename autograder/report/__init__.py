@@ -21,8 +21,14 @@ from .render import by_key, rows, write_csv, write_html, write_key_csv
 __all__ = ["Assignment", "by_key", "collect", "rows", "write_report"]
 
 
-def write_report(assignments: list[str], out: Path, source_dir: Path, autograded_dir: Path,
-                 submitted_dir: Path | None, lang: str = "en") -> tuple[list[Assignment], Path, Path]:
+def write_report(
+    assignments: list[str],
+    out: Path,
+    source_dir: Path,
+    autograded_dir: Path,
+    submitted_dir: Path | None,
+    lang: str = "en",
+) -> tuple[list[Assignment], Path, Path]:
     """Collect every assignment and write the CSV and HTML report into ``out``; the meanings of the
     keys in ``lang``."""
     collected = [collect(a, source_dir, autograded_dir, submitted_dir) for a in assignments]

@@ -20,8 +20,8 @@ from nbformat import NotebookNode, from_dict
 from nbgrader import utils
 
 from autograder.judge.labels import PASSED
-from autograder.repairs import NO_ANSWERS, repairs
 from autograder.preprocessors import CHECK_CALL, recorded_verdicts
+from autograder.repairs import NO_ANSWERS, repairs
 
 MAX_TEXT = 4000  # characters of a cell's outputs kept as an example
 
@@ -70,8 +70,9 @@ def source_items(source_dir: Path, assignment: str) -> list[Item]:
     folder = source_dir / assignment
     notebooks = sorted(folder.glob("*.ipynb"))
     if not notebooks:
-        raise FileNotFoundError(f"{assignment}: expected its source notebook in {folder}/ (nbgrader's source folder); "
-                                "found no .ipynb there")
+        raise FileNotFoundError(
+            f"{assignment}: expected its source notebook in {folder}/ (nbgrader's source folder); found no .ipynb there"
+        )
     items = []
     for path in notebooks:
         nb = json.loads(path.read_text())
@@ -79,8 +80,15 @@ def source_items(source_dir: Path, assignment: str) -> list[Item]:
             meta = cell.get("metadata", {}).get("nbgrader", {})
             if cell.get("cell_type") == "code" and meta.get("grade") and not meta.get("solution"):
                 source = "".join(cell.get("source", ""))
-                items.append(Item(assignment, path.stem, meta["grade_id"], float(meta.get("points", 0)),
-                                  CHECK_CALL.findall(source)))
+                items.append(
+                    Item(
+                        assignment,
+                        path.stem,
+                        meta["grade_id"],
+                        float(meta.get("points", 0)),
+                        CHECK_CALL.findall(source),
+                    )
+                )
     return items
 
 
@@ -101,19 +109,36 @@ def collect(assignment: str, source_dir: Path, autograded_dir: Path, submitted_d
         for notebook in sorted({item.notebook for item in result.items}):
             path = autograded_dir / student / assignment / f"{notebook}.ipynb"
             if not path.exists():
-                result.problems.append(Problem(assignment, student, f"{notebook}.ipynb was submitted but has no autograded "
-                                                                    "copy: `nbgrader autograde` failed on it (see its log)"))
+                result.problems.append(
+                    Problem(
+                        assignment,
+                        student,
+                        f"{notebook}.ipynb was submitted but has no autograded "
+                        "copy: `nbgrader autograde` failed on it (see its log)",
+                    )
+                )
                 continue
             try:
                 nb = _read(path)
-            except Exception as exc:  # noqa: BLE001 (any broken file is reported, never fatal)
-                result.problems.append(Problem(assignment, student, f"the autograded {notebook}.ipynb could not be read "
-                                                                    f"({type(exc).__name__}: {str(exc)[:200]})"))
+            except Exception as exc:
+                result.problems.append(
+                    Problem(
+                        assignment,
+                        student,
+                        f"the autograded {notebook}.ipynb could not be read ({type(exc).__name__}: {str(exc)[:200]})",
+                    )
+                )
                 continue
             if any(r["key"] in NO_ANSWERS for r in repairs(nb)):  # graded as the release with no answers
-                result.problems.append(Problem(assignment, student, f"the submitted {notebook}.ipynb could not be read "
-                                                                    "(or was past the intake limits): graded as the "
-                                                                    "release with no answers"))
+                result.problems.append(
+                    Problem(
+                        assignment,
+                        student,
+                        f"the submitted {notebook}.ipynb could not be read "
+                        "(or was past the intake limits): graded as the "
+                        "release with no answers",
+                    )
+                )
                 continue
             cells = _grade_cells(nb)
             for item in (i for i in result.items if i.notebook == notebook):
@@ -133,7 +158,12 @@ def _grade_cells(nb: NotebookNode) -> dict[str, NotebookNode]:
     cells: dict[str, NotebookNode] = {}
     for cell in nb.cells:
         meta = cell.get("metadata", {}).get("nbgrader", {})
-        if isinstance(meta, dict) and meta.get("grade") and not meta.get("solution") and cell.get("cell_type") == "code":
+        if (
+            isinstance(meta, dict)
+            and meta.get("grade")
+            and not meta.get("solution")
+            and cell.get("cell_type") == "code"
+        ):
             cells.setdefault(str(meta.get("grade_id")), cell)
     return cells
 
@@ -144,7 +174,7 @@ def _outcome(student: str, cell: NotebookNode | None) -> Outcome:
     text = cell_text(cell)
     try:
         score = utils.determine_grade(cell)[0]
-    except Exception:  # noqa: BLE001 (odd outputs or points: no score, the label still counts)
+    except Exception:
         score = None
     return Outcome(student, _label(cell, text, score), score, text[:MAX_TEXT])
 

@@ -19,8 +19,19 @@ from autograder.judge.labels import PASSED, describe, kind
 from .collect import Assignment, anonymise, anonymous_names
 
 NOTEBOOK_ITEM = "(whole notebook)"
-COLUMNS = ["assignment", "item", "points", "label", "kind", "meaning", "students", "of_students", "mean_score",
-           "example_student", "example"]
+COLUMNS = [
+    "assignment",
+    "item",
+    "points",
+    "label",
+    "kind",
+    "meaning",
+    "students",
+    "of_students",
+    "mean_score",
+    "example_student",
+    "example",
+]
 
 
 @dataclass
@@ -36,13 +47,19 @@ class Row:
     example: str
 
     def as_dict(self, lang: str = "en") -> dict[str, str]:
-        return {"assignment": self.assignment, "item": self.item,
-                "points": "" if self.points is None else f"{self.points:g}", "label": self.label,
-                "kind": kind(self.label) if self.item != NOTEBOOK_ITEM else "unreadable",
-                "meaning": describe(self.label, lang) if self.item != NOTEBOOK_ITEM else self.example,
-                "students": str(self.students), "of_students": str(self.of_students),
-                "mean_score": "" if self.mean_score is None else f"{self.mean_score:.3g}",
-                "example_student": self.example_student, "example": self.example}
+        return {
+            "assignment": self.assignment,
+            "item": self.item,
+            "points": "" if self.points is None else f"{self.points:g}",
+            "label": self.label,
+            "kind": kind(self.label) if self.item != NOTEBOOK_ITEM else "unreadable",
+            "meaning": describe(self.label, lang) if self.item != NOTEBOOK_ITEM else self.example,
+            "students": str(self.students),
+            "of_students": str(self.of_students),
+            "mean_score": "" if self.mean_score is None else f"{self.mean_score:.3g}",
+            "example_student": self.example_student,
+            "example": self.example,
+        }
 
 
 def rows(assignments: list[Assignment]) -> list[Row]:
@@ -60,12 +77,23 @@ def rows(assignments: list[Assignment]) -> list[Row]:
                 group = groups[label]
                 scores = [o.score for o in group if o.score is not None]
                 first = group[0]
-                out.append(Row(a.name, item.grade_id, item.points, label, len(group), len(outcomes),
-                               sum(scores) / len(scores) if scores else None, names[first.student],
-                               anonymise(first.text, names)))
+                out.append(
+                    Row(
+                        a.name,
+                        item.grade_id,
+                        item.points,
+                        label,
+                        len(group),
+                        len(outcomes),
+                        sum(scores) / len(scores) if scores else None,
+                        names[first.student],
+                        anonymise(first.text, names),
+                    )
+                )
         for p in a.problems:
-            out.append(Row(a.name, NOTEBOOK_ITEM, None, "unreadable", 1, 1, None, names[p.student],
-                           anonymise(p.what, names)))
+            out.append(
+                Row(a.name, NOTEBOOK_ITEM, None, "unreadable", 1, 1, None, names[p.student], anonymise(p.what, names))
+            )
     return out
 
 
@@ -113,9 +141,17 @@ def write_key_csv(path: Path, counts: list[KeyCount], lang: str = "en") -> None:
         w = csv.DictWriter(f, fieldnames=KEY_COLUMNS)
         w.writeheader()
         for c in counts:
-            w.writerow({"assignment": c.assignment, "label": c.label, "kind": kind(c.label),
-                        "meaning": _csv_safe(describe(c.label, lang)), "students": str(c.students),
-                        "of_students": str(c.of_students), "items": " ".join(c.items)})
+            w.writerow(
+                {
+                    "assignment": c.assignment,
+                    "label": c.label,
+                    "kind": kind(c.label),
+                    "meaning": _csv_safe(describe(c.label, lang)),
+                    "students": str(c.students),
+                    "of_students": str(c.of_students),
+                    "items": " ".join(c.items),
+                }
+            )
 
 
 def _csv_safe(value: str) -> str:
@@ -134,38 +170,49 @@ pre{white-space:pre-wrap;font-size:.85em;margin:.3em 0;max-height:30em;overflow:
 def write_html(path: Path, report: list[Row], assignments: list[Assignment], lang: str = "en") -> None:
     e = html.escape
     counts = by_key(assignments)
-    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             # no script, no remote resource, no form, even if escaping were ever missed
-             '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; style-src \'unsafe-inline\'; '
-             'form-action \'none\'; base-uri \'none\'">',
-             "<title>Misconception report</title>", f"<style>{_STYLE}</style></head><body>",
-             "<h1>Misconception report</h1>",
-             "<p>Per assignment and graded item: how many students got each verdict (passed, a named "
-             "misconception, an observation the grader could not name, or another failure), their mean score on "
-             "the item, and the feedback one of them read. Students are numbered anonymously, the same number "
-             "across assignments. Each assignment opens with its mistakes by key, the most common first.</p>"]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        # no script, no remote resource, no form, even if escaping were ever missed
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+        "form-action 'none'; base-uri 'none'\">",
+        "<title>Misconception report</title>",
+        f"<style>{_STYLE}</style></head><body>",
+        "<h1>Misconception report</h1>",
+        "<p>Per assignment and graded item: how many students got each verdict (passed, a named "
+        "misconception, an observation the grader could not name, or another failure), their mean score on "
+        "the item, and the feedback one of them read. Students are numbered anonymously, the same number "
+        "across assignments. Each assignment opens with its mistakes by key, the most common first.</p>",
+    ]
     for a in assignments:
         mine = [r for r in report if r.assignment == a.name]
-        parts.append(f"<h2>{e(a.name)}</h2><p>{len(a.students)} student(s); {len(a.problems)} notebook(s) "
-                     "could not be read.</p>")
+        parts.append(
+            f"<h2>{e(a.name)}</h2><p>{len(a.students)} student(s); {len(a.problems)} notebook(s) could not be read.</p>"
+        )
         keys = [c for c in counts if c.assignment == a.name]
         if keys:
             parts.append("<table><thead><tr><th>mistake (key)</th><th>students</th><th>items</th></tr></thead><tbody>")
             for c in keys:
-                parts.append(f'<tr class="{e(kind(c.label))}"><td class="label"><code>{e(c.label)}</code><br>'
-                             f'{e(describe(c.label, lang))}</td><td class="n">{c.students} of {c.of_students}</td>'
-                             f"<td>{e(', '.join(c.items))}</td></tr>")
+                parts.append(
+                    f'<tr class="{e(kind(c.label))}"><td class="label"><code>{e(c.label)}</code><br>'
+                    f'{e(describe(c.label, lang))}</td><td class="n">{c.students} of {c.of_students}</td>'
+                    f"<td>{e(', '.join(c.items))}</td></tr>"
+                )
             parts.append("</tbody></table>")
-        parts.append("<table><thead><tr><th>item</th><th>verdict</th><th>students</th><th>mean score</th>"
-                     "<th>example</th></tr></thead><tbody>")
+        parts.append(
+            "<table><thead><tr><th>item</th><th>verdict</th><th>students</th><th>mean score</th>"
+            "<th>example</th></tr></thead><tbody>"
+        )
         for r in mine:
             d = r.as_dict(lang)
             item = e(r.item) + (f" <small>({e(d['points'])} pt)</small>" if d["points"] else "")
             verdict = f"<code>{e(r.label)}</code><br>{e(d['meaning'])}"
-            parts.append(f'<tr class="{e(d["kind"])}"><td>{item}</td><td class="label">{verdict}</td>'
-                         f'<td class="n">{r.students} of {r.of_students}</td><td class="n">{e(d["mean_score"])}</td>'
-                         f"<td><details><summary>{e(r.example_student)}</summary><pre>{e(r.example)}</pre>"
-                         "</details></td></tr>")
+            parts.append(
+                f'<tr class="{e(d["kind"])}"><td>{item}</td><td class="label">{verdict}</td>'
+                f'<td class="n">{r.students} of {r.of_students}</td><td class="n">{e(d["mean_score"])}</td>'
+                f"<td><details><summary>{e(r.example_student)}</summary><pre>{e(r.example)}</pre>"
+                "</details></td></tr>"
+            )
         parts.append("</tbody></table>")
     parts.append("</body></html>")
     path.write_text("\n".join(parts) + "\n", encoding="utf-8")

@@ -24,6 +24,7 @@ itself in before it starts `bwrap`; on the zygote path the launcher opens the cg
 forks the kernel (see launch.py, zygote.py). Without a usable cgroup (no write access, missing
 controllers) grading goes on with the rlimits alone, after one loud warning (`probe`).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -41,8 +42,10 @@ CONTROLLERS = ("memory", "pids", "cpu")
 # cpuacct, where it is not mounted with cpu (the kernel's CPU time, `Cgroup.cpu_seconds`)
 OPTIONAL_V1 = ("freezer", "cpuacct")
 CPU_PERIOD_US = 100_000
-FALLBACK = ("grading sandbox: no cgroup ({why}): falling back to per-process limits only; memory in memfds "
-            "and across processes is not capped")
+FALLBACK = (
+    "grading sandbox: no cgroup ({why}): falling back to per-process limits only; memory in memfds "
+    "and across processes is not capped"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -212,7 +215,7 @@ class Cgroup:
         return {"version": self.version, "dirs": [str(d) for d in self.dirs]}
 
     @classmethod
-    def from_json(cls, data: dict) -> "Cgroup":
+    def from_json(cls, data: dict) -> Cgroup:
         return cls(int(data["version"]), [Path(d) for d in data["dirs"]])
 
 
@@ -296,8 +299,12 @@ def sweep(h: Hierarchy, min_age_s: float = 60.0) -> list[Path]:
     for d in leftovers(h):
         parts = d.name.split("-")
         try:
-            stale = (len(parts) == 3 and parts[1].isdigit() and not Path(f"/proc/{parts[1]}").exists()
-                     and d.stat().st_mtime < time.time() - min_age_s)
+            stale = (
+                len(parts) == 3
+                and parts[1].isdigit()
+                and not Path(f"/proc/{parts[1]}").exists()
+                and d.stat().st_mtime < time.time() - min_age_s
+            )
             if stale:
                 d.rmdir()
                 removed.append(d)
@@ -376,8 +383,10 @@ def undelegate(user: str) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m autograder.sandbox.cgroups",
-                                     description="Delegate kernel cgroups to a plain user who grades (run as root).")
+    parser = argparse.ArgumentParser(
+        prog="python -m autograder.sandbox.cgroups",
+        description="Delegate kernel cgroups to a plain user who grades (run as root).",
+    )
     parser.add_argument("action", choices=["delegate", "undelegate"])
     parser.add_argument("user")
     args = parser.parse_args(argv)

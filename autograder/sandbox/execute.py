@@ -10,6 +10,7 @@ and widget messages), and contains a kernel that dies
 output (so their tests score zero) and the grading of the notebook goes on, instead of nbgrader
 dropping every notebook of the student.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -27,7 +28,6 @@ from encdec.grading import language
 from .kernel import KERNEL_NAME, SandboxKernelManager
 from .sandbox import check_available
 
-
 MAX_DEPTH = 32  # a message nested deeper than this is not measured: it is refused (it costs TOO_DEEP)
 TOO_DEEP = 1 << 62
 
@@ -36,8 +36,7 @@ def _text_cost(s: str) -> int:
     """What a string can cost where it is written: its JSON form in the notebook (escapes, one
     indented line per line of text), or its HTML form on the feedback page (``&lt;``, ``&amp;``;
     ANSI colour codes become spans)."""
-    return (len(json.dumps(s)) + 8 * s.count("\n") + 30 * s.count("\x1b")
-            + 5 * sum(s.count(c) for c in "&<>\"'"))
+    return len(json.dumps(s)) + 8 * s.count("\n") + 30 * s.count("\x1b") + 5 * sum(s.count(c) for c in "&<>\"'")
 
 
 def _measure(content, text=len, item: int = 0, depth: int = 0) -> int:
@@ -56,13 +55,26 @@ def _measure(content, text=len, item: int = 0, depth: int = 0) -> int:
 
 
 # messages that change the notebook: outputs, display updates, clearing, widget state
-CHANGES_NOTEBOOK = frozenset({"stream", "display_data", "execute_result", "update_display_data", "clear_output",
-                              "error", "comm_open", "comm_msg", "comm_close"})
+CHANGES_NOTEBOOK = frozenset(
+    {
+        "stream",
+        "display_data",
+        "execute_result",
+        "update_display_data",
+        "clear_output",
+        "error",
+        "comm_open",
+        "comm_msg",
+        "comm_close",
+    }
+)
 # the relay's reasons (relay.Cut.why) -> the cell's error name, the message key, its limit's field and unit
-RELAY_CUTS = {"too_large": ("MessageTooLarge", "message_cut", "limit_mb", 20),
-              "unread": ("TooMuchUnread", "unread_cut", "limit_mb", 20),
-              "quiet": ("TooMuchSent", "quiet_cut", "limit_kb", 10),
-              "too_many_values": ("MessageTooLarge", "values_cut", "limit_values", 0)}
+RELAY_CUTS = {
+    "too_large": ("MessageTooLarge", "message_cut", "limit_mb", 20),
+    "unread": ("TooMuchUnread", "unread_cut", "limit_mb", 20),
+    "quiet": ("TooMuchSent", "quiet_cut", "limit_kb", 10),
+    "too_many_values": ("MessageTooLarge", "values_cut", "limit_values", 0),
+}
 MESSAGE_COST = 200  # the least a message that changes the notebook costs (a flood of empty ones ends too)
 OUTPUT_FIELDS = 64  # what an output adds to its content in the notebook (its type, separators)
 ERROR_CHARS, TRACEBACK_LINES = 1000, 20  # an error past the budget is kept (its cell fails), cut to this
@@ -71,9 +83,12 @@ ERROR_CHARS, TRACEBACK_LINES = 1000, 20  # an error past the budget is kept (its
 def _bounded_error(out: NotebookNode) -> NotebookNode:
     """An error output cut to a bounded size: its name, the start of its message and traceback."""
     trace = out.get("traceback") if isinstance(out.get("traceback"), list) else []
-    return NotebookNode(output_type="error", ename=str(out.get("ename", ""))[:200],
-                        evalue=str(out.get("evalue", ""))[:ERROR_CHARS],
-                        traceback=[str(line)[:ERROR_CHARS] for line in trace[:TRACEBACK_LINES]])
+    return NotebookNode(
+        output_type="error",
+        ename=str(out.get("ename", ""))[:200],
+        evalue=str(out.get("evalue", ""))[:ERROR_CHARS],
+        traceback=[str(line)[:ERROR_CHARS] for line in trace[:TRACEBACK_LINES]],
+    )
 
 
 def _cap_outputs(cell: NotebookNode, budget: int) -> None:
@@ -89,7 +104,7 @@ def _cap_outputs(cell: NotebookNode, budget: int) -> None:
             continue
         if out.get("output_type") == "stream":
             text = out.get("text", "")
-            out["text"] = ("".join(text) if isinstance(text, list) else text)[:max(0, budget - used)]
+            out["text"] = ("".join(text) if isinstance(text, list) else text)[: max(0, budget - used)]
             kept.append(out)
         kept += [_bounded_error(o) for o in outputs[i:] if o.get("output_type") == "error"][:1]
         kept.append(_cut_notice(f"more than {budget} bytes"))
@@ -102,8 +117,7 @@ def _cut_notice(why: str) -> NotebookNode:
 
 
 def _error_output(ename: str, message: str) -> NotebookNode:
-    return NotebookNode(output_type="error", ename=ename, evalue=message,
-                        traceback=[f"{ename}: {message}"])
+    return NotebookNode(output_type="error", ename=ename, evalue=message, traceback=[f"{ename}: {message}"])
 
 
 def release_memory() -> None:
@@ -120,21 +134,23 @@ class SandboxedExecute(Execute):
     """nbgrader's Execute, run in the sandbox, with a notebook time limit and crash containment."""
 
     kernel_name = Unicode(KERNEL_NAME, help="Always the sandbox kernel.").tag(config=True)
-    notebook_timeout = Integer(
-        600, help="Wall-clock seconds for the whole notebook; cells after it are not run."
-    ).tag(config=True)
+    notebook_timeout = Integer(600, help="Wall-clock seconds for the whole notebook; cells after it are not run.").tag(
+        config=True
+    )
     interrupt_grace = Integer(
-        10, help="Seconds a cell has, after its reply (or after the interrupt that ends its time), to "
-                 "deliver its last output; a kernel that misses it is stuck and gets killed."
+        10,
+        help="Seconds a cell has, after its reply (or after the interrupt that ends its time), to "
+        "deliver its last output; a kernel that misses it is stuck and gets killed.",
     ).tag(config=True)
     max_output_bytes = Integer(
         1_000_000, help="Outputs of one cell beyond this size are cut (nbgrader's LimitOutput counts lines only)."
     ).tag(config=True)
     max_notebook_output_bytes = Integer(
-        2_000_000, help="What all the kernel's messages that change the notebook may add to it, together: "
-                        "streams, display data, display updates (of any cell's display), clear_output, errors "
-                        "and widget messages, each at least MESSAGE_COST bytes, a display update once per "
-                        "output it rewrites. Past it such messages are dropped on arrival (an error is kept, cut)."
+        2_000_000,
+        help="What all the kernel's messages that change the notebook may add to it, together: "
+        "streams, display data, display updates (of any cell's display), clear_output, errors "
+        "and widget messages, each at least MESSAGE_COST bytes, a display update once per "
+        "output it rewrites. Past it such messages are dropped on arrival (an error is kept, cut).",
     ).tag(config=True)
 
     def __init__(self, **kwargs):
@@ -199,8 +215,11 @@ class SandboxedExecute(Execute):
             return super().process_message(msg, cell, cell_index)
         if cell_index not in self._cut_noticed:  # the first message over a budget: say so once
             self._cut_noticed.add(cell_index)
-            budget, whose = ((self.max_notebook_output_bytes, "the notebook") if notebook_left < cell_left
-                             else (self.max_output_bytes, "this cell"))
+            budget, whose = (
+                (self.max_notebook_output_bytes, "the notebook")
+                if notebook_left < cell_left
+                else (self.max_output_bytes, "this cell")
+            )
             cell.outputs.append(_cut_notice(f"more than {budget} bytes for {whose}"))
         return None
 
@@ -240,14 +259,16 @@ class SandboxedExecute(Execute):
                 ename, self._stopped = self._message_cut(cut)
                 cell.outputs.append(_error_output(ename, self._stopped))
             else:
-                self._stopped = ("the kernel died in an earlier cell (os._exit, a crash, or the memory, "
-                                 "CPU or process limit of the grading sandbox)")
-                cell.outputs.append(_error_output("DeadKernelError",
-                                                  "the kernel died while running this cell"))
+                self._stopped = (
+                    "the kernel died in an earlier cell (os._exit, a crash, or the memory, "
+                    "CPU or process limit of the grading sandbox)"
+                )
+                cell.outputs.append(_error_output("DeadKernelError", "the kernel died while running this cell"))
         except CellTimeoutError:
             self._stopped = "an earlier cell ignored the interrupt after its time limit; kernel stopped"
-            cell.outputs.append(_error_output(
-                "CellTimeoutError", "this cell exceeded its time limit and ignored the interrupt"))
+            cell.outputs.append(
+                _error_output("CellTimeoutError", "this cell exceeded its time limit and ignored the interrupt")
+            )
             self._kill_kernel()
         if monotonic() > self._deadline and self._stopped is None:
             self._stopped = f"the notebook ran out of time ({self.notebook_timeout} s for all cells)"
@@ -258,8 +279,11 @@ class SandboxedExecute(Execute):
         the notebook's metadata (``encdec.stopped``: the key and its parameters) for the tests and the report."""
         why = str(cut.get("why", ""))[:32]
         ename, key, unit, shift = RELAY_CUTS.get(why, RELAY_CUTS["too_large"])
-        params = {unit: int(cut.get("limit_bytes", 0)) >> shift, "limit_frames": int(cut.get("limit_frames", 0)),
-                  "channel": str(cut.get("channel", ""))[:16]}
+        params = {
+            unit: int(cut.get("limit_bytes", 0)) >> shift,
+            "limit_frames": int(cut.get("limit_frames", 0)),
+            "channel": str(cut.get("channel", ""))[:16],
+        }
         meta = self.nb.metadata.setdefault("encdec", {})
         meta["stopped"] = {"key": key, **params, "why": why}
         with language.speaking(meta.get("language") or language.DEFAULT):
@@ -269,6 +293,5 @@ class SandboxedExecute(Execute):
         if self.km is not None and self.km.has_kernel:
             try:
                 run_sync(self.km.shutdown_kernel)(now=True)
-            except Exception as err:  # noqa: BLE001 - the notebook is graded either way
+            except Exception as err:
                 self.log.warning("could not stop the sandboxed kernel: %s", err)
-

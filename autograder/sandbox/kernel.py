@@ -15,6 +15,7 @@
 
 `SandboxedExecute` (execute.py), nbgrader's execution step, runs notebooks with this manager.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -36,8 +37,19 @@ from .. import edition
 from . import mounts, relay, safefs
 from .cgroups import Cgroup
 from .policy import SOCK_FILES, Policy
-from .sandbox import Limits, SandboxUnavailable, UidSlot, check_available, kernel_cgroup, package_path, \
-    privileged, readonly_paths, end_kernel_processes, write_policy, zygote_command
+from .sandbox import (
+    Limits,
+    SandboxUnavailable,
+    UidSlot,
+    check_available,
+    end_kernel_processes,
+    kernel_cgroup,
+    package_path,
+    privileged,
+    readonly_paths,
+    write_policy,
+    zygote_command,
+)
 
 KERNEL_NAME = "encdec-sandbox"
 KERNELS_DIR = Path(__file__).resolve().parent / "kernels"
@@ -46,8 +58,10 @@ KERNELS_DIR = Path(__file__).resolve().parent / "kernels"
 def _limit_settings() -> type:
     """A configurable with one setting per field of `Limits` (its default and help from the field):
     the limits are declared once, in policy.py."""
-    traits = {f.name: (Float if f.type in (float, "float") else Integer)(f.default, help=f.metadata["help"]).tag(config=True)
-              for f in dataclasses.fields(Limits)}
+    traits = {
+        f.name: (Float if f.type in (float, "float") else Integer)(f.default, help=f.metadata["help"]).tag(config=True)
+        for f in dataclasses.fields(Limits)
+    }
     return type("LimitSettings", (LoggingConfigurable,), traits)
 
 
@@ -56,19 +70,23 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
     include every field of `Limits` (``c.SandboxKernelManager.memory_mb = 6144``, say)."""
 
     prefork = Bool(
-        True, help="Fork kernels from a zygote that has imported torch already (zygote.py) instead of "
-                   "starting a fresh bwrap sandbox for each."
+        True,
+        help="Fork kernels from a zygote that has imported torch already (zygote.py) instead of "
+        "starting a fresh bwrap sandbox for each.",
     ).tag(config=True)
     assignment = Unicode(
-        "", help="The assignment graded (set by SandboxedExecute): the kernel sees its grading edition "
-                 "of the package; without one the kernel is not started."
+        "",
+        help="The assignment graded (set by SandboxedExecute): the kernel sees its grading edition "
+        "of the package; without one the kernel is not started.",
     )
     temp_dir = Unicode(
-        "", help="Where the grader makes each kernel's private folders (its scratch working folder and its "
-                 "socket folder) and the zygote's; default: the system's temporary folder. Socket folders go to "
-                 "the system's temporary folder instead when this path is too long for a socket's address "
-                 "(socket_base)."
+        "",
+        help="Where the grader makes each kernel's private folders (its scratch working folder and its "
+        "socket folder) and the zygote's; default: the system's temporary folder. Socket folders go to "
+        "the system's temporary folder instead when this path is too long for a socket's address "
+        "(socket_base).",
     ).tag(config=True)
+
     def __init__(self, **kwargs):
         kwargs["kernel_name"] = KERNEL_NAME
         super().__init__(**kwargs)
@@ -109,14 +127,16 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
             raise SandboxUnavailable(
                 "no assignment given to SandboxKernelManager: a graded kernel imports its assignment's "
                 "grading edition of encdec (autograder/edition.py), never the package itself, so it is "
-                "not started")
+                "not started"
+            )
         package = package_path()
         try:
             folder = edition.ensure(self.assignment, edition.DEFAULT_OUT, source=package)
         except (edition.EditionError, OSError) as err:
             raise SandboxUnavailable(
                 f"no grading edition of encdec for the assignment {self.assignment!r}, so its kernel is not "
-                f"started: {err}") from err
+                f"started: {err}"
+            ) from err
         return folder.resolve(), package
 
     def torch_edition(self) -> list[tuple[Path, Path]]:
@@ -152,12 +172,16 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
         os.chown(self._sockdir, uid, gid)
         # the kernel's own cgroup (None where there is none to use: rlimits only, warned once)
         self._cgroup = kernel_cgroup(self.limits(), self._slot.slot)
-        policy = {"uid": uid, "gid": gid, "workdir": str(self._workdir),
-                  "readonly": [str(p) for p in readonly_paths()],
-                  "overlay": [str(p) for p in overlay],
-                  "torch": [[str(mine), str(installed)] for mine, installed in torch_files],
-                  "limits": dataclasses.asdict(self.limits()),
-                  "cgroup": self._cgroup.to_json() if self._cgroup is not None else None}
+        policy = {
+            "uid": uid,
+            "gid": gid,
+            "workdir": str(self._workdir),
+            "readonly": [str(p) for p in readonly_paths()],
+            "overlay": [str(p) for p in overlay],
+            "torch": [[str(mine), str(installed)] for mine, installed in torch_files],
+            "limits": dataclasses.asdict(self.limits()),
+            "cgroup": self._cgroup.to_json() if self._cgroup is not None else None,
+        }
         scratch_base = self.temp_dir or None
         if self.prefork and privileged():  # the zygote builds namespaces as root (unprivileged: no fork server)
             editions = edition.DEFAULT_OUT.resolve()
@@ -166,8 +190,12 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
             self._sockdir = Path(tempfile.mkdtemp(dir=zygote.sockbase))
             os.chown(self._sockdir, uid, gid)
             scratch_base = zygote.workbase  # the zygote stages its scratch area, never nbgrader's folders
-            policy.update(zygote=str(zygote.control), stage_root=str(zygote.workbase),
-                          sockbase=str(zygote.sockbase), editions=str(editions))
+            policy.update(
+                zygote=str(zygote.control),
+                stage_root=str(zygote.workbase),
+                sockbase=str(zygote.sockbase),
+                editions=str(editions),
+            )
         limits = self.limits()
         if privileged():  # the kernel's log, connection file and sockets: a tmpfs too (mounts.py)
             mounts.tmpfs(str(self._sockdir), Policy(limits).sock_mb(), SOCK_FILES, uid, gid, mode=0o700)
@@ -224,7 +252,7 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
                     continue
                 try:
                     safefs.remove_tree(folder)
-                except Exception as err:  # noqa: BLE001 - grading goes on; the folder is reported
+                except Exception as err:
                     self.log.warning("sandbox: could not remove %s: %r", folder, err)
         finally:
             if slot is not None:
@@ -262,7 +290,6 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
 
 
 _swept: set[str] = set()
-
 
 
 def _relay(stream, said: list[str], keep: int = 20) -> None:
@@ -311,7 +338,7 @@ class Zygote:
     and socket area (``sockbase``), both folders of root's, removed when it stops.
     """
 
-    _running: dict[tuple, "Zygote"] = {}
+    _running: dict[tuple, Zygote] = {}
 
     def __init__(self, editions: Path, temp_dir: str = "", torch_files: list | None = None) -> None:
         self.owner = os.getpid()  # the process that started it (a fork of that process may use it too)
@@ -323,8 +350,12 @@ class Zygote:
         ctl.mkdir(mode=0o700)
         self.control = ctl / "zygote.sock"
         torch_files = edition.torch_files(edition.DEFAULT_OUT) if torch_files is None else torch_files
-        self.proc = subprocess.Popen(zygote_command(self.workbase, self.sockbase, self.control, editions, torch_files),
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            zygote_command(self.workbase, self.sockbase, self.control, editions, torch_files),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         said: list[str] = []  # its first lines of stderr, for the error below; all of it reaches ours
         relay = threading.Thread(target=_relay, args=(self.proc.stderr, said), daemon=True)
         relay.start()
@@ -338,7 +369,7 @@ class Zygote:
         atexit.register(self.stop)
 
     @classmethod
-    def get(cls, editions: Path, temp_dir: str = "", torch_files: list | None = None) -> "Zygote":
+    def get(cls, editions: Path, temp_dir: str = "", torch_files: list | None = None) -> Zygote:
         """The running fork server for these editions (and torch edition: a rebuilt one starts another)."""
         torch_files = edition.torch_files(edition.DEFAULT_OUT) if torch_files is None else torch_files
         key = (editions, temp_dir, tuple(map(tuple, torch_files)))

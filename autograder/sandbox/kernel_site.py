@@ -15,6 +15,7 @@ by any name, path, loader or interpreter. The view is the list `Policy.mounts` t
   interpreter, the standard library's extension modules, the allowed distributions' compiled files
   and the tools (`libraries`: read from the files themselves, resolved as the loader does, no
   program run)."""
+
 from __future__ import annotations
 
 import functools
@@ -70,10 +71,19 @@ def _outermost(paths) -> list[Path]:
 def stdlib() -> list[Path]:
     """The folders of this interpreter's standard library (of its base installation, not a virtual
     environment's): its pure and platform-specific modules and its extension modules."""
-    base = {"base": sys.base_prefix, "platbase": sys.base_exec_prefix, "installed_base": sys.base_prefix,
-            "installed_platbase": sys.base_exec_prefix}
-    return _outermost([sysconfig.get_path("stdlib", vars=base), sysconfig.get_path("platstdlib", vars=base),
-                       sysconfig.get_config_var("DESTSHARED")])
+    base = {
+        "base": sys.base_prefix,
+        "platbase": sys.base_exec_prefix,
+        "installed_base": sys.base_prefix,
+        "installed_platbase": sys.base_exec_prefix,
+    }
+    return _outermost(
+        [
+            sysconfig.get_path("stdlib", vars=base),
+            sysconfig.get_path("platstdlib", vars=base),
+            sysconfig.get_config_var("DESTSHARED"),
+        ]
+    )
 
 
 def package_folders() -> list[Path]:
@@ -96,8 +106,9 @@ def records(roots: tuple[str, ...] = ROOTS) -> list[tuple[Path, list[str]]]:
             raise RuntimeError(f"{dist.metadata['Name']} has no RECORD: its files cannot be listed for the sandbox")
         # path,hash,size (csv: a path with a comma is quoted; hash and size hold none)
         paths = [line.rsplit(",", 2)[0] for line in text.splitlines() if line.count(",") >= 2]
-        out.append((Path(dist.locate_file("")).resolve(), [p[1:-1].replace('""', '"') if p[:1] == '"' else p
-                                                           for p in paths]))
+        out.append(
+            (Path(dist.locate_file("")).resolve(), [p[1:-1].replace('""', '"') if p[:1] == '"' else p for p in paths])
+        )
     return out
 
 
@@ -122,8 +133,12 @@ def entries(sites: list[Path], roots: tuple[str, ...] = ROOTS) -> list[Path]:
 def _entry(folder: Path, parts: tuple[str, ...]) -> Path:
     """What to bind back for a file ``folder/parts...`` of an allowed distribution."""
     top = folder / parts[0]
-    shared = len(parts) > 1 and not top.name.endswith((".dist-info", ".egg-info")) and top.is_dir() \
+    shared = (
+        len(parts) > 1
+        and not top.name.endswith((".dist-info", ".egg-info"))
+        and top.is_dir()
         and not (top / "__init__.py").exists()
+    )
     return top / parts[1] if shared else top
 
 
@@ -143,7 +158,8 @@ def sites(trees: tuple[Path, ...], keep: tuple[Path, ...] = ()) -> dict[Path, li
 
 # --- the shared libraries: the DT_NEEDED closure, resolved as the loader does (64-bit ELF)
 
-@functools.lru_cache(maxsize=None)
+
+@functools.cache
 def _elf(path: str) -> tuple[int, str | None, list[str], list[str]] | None:
     """(machine, program interpreter, DT_NEEDED names, run paths) of a 64-bit little-endian ELF
     file, read from its program headers; None for anything else."""
@@ -152,8 +168,8 @@ def _elf(path: str) -> tuple[int, str | None, list[str], list[str]] | None:
             head = f.read(64)
             if len(head) < 64 or head[:4] != b"\x7fELF" or head[4:6] != b"\x02\x01":
                 return None
-            machine, = struct.unpack_from("<H", head, 18)
-            phoff, = struct.unpack_from("<Q", head, 32)
+            (machine,) = struct.unpack_from("<H", head, 18)
+            (phoff,) = struct.unpack_from("<Q", head, 32)
             size, count = struct.unpack_from("<HH", head, 54)
             f.seek(phoff)
             table = f.read(size * count)
@@ -176,13 +192,17 @@ def _elf(path: str) -> tuple[int, str | None, list[str], list[str]] | None:
                             break
                         tags.append((tag, value))
             strtab = [v for t, v in tags if t == 5]  # DT_STRTAB, an address: to a file offset by PT_LOAD
-            base = [off + strtab[0] - va for kind, _, off, va, _, sz, _, _ in segments
-                    if strtab and kind == 1 and va <= strtab[0] < va + sz]
+            base = [
+                off + strtab[0] - va
+                for kind, _, off, va, _, sz, _, _ in segments
+                if strtab and kind == 1 and va <= strtab[0] < va + sz
+            ]
             if not base:
                 return machine, interp, [], []
 
             def text(v: int) -> str:
                 return read(base[0] + v, 4096).split(b"\0")[0].decode(errors="replace")
+
             runpath = [d for t, v in tags if t in (15, 29) for d in text(v).split(":") if d]  # DT_RPATH, DT_RUNPATH
             return machine, interp, [text(v) for t, v in tags if t == 1], runpath  # DT_NEEDED
     except (OSError, struct.error, ValueError):
@@ -227,8 +247,9 @@ def libraries(objects: list[str]) -> list[str]:
         here = os.path.dirname(real)
         folders = [re.sub(r"\$(ORIGIN|\{ORIGIN\})", here, d) for d in runpath]
         for name in needed:
-            candidates = [name] if "/" in name else [os.path.join(d, name) for d in folders] \
-                + _loader_cache().get(name, [])
+            candidates = (
+                [name] if "/" in name else [os.path.join(d, name) for d in folders] + _loader_cache().get(name, [])
+            )
             hit = next((c for c in candidates if os.path.isfile(c) and (_elf(c) or (None,))[0] == machine), None)
             if hit:
                 out.add(hit)
@@ -240,8 +261,12 @@ def libraries(objects: list[str]) -> list[str]:
 
 def _compiled() -> list[str]:
     """The ELF files (extension modules, bundled libraries, programs) of the allowed distributions."""
-    named = [str(base / f) for base, files in records(ROOTS) for f in files
-             if f.endswith(".so") or ".so." in f or "/bin/" in f]
+    named = [
+        str(base / f)
+        for base, files in records(ROOTS)
+        for f in files
+        if f.endswith(".so") or ".so." in f or "/bin/" in f
+    ]
     return [path for path in named if _elf(path)]
 
 
@@ -263,5 +288,12 @@ def files(tools: tuple[str, ...] = ()) -> list[str]:
 
 if __name__ == "__main__":
     shown = sites(tuple(stdlib()))
-    print(f"{len(distributions())} distributions; standard library:", *stdlib(), "folders of packages:",
-          *(f"{f} ({len(k)} entries)" for f, k in shown.items()), "files:", *files(), sep="\n")
+    print(
+        f"{len(distributions())} distributions; standard library:",
+        *stdlib(),
+        "folders of packages:",
+        *(f"{f} ({len(k)} entries)" for f, k in shown.items()),
+        "files:",
+        *files(),
+        sep="\n",
+    )

@@ -28,6 +28,7 @@ Either way killing this process (what jupyter_client does) kills the kernel and 
 started. Interrupts travel as messages (the kernelspec's `interrupt_mode`), so SIGINT sent to
 this process group is ignored here.
 """
+
 import ctypes
 import json
 import os
@@ -39,7 +40,14 @@ from pathlib import Path
 
 from autograder.sandbox import cgroups, mounts, relay, safefs, seccomp
 from autograder.sandbox.sandbox import (
-    Limits, Policy, SandboxUnavailable, bwrap_command, kernel_environment, privileged, read_policy)
+    Limits,
+    Policy,
+    SandboxUnavailable,
+    bwrap_command,
+    kernel_environment,
+    privileged,
+    read_policy,
+)
 
 
 def _die_with_parent() -> None:
@@ -52,7 +60,10 @@ def via_zygote(policy: dict, connection_file: str, extra: list[str], log: Path, 
     relay_on()
     scratch, sockdir = Path(policy["scratch"]), Path(policy["sockdir"])
     req = {
-        "policy": policy, "connection_file": connection_file, "extra": extra, "log": str(log),
+        "policy": policy,
+        "connection_file": connection_file,
+        "extra": extra,
+        "log": str(log),
         "work_rel": str(scratch.relative_to(policy["stage_root"])),  # bound at policy["workdir"]
         "sock_rel": str(sockdir.relative_to(policy["sockbase"])),
         "edition_rel": str(Path(policy["overlay"][0]).relative_to(policy["editions"])),
@@ -142,8 +153,12 @@ def prepare_relay(policy: dict, connection_file: str):
 
     def serve() -> None:
         cut = meter.run()
-        print(f"encdec sandbox: the kernel sent the grader more than its limit ({cut.why}: {cut.size} bytes, "
-              f"{cut.frames} frames); it was stopped", file=sys.stderr, flush=True)
+        print(
+            f"encdec sandbox: the kernel sent the grader more than its limit ({cut.why}: {cut.size} bytes, "
+            f"{cut.frames} frames); it was stopped",
+            file=sys.stderr,
+            flush=True,
+        )
         os._exit(RELAY_CUT)
 
     return str(kernel_file), lambda: threading.Thread(target=serve, daemon=True).start()
@@ -164,15 +179,17 @@ def main(argv: list[str]) -> int:
         if not policy.get("overlay"):
             raise SandboxUnavailable("the policy names no grading edition to mount over the package")
         if not policy.get("scratch"):
-            raise SandboxUnavailable("the policy names no scratch working folder (the kernel never works "
-                                     "in nbgrader's folders)")
+            raise SandboxUnavailable(
+                "the policy names no scratch working folder (the kernel never works in nbgrader's folders)"
+            )
         os.chown(connection_file, policy["uid"], policy.get("gid", policy["uid"]), follow_symlinks=False)
         # The kernel's stdout/stderr go to a file of its own (capped by its file-size limit),
         # never to the grader's terminal or log, which other kernels share.
         log = Path(policy["sockdir"]) / "kernel.log"
         log.touch(mode=0o600)
-        kernel_file, relay_on = (prepare_relay(policy, connection_file) if policy.get("relay")
-                                 else (connection_file, lambda: None))
+        kernel_file, relay_on = (
+            prepare_relay(policy, connection_file) if policy.get("relay") else (connection_file, lambda: None)
+        )
         run = via_zygote if policy.get("zygote") else via_bwrap
         code = run(policy, kernel_file, extra, log, relay_on)
     except (SandboxUnavailable, OSError, KeyError, ValueError) as err:
@@ -183,8 +200,7 @@ def main(argv: list[str]) -> int:
             tail = safefs.read_tail(log, 2000).decode(errors="replace").strip()
         except OSError as err:
             tail = f"(its kernel.log is unreadable: {err.strerror})"
-        print(f"encdec sandbox: the kernel exited with status {code}" + (f":\n{tail}" if tail else ""),
-              file=sys.stderr)
+        print(f"encdec sandbox: the kernel exited with status {code}" + (f":\n{tail}" if tail else ""), file=sys.stderr)
     return code
 
 

@@ -22,6 +22,7 @@ it wrote along at once.
 
 Standard library only: the zygote loads this file by path.
 """
+
 import ctypes
 import os
 import re
@@ -107,7 +108,7 @@ def sweep_stale() -> list[str]:
             match = _FOLDER.match(part)
             if match and not os.path.exists(f"/proc/{match.group(1)}"):
                 stale.append(point)
-                tops.setdefault("/".join(parts[:i + 1]), None)
+                tops.setdefault("/".join(parts[: i + 1]), None)
                 break
     for point in sorted(stale, key=lambda p: p.count("/"), reverse=True):
         try:

@@ -14,6 +14,7 @@ environment variable ENCDEC_SANDBOX_PREFORK=0 to start a fresh bwrap sandbox per
 Standard library only at import: everything else is imported inside `sandbox_grading`, so that
 any failure there stops an autograde instead of letting it run unconfined.
 """
+
 import os
 import sys
 
@@ -42,15 +43,17 @@ def sandbox_grading(c, autograding: bool | None = None) -> None:
         if not isinstance(current, list):
             current = list(Autograde.class_traits()["autograde_preprocessors"].default_value)
         classes = [import_item(p) if isinstance(p, str) else p for p in current]
-        swapped = [p if issubclass(k, SandboxedExecute) else SandboxedExecute if issubclass(k, Execute) else p
-                   for k, p in zip(classes, current)]
+        swapped = [
+            p if issubclass(k, SandboxedExecute) else SandboxedExecute if issubclass(k, Execute) else p
+            for k, p in zip(classes, current)
+        ]
         if not any(issubclass(k, SandboxedExecute) for k in classes) and SandboxedExecute not in swapped:
             raise RuntimeError("c.Autograde.autograde_preprocessors has no Execute step to sandbox")
         c.Autograde.autograde_preprocessors = swapped
         c.SandboxKernelManager.prefork = os.environ.get("ENCDEC_SANDBOX_PREFORK", "1") != "0"
         if autograding:
             check_available()
-    except Exception as err:  # noqa: BLE001
+    except Exception as err:
         # traitlets logs errors in config files and carries on without them, which here would mean
         # running student code unconfined: stop instead (SystemExit is not an Exception).
         if autograding:

@@ -5,6 +5,7 @@ sandbox per kernel) and `sandbox.zygote_command` with the zygote's kernels (zygo
 receives `Policy.request()`, plain data, since it imports only the standard library). Per
 kernel come only its uid, folders and grading edition (the dict in sandbox.json).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -41,29 +42,46 @@ class Limits:
     # one message from the kernel to the grader, metered at the socket before the grader receives it
     # (relay.py): above the echo of a cell's code (under the intake limit of 10 MB) and one print of a
     # 30 MB line (the hostile row big_line: the output cap cuts it to the cell's budget, graded on)
-    message_mb: int = _limit(32, "Largest message (all its frames) the kernel may send the grader (MiB); past it "
-                                 "the kernel is stopped before the grader receives the message.")
+    message_mb: int = _limit(
+        32,
+        "Largest message (all its frames) the kernel may send the grader (MiB); past it "
+        "the kernel is stopped before the grader receives the message.",
+    )
     message_frames: int = _limit(64, "Frames of one message from the kernel (a jupyter message has 7 and its buffers).")
     # the grader parses each message's JSON: 31 MiB of "[{}, {}, ..." became 800 MB of Python objects
-    message_values: int = _limit(4_000_000, "JSON values of one message from the kernel, counted as the bytes that "
-                                            "open or separate one (relay.VALUE_BYTES; each value the grader parses "
-                                            "is an object of up to ~40 bytes).")
+    message_values: int = _limit(
+        4_000_000,
+        "JSON values of one message from the kernel, counted as the bytes that "
+        "open or separate one (relay.VALUE_BYTES; each value the grader parses "
+        "is an object of up to ~40 bytes).",
+    )
     # what the grader may hold of a kernel's messages over time (relay.py): its sockets queue a few
     # messages unread, so the last of them together are bounded; on the channels it never reads, all
-    unread_mb: int = _limit(64, "What the kernel's messages the grader may hold unread come to, per channel: the "
-                                "last relay.UNREAD + 1 messages of a connection together (MiB); past it the kernel "
-                                "is stopped.")
-    quiet_kb: int = _limit(1024, "What the kernel may send over its life on each channel the grader does not read "
-                                 "(stdin, control; the heartbeat beyond the echo of the grader's pings), in KiB; past "
-                                 "it the kernel is stopped.")
+    unread_mb: int = _limit(
+        64,
+        "What the kernel's messages the grader may hold unread come to, per channel: the "
+        "last relay.UNREAD + 1 messages of a connection together (MiB); past it the kernel "
+        "is stopped.",
+    )
+    quiet_kb: int = _limit(
+        1024,
+        "What the kernel may send over its life on each channel the grader does not read "
+        "(stdin, control; the heartbeat beyond the echo of the grader's pings), in KiB; past "
+        "it the kernel is stopped.",
+    )
 
 
 SOCK_FILES = 64  # files of the socket folder: connection file, policy, log, ZeroMQ sockets
 
 # bwrap's option for each namespace a kernel gets (a mount namespace it always gets); the zygote
 # has the same names mapped to CLONE_NEW* flags.
-BWRAP_NAMESPACES = {"pid": "--unshare-pid", "net": "--unshare-net", "ipc": "--unshare-ipc",
-                    "uts": "--unshare-uts", "cgroup": "--unshare-cgroup-try"}
+BWRAP_NAMESPACES = {
+    "pid": "--unshare-pid",
+    "net": "--unshare-net",
+    "ipc": "--unshare-ipc",
+    "uts": "--unshare-uts",
+    "cgroup": "--unshare-cgroup-try",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,19 +100,49 @@ class Policy:
     links: tuple[str, ...] = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
     tmp: str = "/tmp"  # a private tmpfs of limits.tmp_mb, mode 1777
     seccomp_eperm: tuple[str, ...] = (  # refused with EPERM (seccomp.py says why)
-        "add_key", "request_key", "keyctl", "io_uring_setup", "io_uring_enter", "io_uring_register",
-        "mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount",
-        "fspick", "mount_setattr", "setns", "ptrace", "process_vm_readv", "process_vm_writev",
-        "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module", "bpf",
-        "perf_event_open", "userfaultfd")
+        "add_key",
+        "request_key",
+        "keyctl",
+        "io_uring_setup",
+        "io_uring_enter",
+        "io_uring_register",
+        "mount",
+        "umount2",
+        "pivot_root",
+        "open_tree",
+        "move_mount",
+        "fsopen",
+        "fsconfig",
+        "fsmount",
+        "fspick",
+        "mount_setattr",
+        "setns",
+        "ptrace",
+        "process_vm_readv",
+        "process_vm_writev",
+        "kexec_load",
+        "kexec_file_load",
+        "init_module",
+        "finit_module",
+        "delete_module",
+        "bpf",
+        "perf_event_open",
+        "userfaultfd",
+    )
     seccomp_enosys: tuple[str, ...] = ("clone3",)  # glibc falls back to clone, whose flags the filter sees
     seccomp_clone_flags: int = seccomp.CLONE_NEWUSER  # clone and unshare with any of these: EPERM
 
     def rlimits(self) -> list[tuple[str, int]]:
         """(name, value) per process: `prlimit --<name>` and `resource.RLIMIT_<NAME>`."""
         mb, lim = 1024 * 1024, self.limits
-        return [("as", lim.memory_mb * mb), ("cpu", lim.cpu_seconds), ("nproc", lim.nproc),
-                ("fsize", lim.fsize_mb * mb), ("nofile", lim.nofile), ("core", 0)]
+        return [
+            ("as", lim.memory_mb * mb),
+            ("cpu", lim.cpu_seconds),
+            ("nproc", lim.nproc),
+            ("fsize", lim.fsize_mb * mb),
+            ("nofile", lim.nofile),
+            ("core", 0),
+        ]
 
     def sock_mb(self) -> int:
         """Size of the socket folder's tmpfs: the kernel's log (capped by RLIMIT_FSIZE) and a little."""
@@ -102,14 +150,22 @@ class Policy:
 
     def cgroup_limits(self) -> dict:
         """The limits of the kernel's cgroup, for all its processes together (cgroups.create)."""
-        return {"memory_bytes": self.limits.memory_mb * 1024 * 1024, "pids": self.limits.nproc,
-                "cpus": self.limits.cpus}
+        return {
+            "memory_bytes": self.limits.memory_mb * 1024 * 1024,
+            "pids": self.limits.nproc,
+            "cpus": self.limits.cpus,
+        }
 
     def seccomp_program(self) -> bytes:
         return seccomp.assemble(self.seccomp_eperm, self.seccomp_enosys, self.seccomp_clone_flags)
 
-    def mounts(self, readonly: list[Path], extra: list[Path], sites: dict[Path, list[Path]] | None = None,
-               files: list[str] = ()) -> list[tuple[str, ...]]:
+    def mounts(
+        self,
+        readonly: list[Path],
+        extra: list[Path],
+        sites: dict[Path, list[Path]] | None = None,
+        files: list[str] = (),
+    ) -> list[tuple[str, ...]]:
         """The view of a kernel, as rows (kind, path...): the top-level links, its own /proc, /dev and
         /tmp, the parents its paths need, `readonly` trees; `files` and `etc` one by one, each with the
         links on its way (`_chain`); then each folder of installed packages in `sites` emptied
@@ -134,10 +190,16 @@ class Policy:
 
     def request(self) -> dict:
         """The plain data the zygote applies to each kernel (it imports only the standard library)."""
-        return {"namespaces": list(self.namespaces), "hostname": self.hostname, "tmp": self.tmp,
-                "tmp_mb": self.limits.tmp_mb,
-                "work_mb": self.limits.work_mb, "work_files": self.limits.work_files, "rlimits": self.rlimits(),
-                "seccomp": self.seccomp_program().hex()}
+        return {
+            "namespaces": list(self.namespaces),
+            "hostname": self.hostname,
+            "tmp": self.tmp,
+            "tmp_mb": self.limits.tmp_mb,
+            "work_mb": self.limits.work_mb,
+            "work_files": self.limits.work_files,
+            "rlimits": self.rlimits(),
+            "seccomp": self.seccomp_program().hex(),
+        }
 
     def table(self) -> str:
         """The policy as the markdown table in README.md (a test keeps the two equal)."""
@@ -147,36 +209,61 @@ class Policy:
         flags = "CLONE_NEWUSER" if flags == seccomp.CLONE_NEWUSER else f"flags {flags:#x}"
         rows = [
             ("namespaces", ", ".join(self.namespaces) + f" and mount; hostname `{self.hostname}`"),
-            ("system, read-only", "only the interpreter, its standard library, the shared libraries these, the "
-                                  "allowed distributions and `setpriv` (without root: `prlimit`) link against "
-                                  "(their ELF closure), "
-                                  + ", ".join(f"`{p}`" for p in self.etc) + " and the links "
-                                  + ", ".join(f"`{p}`" for p in self.links) + "; nothing else of `/usr` or `/etc` "
-                                  "(`kernel_site.py`)"),
-            ("folders of packages", "the interpreter's own and those of the allowed distributions: emptied; only "
-                                    "the files of ipykernel, numpy, torch and what they require bound back, "
-                                    "read-only (`kernel_site.py`)"),
+            (
+                "system, read-only",
+                "only the interpreter, its standard library, the shared libraries these, the "
+                "allowed distributions and `setpriv` (without root: `prlimit`) link against "
+                "(their ELF closure), "
+                + ", ".join(f"`{p}`" for p in self.etc)
+                + " and the links "
+                + ", ".join(f"`{p}`" for p in self.links)
+                + "; nothing else of `/usr` or `/etc` "
+                "(`kernel_site.py`)",
+            ),
+            (
+                "folders of packages",
+                "the interpreter's own and those of the allowed distributions: emptied; only "
+                "the files of ipykernel, numpy, torch and what they require bound back, "
+                "read-only (`kernel_site.py`)",
+            ),
             (f"`{self.tmp}`", f"private tmpfs of {lim.tmp_mb} MiB"),
-            ("working folder", f"tmpfs of {lim.work_mb} MiB and {lim.work_files} files and folders of its own, "
-                               "empty at the start (no file handed in reaches the kernel); unmounted after the kernel"),
-            ("socket folder", f"tmpfs of {self.sock_mb()} MiB (its log: the file-size limit) and {SOCK_FILES} "
-                              "files of its own (without root: a folder on the host, see README)"),
+            (
+                "working folder",
+                f"tmpfs of {lim.work_mb} MiB and {lim.work_files} files and folders of its own, "
+                "empty at the start (no file handed in reaches the kernel); unmounted after the kernel",
+            ),
+            (
+                "socket folder",
+                f"tmpfs of {self.sock_mb()} MiB (its log: the file-size limit) and {SOCK_FILES} "
+                "files of its own (without root: a folder on the host, see README)",
+            ),
             ("rlimits, each process", ", ".join(f"{n} {shown.get(n, v)}" for n, v in self.rlimits())),
-            ("cgroup, all processes together", f"memory {lim.memory_mb} MiB (memfds, shared memory, `/tmp` and "
-                                               f"children included), {lim.nproc} processes and threads, "
-                                               f"{lim.cpus:g} CPU"),
-            ("seccomp: EPERM", ", ".join(f"`{n}`" for n in self.seccomp_eperm)
-             + f"; `clone` and `unshare` with {flags}"),
+            (
+                "cgroup, all processes together",
+                f"memory {lim.memory_mb} MiB (memfds, shared memory, `/tmp` and "
+                f"children included), {lim.nproc} processes and threads, "
+                f"{lim.cpus:g} CPU",
+            ),
+            (
+                "seccomp: EPERM",
+                ", ".join(f"`{n}`" for n in self.seccomp_eperm) + f"; `clone` and `unshare` with {flags}",
+            ),
             ("seccomp: ENOSYS", ", ".join(f"`{n}`" for n in self.seccomp_enosys) + " (glibc falls back to `clone`)"),
-            ("each message to the grader", f"at most {lim.message_mb} MiB, {lim.message_frames} frames and "
-                                           f"{lim.message_values} JSON values (bytes `,:[{{\"`), metered "
-                                           "at the socket by the launcher's relay before the grader receives it "
-                                           "(`relay.py`); past it the kernel is stopped"),
-            ("messages to the grader over time", f"per channel, the last messages its sockets may hold unread at "
-                                                 f"most {lim.unread_mb} MiB together; on stdin, control and heartbeat, "
-                                                 f"which it does not read, {lim.quiet_kb} KiB over the kernel's life "
-                                                 "(the heartbeat also the echo of the grader's pings) "
-                                                 "(`relay.py`); past either the kernel is stopped"),
+            (
+                "each message to the grader",
+                f"at most {lim.message_mb} MiB, {lim.message_frames} frames and "
+                f'{lim.message_values} JSON values (bytes `,:[{{"`), metered '
+                "at the socket by the launcher's relay before the grader receives it "
+                "(`relay.py`); past it the kernel is stopped",
+            ),
+            (
+                "messages to the grader over time",
+                f"per channel, the last messages its sockets may hold unread at "
+                f"most {lim.unread_mb} MiB together; on stdin, control and heartbeat, "
+                f"which it does not read, {lim.quiet_kb} KiB over the kernel's life "
+                "(the heartbeat also the echo of the grader's pings) "
+                "(`relay.py`); past either the kernel is stopped",
+            ),
         ]
         return "\n".join(["| `sandbox.Policy()` | |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows)])
 

@@ -34,6 +34,7 @@ quiet channel it reads the kernel whatever the grader takes, so that a kernel th
 read still reaches its cut (what waits then is under ``Limits.quiet_kb``). The
 grader's own sockets refuse a frame past the limit too (``ZMQ_MAXMSGSIZE``, kernel.py): a second line.
 """
+
 from __future__ import annotations
 
 import json
@@ -73,10 +74,15 @@ class Budget:
     values: int = 1 << 62
 
     @classmethod
-    def of(cls, limits) -> "Budget":
+    def of(cls, limits) -> Budget:
         """From the sandbox's `Limits` (policy.py)."""
-        return cls(limits.message_mb << 20, limits.message_frames, limits.unread_mb << 20, limits.quiet_kb << 10,
-                   limits.message_values)
+        return cls(
+            limits.message_mb << 20,
+            limits.message_frames,
+            limits.unread_mb << 20,
+            limits.quiet_kb << 10,
+            limits.message_values,
+        )
 
     def limit(self, why: str) -> int:
         return {"unread": self.unread, "quiet": self.quiet, "too_many_values": self.values}.get(why, self.message)
@@ -121,14 +127,14 @@ class Meter:
         i = 0
         while i < len(data):
             if len(self.greeting) < GREETING:
-                take = data[i:i + GREETING - len(self.greeting)]
+                take = data[i : i + GREETING - len(self.greeting)]
                 self.greeting += take
                 i += len(take)
                 self._check_greeting()
             elif self.left:
                 step = min(self.left, len(data) - i)
                 if not self.command:
-                    body = data[i:i + step]
+                    body = data[i : i + step]
                     self.values += step - len(body.translate(None, VALUE_BYTES))
                     if self.values > self.budget.values:
                         raise Cut("too_many_values", self.values, self.frames)  # size: the values counted
@@ -137,7 +143,7 @@ class Meter:
                 if self.ending and not self.left:
                     self.values = 0
             else:
-                self.head += data[i:i + 1]
+                self.head += data[i : i + 1]
                 i += 1
                 self._header()
 
@@ -272,7 +278,7 @@ class Relay:
         own, other = (pair.kernel, pair.grader) if side == "kernel" else (pair.grader, pair.kernel)
         peer = "grader" if side == "kernel" else "kernel"
         if events & selectors.EVENT_WRITE and pair.waiting[side]:
-            del pair.waiting[side][:_send(own, pair.waiting[side])]
+            del pair.waiting[side][: _send(own, pair.waiting[side])]
         if events & selectors.EVENT_READ and self._reads(pair, side):
             chunk = own.recv(CHUNK)
             if not chunk:
@@ -284,7 +290,7 @@ class Relay:
                 self.tallies[pair.channel].credit = self.echoed.total
             waiting = pair.waiting[peer]
             waiting += chunk
-            del waiting[:_send(other, waiting)]
+            del waiting[: _send(other, waiting)]
         self._watch(pair)
 
     @staticmethod
@@ -301,7 +307,8 @@ class Relay:
         for side in ("grader", "kernel"):
             s = getattr(pair, side)
             events = (selectors.EVENT_READ if self._reads(pair, side) else 0) | (
-                selectors.EVENT_WRITE if pair.waiting[side] else 0)
+                selectors.EVENT_WRITE if pair.waiting[side] else 0
+            )
             was = pair.watched.get(side, 0)
             if events == was:
                 continue
@@ -323,8 +330,18 @@ class Relay:
 
     def _record(self, channel: str, cut: Cut) -> None:
         tmp = self.folder / f".{CUT_FILE}"
-        tmp.write_text(json.dumps({"channel": channel, "why": cut.why, "bytes": cut.size, "frames": cut.frames,
-                                   "limit_bytes": self.budget.limit(cut.why), "limit_frames": self.budget.frames}))
+        tmp.write_text(
+            json.dumps(
+                {
+                    "channel": channel,
+                    "why": cut.why,
+                    "bytes": cut.size,
+                    "frames": cut.frames,
+                    "limit_bytes": self.budget.limit(cut.why),
+                    "limit_frames": self.budget.frames,
+                }
+            )
+        )
         os.replace(tmp, self.folder / CUT_FILE)
 
 

@@ -17,6 +17,7 @@ read-only, and clears the immutable and append-only flags of what it removes); `
 is the end of a log file. Nothing is copied into a kernel's folder (it starts empty).
 Standard library only: the kernelspec's launcher imports it, the zygote loads it by path.
 """
+
 from __future__ import annotations
 
 import errno

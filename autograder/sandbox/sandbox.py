@@ -44,6 +44,7 @@ executed), not `build/` (the other assignments' editions), not other students' f
 the home folder. No network at all (its loopback is its own). Nothing the kernel writes is
 copied back: its folders are unmounted and removed after it (`end_kernel_processes` first).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -57,23 +58,34 @@ import time
 from pathlib import Path
 
 from . import cgroups, kernel_site, mounts, safefs, seccomp
+from .policy import Limits, Policy, kernel_environment
 from .uids import UID_BASE, UID_SLOTS, UidSlot, privileged  # noqa: F401 (the sandbox's names)
 from .unavailable import SandboxUnavailable
-from .policy import Limits, Policy, kernel_environment
 
-__all__ = ["Limits", "Policy", "SandboxUnavailable", "UidSlot", "bwrap_command", "check_available",
-           "kernel_environment", "privileged", "zygote_command"]
+__all__ = [
+    "Limits",
+    "Policy",
+    "SandboxUnavailable",
+    "UidSlot",
+    "bwrap_command",
+    "check_available",
+    "kernel_environment",
+    "privileged",
+    "zygote_command",
+]
 
 # Uids handed to sandboxed kernels: unlikely to belong to anyone on a normal machine.
 POLICY_FILE = "sandbox.json"  # written next to the connection file by the kernel manager
 
 
 # The one line the unprivileged mode prints when grading starts: what it cannot guarantee.
-UNPRIVILEGED = ("grading sandbox: unprivileged mode (not root): kernels run in a user namespace under the "
-                "grader's own uid, so there is no separate uid per kernel (an escape from the namespaces would "
-                "act as the grader's user; the kernel keyring is closed by seccomp alone) and no fork server "
-                "(a fresh sandbox per kernel, about 1.5 s more per notebook); its socket folder is a folder "
-                "on the host, limited per file only (its working folder is a limited tmpfs as with root){cgroup}")
+UNPRIVILEGED = (
+    "grading sandbox: unprivileged mode (not root): kernels run in a user namespace under the "
+    "grader's own uid, so there is no separate uid per kernel (an escape from the namespaces would "
+    "act as the grader's user; the kernel keyring is closed by seccomp alone) and no fork server "
+    "(a fresh sandbox per kernel, about 1.5 s more per notebook); its socket folder is a folder "
+    "on the host, limited per file only (its working folder is a limited tmpfs as with root){cgroup}"
+)
 
 
 def _tools() -> dict[str, str]:
@@ -97,8 +109,9 @@ def package_path() -> Path:
         raise SandboxUnavailable("the package `encdec` is not importable by the grader")
     locations = list(spec.submodule_search_locations)
     if len(locations) != 1:
-        raise SandboxUnavailable(f"the package `encdec` spans several folders ({locations}); the grading "
-                                 "edition replaces one")
+        raise SandboxUnavailable(
+            f"the package `encdec` spans several folders ({locations}); the grading edition replaces one"
+        )
     return Path(locations[0]).resolve()
 
 
@@ -141,8 +154,7 @@ def _torch_mounts(pairs) -> list[str]:
     return cmd
 
 
-def zygote_command(stage_root: Path, sockbase: Path, control: Path, editions: Path,
-                   torch_files: list) -> list[str]:
+def zygote_command(stage_root: Path, sockbase: Path, control: Path, editions: Path, torch_files: list) -> list[str]:
     """The fork server (zygote.py): root in its own namespaces, staging the folders it serves.
 
     ``editions`` (autograder/edition.py's output folder) is staged read-only: each kernel gets its
@@ -156,20 +168,42 @@ def zygote_command(stage_root: Path, sockbase: Path, control: Path, editions: Pa
     policy = Policy()
     readonly = readonly_paths()
     here, opt = Path(__file__).parent, "/opt/encdec-sandbox"  # the script and the module it loads
-    cmd = [tools["bwrap"], *policy.bwrap_namespaces(), "--die-with-parent", "--new-session",
-           "--cap-add", "ALL", "--clearenv"]
+    cmd = [
+        tools["bwrap"],
+        *policy.bwrap_namespaces(),
+        "--die-with-parent",
+        "--new-session",
+        "--cap-add",
+        "ALL",
+        "--clearenv",
+    ]
     for key, value in kernel_environment(dataclasses.asdict(policy.limits), sys.prefix, package_path()).items():
         cmd += ["--setenv", key, value]
     rows = _view(policy, readonly, [sockbase])
     cmd += _system_mounts(rows, policy)
     cmd += _torch_mounts(torch_files)  # after the venv's own bind: they win
-    cmd += ["--bind", str(sockbase), str(sockbase),
-            "--bind", str(stage_root), "/staging/work", "--bind", str(sockbase), "/staging/sock",
-            "--ro-bind", str(editions), "/staging/editions",
-            *(arg for name in ("zygote.py", "mounts.py")
-              for arg in ("--ro-bind", str(here / name), f"{opt}/{name}")),
-            "--chdir", "/", "--", sys.executable, f"{opt}/zygote.py", str(control),
-            json.dumps(sorted({row[-1] for row in rows if row[0] in ("ro-bind", "symlink", "empty")}))]
+    cmd += [
+        "--bind",
+        str(sockbase),
+        str(sockbase),
+        "--bind",
+        str(stage_root),
+        "/staging/work",
+        "--bind",
+        str(sockbase),
+        "/staging/sock",
+        "--ro-bind",
+        str(editions),
+        "/staging/editions",
+        *(arg for name in ("zygote.py", "mounts.py") for arg in ("--ro-bind", str(here / name), f"{opt}/{name}")),
+        "--chdir",
+        "/",
+        "--",
+        sys.executable,
+        f"{opt}/zygote.py",
+        str(control),
+        json.dumps(sorted({row[-1] for row in rows if row[0] in ("ro-bind", "symlink", "empty")})),
+    ]
     return cmd
 
 
@@ -192,13 +226,22 @@ def bwrap_command(policy: dict, kernel_argv: list[str], seccomp_fd: int) -> list
 
     limits = [tools["prlimit"], *(f"--{name}={value}" for name, value in rules.rlimits()), "--"]
     if privileged():  # limits first, then bwrap as root, then down to the kernel's own uid
-        cmd, inner = [*limits, tools["bwrap"]], [
-            tools["setpriv"], f"--reuid={uid}", f"--regid={gid}", "--clear-groups",
-            "--no-new-privs", "--bounding-set=-all", "--inh-caps=-all", "--"]
+        cmd, inner = (
+            [*limits, tools["bwrap"]],
+            [
+                tools["setpriv"],
+                f"--reuid={uid}",
+                f"--regid={gid}",
+                "--clear-groups",
+                "--no-new-privs",
+                "--bounding-set=-all",
+                "--inh-caps=-all",
+                "--",
+            ],
+        )
     else:  # a user namespace; the limits inside it (RLIMIT_NPROC then counts this kernel alone)
         cmd, inner = [tools["bwrap"], "--unshare-user", "--cap-drop", "ALL"], limits
-    cmd += [*rules.bwrap_namespaces(), "--die-with-parent", "--new-session", "--clearenv",
-            "--seccomp", str(seccomp_fd)]
+    cmd += [*rules.bwrap_namespaces(), "--die-with-parent", "--new-session", "--clearenv", "--seccomp", str(seccomp_fd)]
     package = policy["overlay"][1] if policy.get("overlay") else package_path()
     env = kernel_environment(dataclasses.asdict(rules.limits), sys.prefix, package)
     for key, value in env.items():
@@ -291,12 +334,19 @@ def check_available() -> None:
             work, sock = Path(tmp) / "work", Path(tmp) / "sock"
             work.mkdir()
             sock.mkdir()
-            policy = {"uid": slot.uid, "gid": slot.gid, "workdir": str(work), "sockdir": str(sock),
-                      "readonly": [str(p) for p in readonly_paths()],
-                      "limits": dataclasses.asdict(Limits())}
+            policy = {
+                "uid": slot.uid,
+                "gid": slot.gid,
+                "workdir": str(work),
+                "sockdir": str(sock),
+                "readonly": [str(p) for p in readonly_paths()],
+                "limits": dataclasses.asdict(Limits()),
+            }
             # prints the uid and the seccomp mode (2: a filter is in force)
-            probe = ("import encdec, os; print(os.getuid(), [l.split()[1] for l in open('/proc/self/status') "
-                     "if l.startswith('Seccomp:')][0])")
+            probe = (
+                "import encdec, os; print(os.getuid(), [l.split()[1] for l in open('/proc/self/status') "
+                "if l.startswith('Seccomp:')][0])"
+            )
             fd = seccomp.program_fd(Policy().seccomp_program())
             try:
                 cmd = bwrap_command(policy, [sys.executable, "-c", probe], fd)
@@ -309,16 +359,20 @@ def check_available() -> None:
         raise SandboxUnavailable(
             "the grading sandbox (bubblewrap) failed to start a test process "
             f"(exit {proc.returncode}): {proc.stderr.strip()[-500:]}. "
-            + ("" if privileged() else "Without root it needs user namespaces (see README: grading without "
-               "root). ")
+            + ("" if privileged() else "Without root it needs user namespaces (see README: grading without root). ")
             + "Refusing to run student "
             "code unconfined."
         )
     hierarchy = cgroups.probe(**Policy().cgroup_limits())  # warns once if kernels get rlimits only
     if not privileged():
-        cgroup = "" if hierarchy is not None else (
-            ", and no per-kernel cgroup (none delegated to this user: `python -m autograder.sandbox.cgroups "
-            "delegate USER`, run once as root)")
+        cgroup = (
+            ""
+            if hierarchy is not None
+            else (
+                ", and no per-kernel cgroup (none delegated to this user: `python -m autograder.sandbox.cgroups "
+                "delegate USER`, run once as root)"
+            )
+        )
         print(UNPRIVILEGED.format(cgroup=cgroup), file=sys.stderr, flush=True)
     else:  # the kernel folders' tmpfs mounts that killed graders left behind
         for top in mounts.sweep_stale():

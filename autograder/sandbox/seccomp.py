@@ -25,6 +25,7 @@ kernel process (`prctl(PR_SET_SECCOMP)` after no_new_privs, the bytes in its req
 imports only the standard library). Where libseccomp is missing, `assemble` raises
 `SandboxUnavailable`: grading stops, it never runs a kernel unconfined.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -55,7 +56,8 @@ def _libseccomp():
         raise SandboxUnavailable(
             f"seccomp: libseccomp cannot be loaded ({err}). Install Debian's libseccomp2 and the "
             "pinned bindings (pip install -r requirements.txt -c constraints.txt). Refusing to run "
-            "student code unconfined.") from None
+            "student code unconfined."
+        ) from None
     return pyseccomp
 
 
@@ -69,8 +71,7 @@ def syscall_number(name: str, arch: str | None = None) -> int:
 
 
 @functools.lru_cache(maxsize=8)
-def assemble(eperm: tuple[str, ...], enosys: tuple[str, ...], clone_flags: int,
-             arch: str | None = None) -> bytes:
+def assemble(eperm: tuple[str, ...], enosys: tuple[str, ...], clone_flags: int, arch: str | None = None) -> bytes:
     """The filter as bytes (8 per instruction): `eperm` and `enosys` refused with that errno,
     `clone` and `unshare` refused with EPERM when their flags hold any of `clone_flags`."""
     arch = arch or machine()
@@ -122,8 +123,7 @@ def install(program: bytes) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     buf = ctypes.create_string_buffer(program, len(program))
     fprog = _SockFprog(len(program) // 8, ctypes.addressof(buf))
-    for args in [(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0),
-                 (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0)]:
+    for args in [(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0)]:
         if libc.prctl(*args) != 0:
             err = ctypes.get_errno()
             raise OSError(err, f"seccomp: {os.strerror(err)}")

@@ -1,5 +1,6 @@
 """Which uid a kernel runs under: as root, a fresh one of ``UID_SLOTS`` per kernel, held while it
 lives; without root, the grader's own (the slot still numbers its cgroup)."""
+
 from __future__ import annotations
 
 import fcntl

@@ -30,6 +30,7 @@ kernel it forks a supervisor that, still as root:
 
 This file is run as a script inside the sandbox and imports only the standard library.
 """
+
 import ctypes
 import importlib.util
 import json
@@ -48,8 +49,9 @@ STAGE_WORK, STAGE_SOCK, STAGE_EDITIONS = "/staging/work", "/staging/sock", "/sta
 
 def _sibling(name):
     """A module of this folder, loaded by path (this file runs as a script, in the sandbox too)."""
-    spec = importlib.util.spec_from_file_location(f"encdec_sandbox_{name}",
-                                                  os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py"))
+    spec = importlib.util.spec_from_file_location(
+        f"encdec_sandbox_{name}", os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -57,8 +59,13 @@ def _sibling(name):
 
 mounts = _sibling("mounts")  # standard library only
 VIEW = []  # the places of the kernel's view (sandbox.zygote_command), set at start
-NAMESPACES = {"pid": mounts.CLONE_NEWPID, "net": mounts.CLONE_NEWNET, "ipc": mounts.CLONE_NEWIPC,
-              "uts": mounts.CLONE_NEWUTS, "cgroup": mounts.CLONE_NEWCGROUP}  # the names of sandbox.Policy.namespaces
+NAMESPACES = {
+    "pid": mounts.CLONE_NEWPID,
+    "net": mounts.CLONE_NEWNET,
+    "ipc": mounts.CLONE_NEWIPC,
+    "uts": mounts.CLONE_NEWUTS,
+    "cgroup": mounts.CLONE_NEWCGROUP,
+}  # the names of sandbox.Policy.namespaces
 _libc, _check = mounts.libc, mounts.check
 
 
@@ -170,7 +177,7 @@ def _pid1(req):
             pid, status = os.wait()
             if pid == kernel:
                 os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
-    except BaseException as err:  # noqa: BLE001
+    except BaseException as err:
         print(f"sandbox pid 1: {err}", file=sys.stderr, flush=True)
         os._exit(70)
 
@@ -215,7 +222,7 @@ def _kernel(req):
         kernelapp.launch_new_instance()
     except SystemExit as err:
         os._exit(err.code if isinstance(err.code, int) else 1)
-    except BaseException as err:  # noqa: BLE001
+    except BaseException as err:
         print(f"sandboxed kernel: {err!r}", file=sys.stderr, flush=True)
         os._exit(1)
     os._exit(0)
@@ -273,7 +280,7 @@ def serve(control):
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             try:
                 _supervise(conn, json.loads(data), fds)
-            except BaseException as err:  # noqa: BLE001
+            except BaseException as err:
                 print(f"zygote: {err!r}", file=sys.stderr, flush=True)
                 try:
                     conn.sendall(b'{"exit": 70}\n')

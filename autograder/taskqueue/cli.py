@@ -1,11 +1,12 @@
 """`python -m autograder.taskqueue`: grading on an RQ queue (enqueue, worker, collect, grade)."""
+
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import warnings
 import sys
+import warnings
 from dataclasses import asdict
 from pathlib import Path
 
@@ -17,12 +18,17 @@ DESCRIPTION = "Grade submissions on an RQ job queue: workers on any host, one wr
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m autograder.taskqueue", description=DESCRIPTION)
-    parser.add_argument("--redis", default=os.environ.get("ENCDEC_REDIS_URL", DEFAULT_URL),
-                        help=f"the broker (default: $ENCDEC_REDIS_URL or {DEFAULT_URL})")
+    parser.add_argument(
+        "--redis",
+        default=os.environ.get("ENCDEC_REDIS_URL", DEFAULT_URL),
+        help=f"the broker (default: $ENCDEC_REDIS_URL or {DEFAULT_URL})",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, text in [("enqueue", "queue every submission not graded yet"),
-                       ("collect", "apply the published results to the gradebook (the single writer)"),
-                       ("grade", "enqueue, then collect until every job is done")]:
+    for name, text in [
+        ("enqueue", "queue every submission not graded yet"),
+        ("collect", "apply the published results to the gradebook (the single writer)"),
+        ("grade", "enqueue, then collect until every job is done"),
+    ]:
         p = sub.add_parser(name, help=text)
         p.add_argument("assignment", nargs="+")
         p.add_argument("--student", action="append", help="only this student (repeatable)")
@@ -36,12 +42,19 @@ def main(argv: list[str] | None = None) -> int:
     w = sub.add_parser("worker", help="an RQ worker of the grading queue (RQ's own `Worker`)")
     w.add_argument("--burst", action="store_true", help="stop when the queue is empty")
     w.add_argument("--name", default=None)
-    w.add_argument("--simple", action="store_true",
-                   help="RQ's non-forking worker: one sandbox fork server for every job (faster); a lost "
-                        "worker's job is retried only after its whole budget")
+    w.add_argument(
+        "--simple",
+        action="store_true",
+        help="RQ's non-forking worker: one sandbox fork server for every job (faster); a lost "
+        "worker's job is retried only after its whole budget",
+    )
     w.add_argument("--heartbeat", type=int, default=10, help="seconds between a busy worker's heartbeats")
-    w.add_argument("--grace", type=int, default=60,
-                   help="seconds after a missed heartbeat before the job counts as abandoned and is retried")
+    w.add_argument(
+        "--grace",
+        type=int,
+        default=60,
+        help="seconds after a missed heartbeat before the job counts as abandoned and is retried",
+    )
     args = parser.parse_args(argv)
     # nbgrader's own gradebook code trips SQLAlchemy's autoflush warning on every new submission
     warnings.filterwarnings("ignore", message=".*not in session.*")
@@ -53,16 +66,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"queued {len(queued)} job(s) on {QUEUE!r}", file=sys.stderr)
         if args.command == "enqueue":
             return 0
-    results = collect(root, args.assignment, args.redis, wait=args.command == "grade" or args.wait,
-                      only=args.student)
+    results = collect(root, args.assignment, args.redis, wait=args.command == "grade" or args.wait, only=args.student)
     print(summary(results))
     if args.json:
         args.json.write_text(json.dumps([asdict(r) for r in results], indent=1))
     return 1 if any(r.status in ("failed", "killed") for r in results) else 0
 
 
-def worker(url: str, burst: bool, name: str | None, heartbeat: int = 10, grace: int = 60,
-           simple: bool = False) -> int:
+def worker(url: str, burst: bool, name: str | None, heartbeat: int = 10, grace: int = 60, simple: bool = False) -> int:
     """RQ's own forking `Worker` (`jobs.GradingWorker`) on the grading queue, with the grader's
     modules imported once here (each job runs in a fork of this process, RQ's work-horse)."""
     from rq import Queue
@@ -89,8 +100,9 @@ def worker(url: str, burst: bool, name: str | None, heartbeat: int = 10, grace: 
     if simple:
         w = GradingSimpleWorker([Queue(QUEUE, connection=conn)], connection=conn, name=name)
     else:
-        w = GradingWorker([Queue(QUEUE, connection=conn)], connection=conn, name=name,
-                          job_monitoring_interval=heartbeat)
+        w = GradingWorker(
+            [Queue(QUEUE, connection=conn)], connection=conn, name=name, job_monitoring_interval=heartbeat
+        )
         w.grace = grace
     w.work(burst=burst, with_scheduler=False)
     return 0

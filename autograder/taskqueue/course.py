@@ -1,5 +1,6 @@
 """The course as a grading job sees it: nbgrader's configuration loaded from the course root, the
 folders it names (never typed here), the results store and the fingerprint of a submission."""
+
 from __future__ import annotations
 
 import copy
@@ -72,7 +73,9 @@ def results_dir(cd, assignment: str, student: str) -> Path:
 def students(cd, assignment: str) -> list[str]:
     """Every student with a submission of `assignment` in the configured submitted folder."""
     top = submission_dir(cd, assignment, "*").parent.parent
-    return sorted(p.parent.name for p in top.glob(f"*/{assignment}") if p.is_dir() and not p.parent.name.startswith("."))
+    return sorted(
+        p.parent.name for p in top.glob(f"*/{assignment}") if p.is_dir() and not p.parent.name.startswith(".")
+    )
 
 
 def fingerprint(folder: Path) -> str:

@@ -14,6 +14,7 @@
   `Retry(max=RETRIES)`) once its heartbeat lapses; a work-horse killed under a live worker is
   retried at once by that worker.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -74,8 +75,12 @@ def grade_job(root: str, assignment: str, student: str, spec: dict, timeout: int
     finally:
         if not _keep_sandbox[0]:
             Zygote.stop_all(started_here=True)
-    return {"assignment": assignment, "student": student, "fingerprint": result["fingerprint"],
-            "statuses": {nb: info["status"] for nb, info in result["notebooks"].items()}}
+    return {
+        "assignment": assignment,
+        "student": student,
+        "fingerprint": result["fingerprint"],
+        "statuses": {nb: info["status"] for nb, info in result["notebooks"].items()},
+    }
 
 
 def connect(url: str):
@@ -84,8 +89,14 @@ def connect(url: str):
     return Redis.from_url(url)
 
 
-def enqueue(root: Path, assignments: list[str], url: str, force: bool = False, timeout: int | None = None,
-            only: list[str] | None = None) -> list[str]:
+def enqueue(
+    root: Path,
+    assignments: list[str],
+    url: str,
+    force: bool = False,
+    timeout: int | None = None,
+    only: list[str] | None = None,
+) -> list[str]:
     """Queue every submission of `assignments` not graded yet; the ids of the jobs queued."""
     import shutil
 
@@ -120,16 +131,33 @@ def enqueue(root: Path, assignments: list[str], url: str, force: bool = False, t
                 status = None
             if status in (JobStatus.QUEUED, JobStatus.STARTED, JobStatus.SCHEDULED, JobStatus.DEFERRED):
                 continue
-            queue.enqueue(grade_job, str(root), assignment, student, spec, timeout, job_id=jid,
-                          job_timeout=budget * len(spec["notebooks"]), result_ttl=24 * 3600,
-                          failure_ttl=7 * 24 * 3600, retry=Retry(max=RETRIES),
-                          description=f"grade {assignment} of {student}")
+            queue.enqueue(
+                grade_job,
+                str(root),
+                assignment,
+                student,
+                spec,
+                timeout,
+                job_id=jid,
+                job_timeout=budget * len(spec["notebooks"]),
+                result_ttl=24 * 3600,
+                failure_ttl=7 * 24 * 3600,
+                retry=Retry(max=RETRIES),
+                description=f"grade {assignment} of {student}",
+            )
             queued.append(jid)
     return queued
 
 
-def collect(root: Path, assignments: list[str], url: str | None, wait: bool = False, poll: float = 1.0,
-            only: list[str] | None = None, progress=None) -> list[Result]:
+def collect(
+    root: Path,
+    assignments: list[str],
+    url: str | None,
+    wait: bool = False,
+    poll: float = 1.0,
+    only: list[str] | None = None,
+    progress=None,
+) -> list[Result]:
     """Apply every published result to the course gradebook (the single writer); with `wait`, until
     no job of these submissions is queued or running. One `Result` per notebook."""
     from rq import Queue
@@ -166,8 +194,7 @@ def collect(root: Path, assignments: list[str], url: str | None, wait: bool = Fa
                     pass
             if published(cd, assignment, student, fp) is not None:
                 continue  # it finished meanwhile: applied on the next round
-            if status not in (JobStatus.QUEUED, JobStatus.STARTED, JobStatus.SCHEDULED, JobStatus.DEFERRED) \
-                    or not wait:
+            if status not in (JobStatus.QUEUED, JobStatus.STARTED, JobStatus.SCHEDULED, JobStatus.DEFERRED) or not wait:
                 why = "not queued" if status is None else f"no result (job {status.value})"
                 results.append(Result(student, "*", "failed", reason=why, fingerprint=fp, assignment=assignment))
                 del todo[(assignment, student)]

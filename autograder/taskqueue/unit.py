@@ -11,6 +11,7 @@ either complete or absent, a worker killed mid-task leaves only a `.tmp-*` folde
 and a task delivered twice publishes once (the second rename finds the folder there and discards
 its copy). The course gradebook is written by one process only, the writer (`writer.py`).
 """
+
 from __future__ import annotations
 
 import glob
@@ -25,8 +26,16 @@ from pathlib import Path
 
 from autograder import handed_in
 
-from .course import (TMP_PREFIX, coursedir_for, fingerprint, load_config, results_dir, seeds_dir, submission_dir,
-                     with_overrides)
+from .course import (
+    TMP_PREFIX,
+    coursedir_for,
+    fingerprint,
+    load_config,
+    results_dir,
+    seeds_dir,
+    submission_dir,
+    with_overrides,
+)
 from .seed import notebooks, seed
 
 RESULT = "result.json"
@@ -85,15 +94,18 @@ def grade(root: str, assignment: str, student: str, spec: dict, timeout: int | N
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _autograde(config, work: Path, sub: Path, assignment: str, student: str, spec: dict,
-               timeout: int | None) -> dict:
+def _autograde(config, work: Path, sub: Path, assignment: str, student: str, spec: dict, timeout: int | None) -> dict:
     from nbgrader.api import Gradebook, MissingEntry
 
     start = time.monotonic()
     db_url = f"sqlite:///{work / 'gradebook.db'}"
-    cfg = with_overrides(config, submitted_directory=str(work / "submitted"),
-                         autograded_directory=str(work / "graded"), feedback_directory=str(work / "feedback"),
-                         db_url=db_url)
+    cfg = with_overrides(
+        config,
+        submitted_directory=str(work / "submitted"),
+        autograded_directory=str(work / "graded"),
+        feedback_directory=str(work / "feedback"),
+        db_url=db_url,
+    )
     if timeout:  # cells keep their own limit, capped by what is left of the notebook's
         cfg.SandboxedExecute.notebook_timeout = timeout
     _seeded_gradebook(coursedir_for(config), spec, work / "gradebook.db")
@@ -109,8 +121,9 @@ def _autograde(config, work: Path, sub: Path, assignment: str, student: str, spe
         if not os.path.lexists(sub / f"{nb}.ipynb") and renamed is None:
             out["notebooks"][nb] = {"status": "missing", "reason": "not submitted"}
             continue
-        out["notebooks"][nb] = _autograde_notebook(cfg, assignment, student, nb, sub,
-                                                   glob.escape(renamed.stem) if renamed else nb)
+        out["notebooks"][nb] = _autograde_notebook(
+            cfg, assignment, student, nb, sub, glob.escape(renamed.stem) if renamed else nb
+        )
     with Gradebook(db_url, course_id) as gb:
         try:
             submission = gb.find_submission(assignment, student)
@@ -150,13 +163,12 @@ def _autograde_notebook(cfg, assignment: str, student: str, nb: str, sub: Path, 
     error: BaseException | None = None
     try:
         converter.start()
-    except Exception as exc:  # noqa: BLE001 - NbGraderException and friends: this notebook fails
+    except Exception as exc:
         error = exc
     finally:
         converter.log.removeHandler(capture)
     graded = Path(cd.format_path(cd.autograded_directory, student, assignment)) / f"{nb}.ipynb"
-    info = {"status": "graded" if error is None and graded.is_file() else "failed",
-            "seconds": time.monotonic() - start}
+    info = {"status": "graded" if error is None and graded.is_file() else "failed", "seconds": time.monotonic() - start}
     if info["status"] == "failed":
         info["reason"] = _reason(capture.messages, error)
         # The submission itself is broken (not a grading failure): it earns 0 (the writer says so).
@@ -180,7 +192,7 @@ def _readable(path: Path) -> bool:
     try:
         handed_in.read_handed_in(path)
         return True
-    except Exception:  # noqa: BLE001 - any reason it cannot be read is the submission's
+    except Exception:
         return False
 
 

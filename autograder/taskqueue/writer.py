@@ -14,6 +14,7 @@ scores, and a result that graded nothing changes nothing (no grade is lost by a 
 Scores are set, never added, and every applied key is recorded (`Applied`, written atomically
 after the gradebook commit): applying a result twice, or a task delivered twice, changes nothing.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -63,8 +64,9 @@ class Applied:
         return fps.pop() if len(fps) == 1 else None
 
     def record(self, student: str, results: list[Result]) -> None:
-        self.data[student] = {r.notebook: {"fingerprint": r.fingerprint, "score": r.score}
-                              for r in results if r.status == "graded"}
+        self.data[student] = {
+            r.notebook: {"fingerprint": r.fingerprint, "score": r.score} for r in results if r.status == "graded"
+        }
         tmp = self.path.with_suffix(f".tmp{os.getpid()}")
         tmp.write_text(json.dumps(self.data, indent=1, sort_keys=True))
         os.replace(tmp, self.path)
@@ -76,7 +78,7 @@ def writer_steps(config) -> list:
 
     names = list(config.Autograde.get("autograde_preprocessors", [FIRST_WRITER_STEP]))
     names = [n if isinstance(n, str) else f"{n.__module__}.{n.__name__}" for n in names]
-    tail = names[names.index(FIRST_WRITER_STEP):] if FIRST_WRITER_STEP in names else [FIRST_WRITER_STEP]
+    tail = names[names.index(FIRST_WRITER_STEP) :] if FIRST_WRITER_STEP in names else [FIRST_WRITER_STEP]
     return [import_item(n)(config=config) for n in tail]
 
 
@@ -91,8 +93,11 @@ def apply(config, assignment: str, student: str, fp: str, applied: Applied | Non
     result = json.loads((final / RESULT).read_text())
     if applied.fingerprint(student) == fp and _on_disk(cd, assignment, student, result):
         return _recorded(cd, assignment, student, fp, result, "already graded")
-    failed = {nb for nb, info in result["notebooks"].items()
-              if info["status"] in ("failed", "killed") and not info.get("unreadable")}
+    failed = {
+        nb
+        for nb, info in result["notebooks"].items()
+        if info["status"] in ("failed", "killed") and not info.get("unreadable")
+    }
     if failed != set(result["notebooks"]):  # a run that graded nothing changes nothing (autograder/keep.py)
         with Gradebook(cd.db_url, cd.course_id) as gb:
             gb.update_or_create_student(student)
@@ -108,13 +113,27 @@ def apply(config, assignment: str, student: str, fp: str, applied: Applied | Non
     steps = writer_steps(config)
     out = []
     for nb, info in result["notebooks"].items():
-        r = Result(student, nb, info["status"], seconds=info.get("seconds", 0.0), reason=info.get("reason", ""),
-                   fingerprint=fp, assignment=assignment)
+        r = Result(
+            student,
+            nb,
+            info["status"],
+            seconds=info.get("seconds", 0.0),
+            reason=info.get("reason", ""),
+            fingerprint=fp,
+            assignment=assignment,
+        )
         if info["status"] == "graded":
             path = autograded_dir(cd, assignment, student) / f"{nb}.ipynb"
             notebook = nbformat.read(path, as_version=nbformat.NO_CONVERT)
-            resources = {"nbgrader": {"db_url": cd.db_url, "course_id": cd.course_id, "assignment": assignment,
-                                      "notebook": nb, "student": student}}
+            resources = {
+                "nbgrader": {
+                    "db_url": cd.db_url,
+                    "course_id": cd.course_id,
+                    "assignment": assignment,
+                    "notebook": nb,
+                    "student": student,
+                }
+            }
             for step in steps:
                 notebook, resources = step.preprocess(notebook, resources)
         elif info["status"] == "missing" or info.get("unreadable"):
@@ -139,8 +158,18 @@ def already(cd, assignment: str, student: str, applied: Applied) -> list[Result]
     with Gradebook(cd.db_url, cd.course_id) as gb:
         for nb, entry in sorted(applied.data.get(student, {}).items()):
             scored = gb.find_submission_notebook(nb, assignment, student)
-            out.append(Result(student, nb, "graded", float(scored.score), float(scored.max_score),
-                              reason="already graded", fingerprint=entry["fingerprint"], assignment=assignment))
+            out.append(
+                Result(
+                    student,
+                    nb,
+                    "graded",
+                    float(scored.score),
+                    float(scored.max_score),
+                    reason="already graded",
+                    fingerprint=entry["fingerprint"],
+                    assignment=assignment,
+                )
+            )
     return out
 
 
@@ -162,8 +191,9 @@ def _zero(cd, assignment: str, student: str, nb: str) -> None:
 
 def _on_disk(cd, assignment: str, student: str, result: dict) -> bool:
     folder = autograded_dir(cd, assignment, student)
-    return all((folder / f"{nb}.ipynb").is_file() for nb, info in result["notebooks"].items()
-               if info["status"] == "graded")
+    return all(
+        (folder / f"{nb}.ipynb").is_file() for nb, info in result["notebooks"].items() if info["status"] == "graded"
+    )
 
 
 def _recorded(cd, assignment: str, student: str, fp: str, result: dict, reason: str) -> list[Result]:
@@ -173,9 +203,18 @@ def _recorded(cd, assignment: str, student: str, fp: str, result: dict, reason: 
     with Gradebook(cd.db_url, cd.course_id) as gb:
         for nb, info in result["notebooks"].items():
             scored = gb.find_submission_notebook(nb, assignment, student)
-            out.append(Result(student, nb, info["status"], float(scored.score), float(scored.max_score),
-                              reason=reason if info["status"] == "graded" else info.get("reason", ""),
-                              fingerprint=fp, assignment=assignment))
+            out.append(
+                Result(
+                    student,
+                    nb,
+                    info["status"],
+                    float(scored.score),
+                    float(scored.max_score),
+                    reason=reason if info["status"] == "graded" else info.get("reason", ""),
+                    fingerprint=fp,
+                    assignment=assignment,
+                )
+            )
     return out
 
 
@@ -205,8 +244,17 @@ def summary(results: list[Result]) -> str:
     """A plain-text table: one row per notebook, then the counts."""
     rows = [("assignment", "student", "notebook", "status", "score", "seconds", "reason")]
     for r in results:
-        rows.append((r.assignment, r.student, r.notebook, r.status, f"{r.score:g}/{r.max_score:g}",
-                     f"{r.seconds:.1f}" if r.seconds else "", r.reason))
+        rows.append(
+            (
+                r.assignment,
+                r.student,
+                r.notebook,
+                r.status,
+                f"{r.score:g}/{r.max_score:g}",
+                f"{r.seconds:.1f}" if r.seconds else "",
+                r.reason,
+            )
+        )
     widths = [max(len(row[k]) for row in rows) for k in range(6)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row[:6], widths)) + "  " + row[6] for row in rows]
     counts: dict[str, int] = {}

@@ -60,7 +60,6 @@ def limit_server(user: str, pid: int, log) -> None:
     """As root: move the server ``pid`` into ``user``'s cgroup (root's own copy of the cgroups
     module, installed by ``setup-hub.sh config``; the instructor's checkout is never imported)."""
     import importlib.util
-
     import sys
 
     cgroups = sys.modules.get("encdec_root_cgroups")
@@ -76,8 +75,9 @@ def limit_server(user: str, pid: int, log) -> None:
     if h is None:
         log.error("encdec: %s's server runs without limits: %s", user, why)
         return
-    group = cgroups.server(h, user, int(S["ENCDEC_SERVER_MEMORY_MB"]) * 2**20, int(S["ENCDEC_SERVER_PIDS"]),
-                           float(S["ENCDEC_SERVER_CPUS"]))
+    group = cgroups.server(
+        h, user, int(S["ENCDEC_SERVER_MEMORY_MB"]) * 2**20, int(S["ENCDEC_SERVER_PIDS"]), float(S["ENCDEC_SERVER_CPUS"])
+    )
     group.join(pid)
 
 
@@ -89,7 +89,7 @@ class CourseSpawner(LocalProcessSpawner):
         if not in_group(self.user.name, S["ENCDEC_INSTRUCTORS_GROUP"]):
             try:
                 limit_server(self.user.name, self.pid, self.log)
-            except Exception as err:  # noqa: BLE001 (a server without limits, said loudly, beats no server)
+            except Exception as err:
                 self.log.error("encdec: %s's server runs without limits: %r", self.user.name, err)
         return started
 
@@ -129,8 +129,12 @@ def course_server(spawner) -> None:
     # after the hub-wide file, so the hub's id reaches the instructor's nbgrader through the server
     # ENCDEC_SERVER_BIN: a terminal is a login shell, whose /etc/profile resets PATH; the profile
     # script setup-hub.sh writes puts this folder first again (nbgrader, python, jupyter)
-    spawner.environment = {**spawner.environment, "PATH": f"{venv}:/usr/local/bin:/usr/bin:/bin",
-                           "ENCDEC_SERVER_BIN": str(venv), "ENCDEC_COURSE_ID": S["ENCDEC_COURSE_ID"]}
+    spawner.environment = {
+        **spawner.environment,
+        "PATH": f"{venv}:/usr/local/bin:/usr/bin:/bin",
+        "ENCDEC_SERVER_BIN": str(venv),
+        "ENCDEC_COURSE_ID": S["ENCDEC_COURSE_ID"],
+    }
 
 
 c.Spawner.pre_spawn_hook = course_server
@@ -147,10 +151,18 @@ def feedback_service(grader: str) -> dict:
     checkout = Path(account.pw_dir) / S["ENCDEC_CHECKOUT"]
     venv = (checkout / ".venv").resolve() / "bin"  # where it is: the sandbox shows kernels that path, not the home's
     keep = ("ENCDEC_FEEDBACK_AT_SUBMISSION", "ENCDEC_ATTEMPTS", "ENCDEC_REDIS_URL", "ENCDEC_COURSE_ID")
-    return {"name": "feedback-at-submission", "user": grader, "cwd": str(checkout),
-            "command": [str(venv / "python"), "-m", "autograder.ontime", "--workers", S["ENCDEC_GRADER_WORKERS"]],
-            "environment": {**{k: S[k] for k in keep}, "ENCDEC_EXCHANGE": S["ENCDEC_EXCHANGE_ROOT"],
-                            "PATH": f"{venv}:/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}}
+    return {
+        "name": "feedback-at-submission",
+        "user": grader,
+        "cwd": str(checkout),
+        "command": [str(venv / "python"), "-m", "autograder.ontime", "--workers", S["ENCDEC_GRADER_WORKERS"]],
+        "environment": {
+            **{k: S[k] for k in keep},
+            "ENCDEC_EXCHANGE": S["ENCDEC_EXCHANGE_ROOT"],
+            "PATH": f"{venv}:/usr/local/bin:/usr/bin:/bin",
+            "LANG": "C.UTF-8",
+        },
+    }
 
 
 if S["ENCDEC_FEEDBACK_AT_SUBMISSION"] and S["ENCDEC_GRADER"]:

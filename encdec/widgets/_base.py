@@ -58,8 +58,10 @@ def bundle_text(name: str) -> str:
     try:
         return asset_text(f"{BUNDLE}/{name}.js")
     except FileNotFoundError:
-        raise BundleMissing(f"the widget bundle encdec/widgets/{BUNDLE}/{name}.js is missing: run `make widgets` "
-                            "in the checkout (esbuild bundles each widget's ES modules)") from None
+        raise BundleMissing(
+            f"the widget bundle encdec/widgets/{BUNDLE}/{name}.js is missing: run `make widgets` "
+            "in the checkout (esbuild bundles each widget's ES modules)"
+        ) from None
 
 
 def registered_name(cls: type) -> str:
@@ -90,8 +92,7 @@ def site_esm_path(name: str) -> str:
 def site_esm_script(name: str) -> str:
     """The classic script of widget ``name``'s module: it adds the bundle's text to SITE_ESM_GLOBAL."""
     key = json.dumps(site_esm_path(name))
-    return (f"(self.{SITE_ESM_GLOBAL} = self.{SITE_ESM_GLOBAL} || {{}})[{key}] = "
-            f"{json.dumps(bundle_text(name))};\n")
+    return f"(self.{SITE_ESM_GLOBAL} = self.{SITE_ESM_GLOBAL} || {{}})[{key}] = {json.dumps(bundle_text(name))};\n"
 
 
 def softmax(row: Sequence[float]) -> list[float]:
@@ -164,12 +165,14 @@ def watch_greedy(model, ques, max_new_tokens: int, prefix, use_cache: bool = Tru
 
     def after_decoder(module, args, kwargs, out):
         caches = kwargs.get("caches")
-        calls.append({
-            "fed": args[0].shape[1],
-            "self_rows": [len(c_self) for c_self, _ in caches] if caches else None,
-            "cross_rows": [len(c_cross) for _, c_cross in caches] if caches else None,
-            "cross": [layer.attention_cross.last_attention[0, :, -1].tolist() for layer in module.layers],
-        })
+        calls.append(
+            {
+                "fed": args[0].shape[1],
+                "self_rows": [len(c_self) for c_self, _ in caches] if caches else None,
+                "cross_rows": [len(c_cross) for _, c_cross in caches] if caches else None,
+                "cross": [layer.attention_cross.last_attention[0, :, -1].tolist() for layer in module.layers],
+            }
+        )
 
     def after_projection(module, args, out):
         calls[-1]["logits"] = out[0]  # (V,): the last position's, one row per question
@@ -178,9 +181,11 @@ def watch_greedy(model, ques, max_new_tokens: int, prefix, use_cache: bool = Tru
 
     was_training = model.training
     model.eval()
-    hooks = [model.decoder.register_forward_hook(after_decoder, with_kwargs=True),
-             model.encoder.register_forward_pre_hook(set_phase("encoder")),
-             model.encoder.register_forward_hook(set_phase("decoder"))]
+    hooks = [
+        model.decoder.register_forward_hook(after_decoder, with_kwargs=True),
+        model.encoder.register_forward_pre_hook(set_phase("encoder")),
+        model.encoder.register_forward_hook(set_phase("decoder")),
+    ]
     for module in model.modules():
         if isinstance(module, nn.Linear):
             hooks.append(module.register_forward_hook(count_linear))

@@ -97,13 +97,25 @@ def ask_trace(model, question_ids, forced: str | None = None, use_cache: bool = 
 
     ques = torch.tensor([list(question_ids)], dtype=torch.long)  # (1, Kq)
     prefix = [BOS_ID] if forced is None else [BOS_ID, TOKEN_TO_ID[forced]]
-    ids, calls = watch_greedy(model, ques, ANSWER_LEN - len(prefix), torch.tensor([prefix], dtype=torch.long),
-                              use_cache=use_cache)
-    steps = [{"fed": call["fed"], "cross": call["cross"], "self_rows": call["self_rows"],
-              "probs": torch.softmax(call["logits"].double(), dim=-1).tolist()} for call in calls]  # (V,) each
+    ids, calls = watch_greedy(
+        model, ques, ANSWER_LEN - len(prefix), torch.tensor([prefix], dtype=torch.long), use_cache=use_cache
+    )
+    steps = [
+        {
+            "fed": call["fed"],
+            "cross": call["cross"],
+            "self_rows": call["self_rows"],
+            "probs": torch.softmax(call["logits"].double(), dim=-1).tolist(),
+        }
+        for call in calls
+    ]  # (V,) each
     tokens = ids[: ids.index(EOS_ID) + 1] if EOS_ID in ids else ids
-    return {"tokens": tokens, "prefix": prefix, "steps": steps,
-            "positions_computed": sum(step["fed"] for step in steps)}
+    return {
+        "tokens": tokens,
+        "prefix": prefix,
+        "steps": steps,
+        "positions_computed": sum(step["fed"] for step in steps),
+    }
 
 
 class AskTheModel(BookWidget):

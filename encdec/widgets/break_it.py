@@ -49,7 +49,8 @@ def mistake_table(preset: str) -> list[dict]:
     with that mistake still answers right on the mistake's path, and, where it cannot run, PyTorch's
     error for one question (the lesson's). Counted once per checkpoint and read by every page
     (``encdec.whole_space``)."""
-    from .. import attention, broken, data, generate, model as model_module
+    from .. import attention, broken, data, generate
+    from .. import model as model_module
     from ..train import load_run
     from ..whole_space import cached
 
@@ -61,8 +62,15 @@ def mistake_table(preset: str) -> list[dict]:
         for name, mistake in broken.MISTAKES.items():
             counted = broken.still_right(model, questions, answers, name)
             error = break_answer(model, lesson, name)[1] if counted["error"] else None
-            rows.append({"name": name, "use_cache": mistake.use_cache, "right": counted["right"],
-                         "total": counted["total"], "error": error})
+            rows.append(
+                {
+                    "name": name,
+                    "use_cache": mistake.use_cache,
+                    "right": counted["right"],
+                    "total": counted["total"],
+                    "error": error,
+                }
+            )
         return rows
 
     return cached("break_it", preset, (attention, broken, data, generate, model_module), count)
@@ -105,7 +113,9 @@ class BreakIt(BookWidget):
         from ..broken import MISTAKES
 
         if proposal["value"] not in MISTAKES or proposal["value"] == "intact":
-            raise t.TraitError(f"mistake must be one of {[m for m in MISTAKES if m != 'intact']}, got {proposal['value']!r}")
+            raise t.TraitError(
+                f"mistake must be one of {[m for m in MISTAKES if m != 'intact']}, got {proposal['value']!r}"
+            )
         return proposal["value"]
 
     @t.validate("a", "b")

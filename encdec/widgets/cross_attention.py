@@ -72,11 +72,19 @@ class CrossAttentionExplorer(BookWidget):
 
         data = attention_maps_of(model, question_text)
         heads = data["maps"]["cross"][-1]  # (H, Ka, Kq)
-        A = [[round(sum(h[i][j] for h in heads) / len(heads), 4) for j in range(len(heads[0][0]))]
-             for i in range(len(heads[0]))]
+        A = [
+            [round(sum(h[i][j] for h in heads) / len(heads), 4) for j in range(len(heads[0][0]))]
+            for i in range(len(heads[0]))
+        ]
         kwargs.setdefault("source", "trained")
-        return cls(Ka=len(A), Kq=len(A[0]), weights=A, answer_tokens=data["answer"][:-1],
-                   question_tokens=data["question"], **kwargs)
+        return cls(
+            Ka=len(A),
+            Kq=len(A[0]),
+            weights=A,
+            answer_tokens=data["answer"][:-1],
+            question_tokens=data["question"],
+            **kwargs,
+        )
 
     def shown_weights(self) -> list[list[float]]:
         """The numbers the grid shows: ``weights`` at their shape (Q from the decoder), else made up."""

@@ -139,16 +139,19 @@ def write_site_script(path: Path, presets=PRESETS) -> Path:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     packed = {preset: pack(export_preset(preset)) for preset in presets}
-    path.write_text("// written by encdec.widgets.export_weights from the shipped checkpoints\n"
-                    + asset_text("site_weights.js")
-                    + f"window.encdecWeightsReady = {SITE_PACKED}{json.dumps(packed)});\n", encoding="utf-8")
+    path.write_text(
+        "// written by encdec.widgets.export_weights from the shipped checkpoints\n"
+        + asset_text("site_weights.js")
+        + f"window.encdecWeightsReady = {SITE_PACKED}{json.dumps(packed)});\n",
+        encoding="utf-8",
+    )
     return path
 
 
 def read_site_script(path: Path) -> dict:
     """The exports a site script carries, unpacked: {preset: export} (the tests' inverse)."""
     text = path.read_text(encoding="utf-8")
-    body = text[text.rindex(SITE_PACKED) + len(SITE_PACKED):].rstrip().removesuffix(";").removesuffix(")")
+    body = text[text.rindex(SITE_PACKED) + len(SITE_PACKED) :].rstrip().removesuffix(";").removesuffix(")")
     return {preset: unpack(packed) for preset, packed in json.loads(body).items()}
 
 
@@ -157,8 +160,12 @@ def main(argv: list[str] | None = None) -> list[Path]:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, help="folder for <preset>.json")
-    parser.add_argument("--preset", action="append", choices=sorted(ALL_PRESETS),
-                        help=f"a checkpoint to export (repeatable; default: {' and '.join(PRESETS)})")
+    parser.add_argument(
+        "--preset",
+        action="append",
+        choices=sorted(ALL_PRESETS),
+        help=f"a checkpoint to export (repeatable; default: {' and '.join(PRESETS)})",
+    )
     args = parser.parse_args(argv)
     paths = write(Path(args.out), args.preset or PRESETS)
     for path in paths:

@@ -29,7 +29,9 @@ def default_scores(K: int) -> list[list[float]]:
     """The fixed score matrix for K positions: the table above for K=5, a smooth pattern otherwise."""
     if K == 5:
         return [list(row) for row in DEFAULT_SCORES_5]
-    return [[round(2.0 * math.cos(0.9 * i - 1.3 * j) + (0.5 if i == j else 0.0), 2) for j in range(K)] for i in range(K)]
+    return [
+        [round(2.0 * math.cos(0.9 * i - 1.3 * j) + (0.5 if i == j else 0.0), 2) for j in range(K)] for i in range(K)
+    ]
 
 
 def preset_mask(preset: str, K: int, num_padding: int = 1) -> list[list[bool]]:
@@ -106,7 +108,9 @@ class MaskToggle(BookWidget):
     @t.validate("preset")
     def _check_preset(self, proposal):
         if proposal["value"] not in (*MASK_PRESETS, "custom"):
-            raise t.TraitError(f"preset must be one of {', '.join(MASK_PRESETS)} or 'custom', got {proposal['value']!r}")
+            raise t.TraitError(
+                f"preset must be one of {', '.join(MASK_PRESETS)} or 'custom', got {proposal['value']!r}"
+            )
         return proposal["value"]
 
     @t.observe("preset", "num_padding")

@@ -58,15 +58,25 @@ def step_work(config, Kq: int, t: int, T: int, prefill: bool) -> list[int]:
     shapes: what ``watch_greedy`` counts through hooks, and the twin of ``stepWork``."""
     M, F, V = config.emb_dim, config.feedforward_dim, config.vocab_size
     encoder = config.num_enc_layers * (4 * Kq * M * M + 2 * Kq * Kq * M + 2 * Kq * M * F) if prefill else 0
-    per_layer = (4 * t * M * M + 2 * t * T * M  # self-attention: Q, K, V, out; scores and values over T rows
-                 + 2 * t * M * M + 2 * t * Kq * M + (2 * Kq * M * M if prefill else 0)  # cross: Q, out; over Kq; K, V once
-                 + 2 * t * M * F)  # the MLP
+    per_layer = (
+        4 * t * M * M
+        + 2 * t * T * M  # self-attention: Q, K, V, out; scores and values over T rows
+        + 2 * t * M * M
+        + 2 * t * Kq * M
+        + (2 * Kq * M * M if prefill else 0)  # cross: Q, out; over Kq; K, V once
+        + 2 * t * M * F
+    )  # the MLP
     return [encoder, config.num_dec_layers * per_layer + M * V]  # + the readout of the last position
 
 
 def sample_trace(
-    model, question_text: str = LESSON_QUESTION_TEXT, prefix: str = "BOS", temperature: float = 1.0,
-    top_k: int | None = None, top_p: float | None = None, seed: int = 0,
+    model,
+    question_text: str = LESSON_QUESTION_TEXT,
+    prefix: str = "BOS",
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    seed: int = 0,
 ) -> dict:
     """A sampled generation as the page runs it, in PyTorch: the twin of ``pageRun`` in sample mode.
 
@@ -107,8 +117,14 @@ def sample_trace(
             out["work"].append(step_work(model.config, Kq, P if T == P else 1, T, T == P))
             tokens.append(token)
     model.train(was_training)
-    return {"question": [VOCAB[i] for i in ques[0].tolist()], "prefix": prefix.split(), **out,
-            "num_layers": L, "num_heads": model.config.num_heads, "emb_dim": model.config.emb_dim}
+    return {
+        "question": [VOCAB[i] for i in ques[0].tolist()],
+        "prefix": prefix.split(),
+        **out,
+        "num_layers": L,
+        "num_heads": model.config.num_heads,
+        "emb_dim": model.config.emb_dim,
+    }
 
 
 def decode_trace(
@@ -186,7 +202,9 @@ class PrefillDecodeStepper(BookWidget):
     num_heads = t.Int(4).tag(sync=True)
     emb_dim = t.Int(32).tag(sync=True)
     step = t.Int(0).tag(sync=True)
-    source = t.Unicode("lesson").tag(sync=True)  # "lesson", "trained", "untrained", "page" (words in the string tables), or any text
+    source = t.Unicode("lesson").tag(
+        sync=True
+    )  # "lesson", "trained", "untrained", "page" (words in the string tables), or any text
     # the in-page model (from_run): which checkpoint, its weights or the built site's weights script
     preset = t.Unicode("").tag(sync=True)
     presets = t.List(t.Unicode()).tag(sync=True)
@@ -214,7 +232,12 @@ class PrefillDecodeStepper(BookWidget):
 
     @classmethod
     def from_model(
-        cls, model, question_text: str = LESSON_QUESTION_TEXT, max_new_tokens: int | None = None, prefix: str = "BOS", **kwargs
+        cls,
+        model,
+        question_text: str = LESSON_QUESTION_TEXT,
+        max_new_tokens: int | None = None,
+        prefix: str = "BOS",
+        **kwargs,
     ):
         """The real model's greedy decoding of ``question_text`` after the answer ``prefix``, step by step."""
         trace = decode_trace(model, question_text, max_new_tokens, prefix)
@@ -222,9 +245,18 @@ class PrefillDecodeStepper(BookWidget):
 
     @classmethod
     def from_run(
-        cls, preset: str = "modern", question_text: str = LESSON_QUESTION_TEXT, prefix: str = "BOS", mode: str = "greedy",
-        temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None, seed: int = 0,
-        presets=PRESETS, weights: dict | None = None, **kwargs,
+        cls,
+        preset: str = "modern",
+        question_text: str = LESSON_QUESTION_TEXT,
+        prefix: str = "BOS",
+        mode: str = "greedy",
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        seed: int = 0,
+        presets=PRESETS,
+        weights: dict | None = None,
+        **kwargs,
     ):
         """A shipped checkpoint's generation, recorded here (``decode_trace`` or ``sample_trace``) for the
         figure's first view, and run in the page on whatever the reader chooses next."""
@@ -236,11 +268,26 @@ class PrefillDecodeStepper(BookWidget):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         model, _ = load_run(preset)
-        trace = (decode_trace(model, question_text, None, prefix) if mode == "greedy"
-                 else sample_trace(model, question_text, prefix, temperature, top_k, top_p, seed))
+        trace = (
+            decode_trace(model, question_text, None, prefix)
+            if mode == "greedy"
+            else sample_trace(model, question_text, prefix, temperature, top_k, top_p, seed)
+        )
         kwargs.setdefault("examples", list(EXAMPLES))
-        return cls(source="trained", preset=preset, presets=presets, weights=weights, weights_src=site, mode=mode,
-                   temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, **trace, **kwargs)
+        return cls(
+            source="trained",
+            preset=preset,
+            presets=presets,
+            weights=weights,
+            weights_src=site,
+            mode=mode,
+            temperature=temperature,
+            top_k=top_k,
+            top_p=top_p,
+            seed=seed,
+            **trace,
+            **kwargs,
+        )
 
     @t.validate("step")
     def _check_step(self, proposal):

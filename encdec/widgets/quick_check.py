@@ -31,8 +31,13 @@ def choice(prompt: str, options: list[str], answer: int, explain: str = "") -> d
 
 def number(prompt: str, answer: float, tolerance: float = 0.0, explain: str = "") -> dict:
     """A numeric question: right when the typed number is within ``tolerance`` of ``answer``."""
-    return {"kind": "number", "prompt": prompt, "answer": float(answer), "tolerance": float(tolerance),
-            "explain": explain}
+    return {
+        "kind": "number",
+        "prompt": prompt,
+        "answer": float(answer),
+        "tolerance": float(tolerance),
+        "explain": explain,
+    }
 
 
 def validate_question(q: dict) -> dict:
@@ -96,8 +101,9 @@ class QuickCheck(BookWidget):
     def _one_per_question(self, proposal):
         value = proposal["value"]
         if len(value) != len(self.questions):
-            raise t.TraitError(f"{proposal['trait'].name} needs one entry per question "
-                               f"({len(self.questions)}), got {len(value)}")
+            raise t.TraitError(
+                f"{proposal['trait'].name} needs one entry per question ({len(self.questions)}), got {len(value)}"
+            )
         return value
 
     def answer(self, index: int, response) -> bool | None:
