@@ -75,6 +75,7 @@ test:
 	@mkdir -p build && rm -f build/make-test-blocks.txt
 	@bash scripts/timed.sh "virtual environment" $(MAKE) --no-print-directory venv
 	@bash scripts/timed.sh "Debian packages" $(MAKE) --no-print-directory system
+	@bash scripts/timed.sh "lint and format check" $(MAKE) --no-print-directory lint
 	@bash scripts/timed.sh "book, both editions" $(MAKE) --no-print-directory book
 	ENCDEC_SETUP_TIMED=1 $(PY) -m pytest -q $(XDIST) -m "not matrix" --durations=25 tests
 
