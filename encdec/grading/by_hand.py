@@ -45,7 +45,9 @@ def _refuse(name: str):
     def refuse(*args, **kwargs):
         raise ReadyMadeAttention(
             f"torch's aten::{name} is not available in a graded run (nor in your own) to a part written by "
-            "hand: write the mask and the softmax yourself")
+            "hand: write the mask and the softmax yourself"
+        )
+
     return refuse
 
 

@@ -8,13 +8,15 @@ student's code and returns what came out as arrays. Nothing here computes an exp
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from .by_hand import KINDS as BY_HAND, no_ready_made_attention
+from .by_hand import KINDS as BY_HAND
+from .by_hand import no_ready_made_attention
 from .stages import BLOCK, MODEL, recording
 from .wire import case, section
 
@@ -56,7 +58,7 @@ def _traced(module, name: str, out: dict[str, np.ndarray], run, given) -> torch.
                 y = run()
         except NotImplementedError:
             raise
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise PartialRun(exc, {**out, **trace}) from exc
     out.update(trace)
     return y
@@ -70,7 +72,9 @@ def call_block(impl, meta, a) -> dict:
     out: dict[str, np.ndarray] = {}
     for name in meta["cases"]:  # e.g. "out", then "out_changed" (later answer positions changed)
         case = section(a, f"case/{name}")
-        y = _traced(block, name, out, lambda: block(_t(case["dec"]), _t(case["enc"]), _t(case["mask"])), BLOCK)
+        y = _traced(
+            block, name, out, lambda case=case: block(_t(case["dec"]), _t(case["enc"]), _t(case["mask"])), BLOCK
+        )
         out[name] = as_array(y, "DecoderBlock.forward(dec_inp, enc_inp, mask)").astype(np.float32)
     return out
 
@@ -98,7 +102,7 @@ def call_forward(impl, meta, a) -> dict:
         # the positions the grader drew, where it did (a forward must add the ones it is given)
         qpos = _t(a["ques_pos"]) if "ques_pos" in a else m.positions(q.shape[1])  # (1, Kq, M)
         apos = _t(a["ans_pos"]) if "ans_pos" in a else m.positions(ans.shape[1])  # (1, Ka, M)
-        y = _traced(m, name, out, lambda: m(q, qpos, ans, apos), MODEL)
+        y = _traced(m, name, out, lambda q=q, qpos=qpos, ans=ans, apos=apos: m(q, qpos, ans, apos), MODEL)
         out[name] = as_array(y, "Transformer.forward(...)").astype(np.float32)
     return out
 
@@ -137,7 +141,9 @@ def _is_given(filename: str) -> bool:
     import sysconfig
     from pathlib import Path
 
-    roots = {Path(__file__).resolve().parents[1]} | {Path(sysconfig.get_path(k)).resolve() for k in ("stdlib", "purelib", "platlib")}
+    roots = {Path(__file__).resolve().parents[1]} | {
+        Path(sysconfig.get_path(k)).resolve() for k in ("stdlib", "purelib", "platlib")
+    }
     try:
         path = Path(filename).resolve()
     except (OSError, ValueError):
@@ -200,33 +206,47 @@ def call_decode(impl, meta, a, prefix: Tensor | None = None) -> dict:
             k = getattr(cache, "k", None)  # what layer i's self-attention cache held before this step
             held = (k.shape[2] if isinstance(k, Tensor) and k.dim() == 4 else 0) if cache is not None else -1
             counts["held"].setdefault(len(counts["dec"]) - 1, {})[i] = held
+
         return hook
 
-    hooks = [model.encoder.layers[0].register_forward_pre_hook(enc_hook),
-             model.decoder.layers[0].register_forward_pre_hook(dec_hook, with_kwargs=True),
-             model.proj_to_vocab.register_forward_hook(vocab_hook)]
-    hooks += [layer.attention_self.register_forward_pre_hook(cache_hook(i), with_kwargs=True)
-              for i, layer in enumerate(model.decoder.layers)]
+    hooks = [
+        model.encoder.layers[0].register_forward_pre_hook(enc_hook),
+        model.decoder.layers[0].register_forward_pre_hook(dec_hook, with_kwargs=True),
+        model.proj_to_vocab.register_forward_hook(vocab_hook),
+    ]
+    hooks += [
+        layer.attention_self.register_forward_pre_hook(cache_hook(i), with_kwargs=True)
+        for i, layer in enumerate(model.decoder.layers)
+    ]
     try:
         with torch.no_grad():
             given = (_t(a["ques"]),) if prefix is None else (_t(a["ques"]), prefix)
             tokens = impl(model, *given, int(meta["n"]))
     except NotImplementedError:
         raise
-    except Exception as exc:  # noqa: BLE001 (what ran before the failure can still be judged)
-        raise PartialRun(exc, {"encoder_calls": np.array(counts["enc"]),
-                               "decoder_lengths": np.array(counts["dec"], dtype=np.int64),
-                               "cache_shapes": _cache_shapes(caches, len(model.decoder.layers)),
-                               **_steps_fed(counts, len(model.decoder.layers))}) from exc
+    except Exception as exc:
+        raise PartialRun(
+            exc,
+            {
+                "encoder_calls": np.array(counts["enc"]),
+                "decoder_lengths": np.array(counts["dec"], dtype=np.int64),
+                "cache_shapes": _cache_shapes(caches, len(model.decoder.layers)),
+                **_steps_fed(counts, len(model.decoder.layers)),
+            },
+        ) from exc
     finally:
         for h in hooks:
             h.remove()
     steps = counts["logits"]
     same_shape = steps and len({tuple(s.shape) for s in steps}) == 1
     step_logits = torch.stack(steps).numpy().astype(np.float32) if same_shape else np.zeros((0,), np.float32)
-    return {"tokens": as_array(tokens, "greedy_decode_cached(...)"), "encoder_calls": np.array(counts["enc"]),
-            "decoder_lengths": np.array(counts["dec"], dtype=np.int64), "step_logits": step_logits,
-            **_steps_fed(counts, len(model.decoder.layers))}
+    return {
+        "tokens": as_array(tokens, "greedy_decode_cached(...)"),
+        "encoder_calls": np.array(counts["enc"]),
+        "decoder_lengths": np.array(counts["dec"], dtype=np.int64),
+        "step_logits": step_logits,
+        **_steps_fed(counts, len(model.decoder.layers)),
+    }
 
 
 def call_prefill(impl, meta, a) -> dict:
@@ -264,6 +284,7 @@ def _cache_shapes(caches: dict, layers: int) -> np.ndarray:
 
 # --- the warm-up (exercise ``warmup``): shapes, the causal mask by hand, padding, sampling ---------
 
+
 def _shape(x: Any, what: str) -> np.ndarray:
     """A shape the student's code returned (a tuple, list or torch.Size of ints) as an int64 array."""
     if isinstance(x, (tuple, list)) and all(isinstance(n, (int, np.integer)) and not isinstance(n, bool) for n in x):
@@ -289,8 +310,10 @@ def call_causal_mask(impl, meta, a) -> dict:
 
 
 def call_causal_softmax(impl, meta, a) -> dict:
-    return {case("weights", i): as_array(impl(_t(a[case("scores", i)])), "causal_softmax(scores)").astype(np.float32)
-            for i in range(int(meta["cases"]))}
+    return {
+        case("weights", i): as_array(impl(_t(a[case("scores", i)])), "causal_softmax(scores)").astype(np.float32)
+        for i in range(int(meta["cases"]))
+    }
 
 
 def _as_used(mask: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -321,8 +344,10 @@ def call_combined_mask(impl, meta, a) -> dict:
 
 
 def call_sdpa_mask(impl, meta, a) -> dict:
-    return {case("attn_mask", i): as_array(impl(_t(a[case("mask", i)])), "sdpa_mask(mask)")
-            for i in range(int(meta["cases"]))}
+    return {
+        case("attn_mask", i): as_array(impl(_t(a[case("mask", i)])), "sdpa_mask(mask)")
+        for i in range(int(meta["cases"]))
+    }
 
 
 def call_sampling(impl, meta, a) -> dict:
@@ -334,11 +359,22 @@ def call_sampling(impl, meta, a) -> dict:
 
 
 CALLS: dict[str, Callable[[Any, dict, dict], dict]] = {
-    "mask": call_mask, "softmax": call_softmax, "block": call_block, "shift": call_shift,
-    "forward": call_forward, "loss": call_loss, "update": call_update, "decode": call_decode,
-    "shapes": call_shapes, "causal_mask": call_causal_mask, "causal_softmax": call_causal_softmax,
-    "padding_mask": call_padding_mask, "combined_mask": call_combined_mask, "sampling": call_sampling,
-    "prefill": call_prefill, "sdpa_mask": call_sdpa_mask,
+    "mask": call_mask,
+    "softmax": call_softmax,
+    "block": call_block,
+    "shift": call_shift,
+    "forward": call_forward,
+    "loss": call_loss,
+    "update": call_update,
+    "decode": call_decode,
+    "shapes": call_shapes,
+    "causal_mask": call_causal_mask,
+    "causal_softmax": call_causal_softmax,
+    "padding_mask": call_padding_mask,
+    "combined_mask": call_combined_mask,
+    "sampling": call_sampling,
+    "prefill": call_prefill,
+    "sdpa_mask": call_sdpa_mask,
 }
 
 

@@ -21,7 +21,7 @@ def _parse(source: str) -> ast.Module | None:
         from IPython.core.inputtransformer2 import TransformerManager
 
         source = TransformerManager().transform_cell(source)
-    except Exception:  # noqa: BLE001 (no IPython, or a cell it cannot read: parse as it is)
+    except Exception:
         pass
     try:
         return ast.parse(source)
@@ -44,8 +44,11 @@ def _bound(body: list[ast.stmt], out: set[str]) -> None:
         for field in ("body", "orelse", "finalbody", "handlers"):
             inner = getattr(node, field, None)
             if isinstance(inner, list):
-                _bound([n for n in inner if isinstance(n, ast.stmt)] +
-                       [s for h in inner if isinstance(h, ast.ExceptHandler) for s in h.body], out)
+                _bound(
+                    [n for n in inner if isinstance(n, ast.stmt)]
+                    + [s for h in inner if isinstance(h, ast.ExceptHandler) for s in h.body],
+                    out,
+                )
 
 
 def defined_names(sources: list[str]) -> set[str] | None:
@@ -65,9 +68,15 @@ def checked_names(source: str) -> list[str]:
     tree = _parse(source)
     if tree is None:
         return []
-    return [call.args[1].id for call in ast.walk(tree)
-            if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "run"
-            and len(call.args) >= 2 and isinstance(call.args[1], ast.Name)]
+    return [
+        call.args[1].id
+        for call in ast.walk(tree)
+        if isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == "run"
+        and len(call.args) >= 2
+        and isinstance(call.args[1], ast.Name)
+    ]
 
 
 def undefined(code_sources: list[str], test_source: str) -> str | None:

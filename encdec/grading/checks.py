@@ -25,7 +25,6 @@ from .calls import PartialRun, call, raised_in
 from .compare import cache_blame, error_match, where
 from .selfcheck import delegation_message, diagnosis, judge, watch_targets
 
-
 HIDDEN_SUFFIX = "_hidden"  # hidden checks' ids end with it (their cells are stripped from the release)
 
 
@@ -79,7 +78,7 @@ def release_language(workdir: Path) -> str | None:
     for ref in sorted((workdir / wire.REFERENCE_DIR).glob("*.npz")):
         try:
             lang = wire.load_meta(ref).get("language")
-        except Exception:  # noqa: BLE001 (an unreadable file says nothing; the run goes on)
+        except Exception:
             continue
         if isinstance(lang, str):
             return lang
@@ -94,23 +93,39 @@ def _call(check_id: str, task: str, meta: dict, arrays: dict, impl: Any, save_to
         if save_to is not None:
             wire.save(save_to, {"status": "not_implemented"}, {})
         # a part an assessed term's package folds out says whose exercise it is (autograder/assessed.py)
-        _fail(language.text("not_implemented", check_id=check_id, task=task)
-              + language.text("not_implemented_hint") + (f"\n{exc}" if str(exc) else ""))
-    except Exception as exc:  # noqa: BLE001 (the student's code may raise anything)
+        _fail(
+            language.text("not_implemented", check_id=check_id, task=task)
+            + language.text("not_implemented_hint")
+            + (f"\n{exc}" if str(exc) else "")
+        )
+    except Exception as exc:
         partial = exc if isinstance(exc, PartialRun) else None
         exc = partial.error if partial else exc
         msg = f"{type(exc).__name__}: {exc}"
         origin = raised_in(exc)
         if save_to is not None:  # what ran before the failure goes to the grader too
-            wire.save(save_to, {"status": "error", "error": msg[:4000], "raised_in": origin},
-                      partial.observed if partial else {})
+            wire.save(
+                save_to,
+                {"status": "error", "error": msg[:4000], "error_class": type(exc).__name__, "raised_in": origin},
+                partial.observed if partial else {},
+            )
         blame = None
         if partial and meta.get("kind") in ("decode", "prefill"):
             H = int(meta["config"]["num_heads"])
-            blame = cache_blame(partial.observed.get("cache_shapes"), int(arrays["in/ques"].shape[0]), H,
-                                int(meta["config"]["emb_dim"]) // H, origin)
-        _fail(language.text("raised", check_id=check_id, task=task, msg=msg) + where(origin) + (f"\n{blame}" if blame else "")
-              + diagnosis(error_match(meta.get("error_patterns", {}), msg)), cause=exc)
+            blame = cache_blame(
+                partial.observed.get("cache_shapes"),
+                int(arrays["in/ques"].shape[0]),
+                H,
+                int(meta["config"]["emb_dim"]) // H,
+                origin,
+            )
+        _fail(
+            language.text("raised", check_id=check_id, task=task, msg=msg)
+            + where(origin)
+            + (f"\n{blame}" if blame else "")
+            + diagnosis(error_match(meta.get("error_patterns", {}), msg)),
+            cause=exc,
+        )
     raise AssertionError("unreachable")
 
 

@@ -65,7 +65,7 @@ def error_match(patterns, msg: str, dims: dict | None = None) -> str | None:
     list of (name, pattern) pairs, tried in order; a pattern is substrings joined by ``&&`` (with
     ``{Ka}``-style sizes filled in from ``dims``), all of which must occur, except those written
     ``!text``, which must not."""
-    for name, pat in (patterns.items() if isinstance(patterns, dict) else patterns):
+    for name, pat in patterns.items() if isinstance(patterns, dict) else patterns:
         parts = [p.format(**dims) if dims else p for p in pat.split("&&")]
         if all((p[1:] not in msg) if p.startswith("!") else (p in msg) for p in parts):
             return name
@@ -92,6 +92,5 @@ def cache_blame(shapes: np.ndarray | None, N: int, H: int, Dh: int, origin: dict
     for i, (k, v) in enumerate(np.asarray(shapes if shapes is not None else np.zeros((0, 2, 4)), dtype=np.int64)):
         for name, s in (("keys", k), ("values", v)):
             if s[0] >= 0 and (s[0] != N or s[1] != H or s[3] != Dh):
-                return words("blame_shape", name=words(name), layer=i,
-                                     shape=tuple(int(x) for x in s), N=N, H=H, Dh=Dh)
+                return words("blame_shape", name=words(name), layer=i, shape=tuple(int(x) for x in s), N=N, H=H, Dh=Dh)
     return None

@@ -29,7 +29,7 @@ _current = DEFAULT
 
 def set_language(lang: str) -> None:
     """Speak ``lang`` from now on (``"en"``, ``"zh"``)."""
-    global _current
+    global _current  # noqa: PLW0603 (the kernel's one language, as the student set it)
     if lang not in MESSAGES:
         raise ValueError(f"no messages in {lang!r}; languages: {', '.join(LANGUAGES)}")
     _current = lang
@@ -42,7 +42,7 @@ def current() -> str:
 @contextmanager
 def speaking(lang: str | None):
     """Speak ``lang`` inside the block (``None`` or an unknown language: keep the current one)."""
-    global _current
+    global _current  # noqa: PLW0603 (the kernel's one language, for the block)
     previous = _current
     if lang in MESSAGES:
         _current = lang
@@ -71,7 +71,7 @@ def term(phrase: str) -> str:
     for english, local in table.items():  # the ones with a "{}": what fills it stays as it is
         before, _, after = english.partition("{}")
         if _ and phrase.startswith(before) and phrase.endswith(after) and len(phrase) >= len(before) + len(after):
-            return local.format(phrase[len(before):len(phrase) - len(after)])
+            return local.format(phrase[len(before) : len(phrase) - len(after)])
     return phrase
 
 
@@ -100,8 +100,15 @@ def _columns(text: str) -> int:
 def _fill_cjk(message: str, width: int, indent: str) -> str:
     units = []  # unbreakable pieces: one Chinese character (with the punctuation after it), an ASCII word, a space
     for unit in _UNITS.findall(" ".join(message.split())):
-        if units and (unit in _NO_LINE_START or (not unit.isspace() and not units[-1].isspace()
-                                                   and not _CJK.match(unit[0]) and not _CJK.match(units[-1][-1]))):
+        if units and (
+            unit in _NO_LINE_START
+            or (
+                not unit.isspace()
+                and not units[-1].isspace()
+                and not _CJK.match(unit[0])
+                and not _CJK.match(units[-1][-1])
+            )
+        ):
             units[-1] += unit
         else:
             units.append(unit)

@@ -24,9 +24,7 @@ MISCONCEPTIONS = {
         "the diagonal is masked too: reader i may read its own position j = i; only j > i is "
         "the future (torch.triu(..., diagonal=1))."
     ),
-    "mask_not_expanded": (
-        "the mask has no batch axis: expand the (K, K) triangle to (N, K, K), one per sequence."
-    ),
+    "mask_not_expanded": ("the mask has no batch axis: expand the (K, K) triangle to (N, K, K), one per sequence."),
     "cross_q_from_encoder": (
         "cross-attention Q taken from the encoder (Q/K/V swapped): Q must come from the decoder "
         "state (answer-so-far, length Ka), K and V from the encoder memory (length Kq); with Q "
@@ -41,19 +39,14 @@ MISCONCEPTIONS = {
         "must be out_2 = layer_norm_1(dec_inp + out_1), the answer-so-far after masked self-attention."
     ),
     "cross_skipped": (
-        "cross-attention skipped: the decoder never reads the question, so the answer cannot "
-        "depend on it."
+        "cross-attention skipped: the decoder never reads the question, so the answer cannot depend on it."
     ),
     "residual_1_missing": (
         "a residual is missing around masked self-attention: layer_norm_1 must see dec_inp + out_1, "
         "keeping the identity path."
     ),
-    "residual_2_missing": (
-        "a residual is missing around cross-attention: layer_norm_2 must see out_2 + out_3."
-    ),
-    "residual_3_missing": (
-        "a residual is missing around the MLP: layer_norm_3 must see out_4 + out_5."
-    ),
+    "residual_2_missing": ("a residual is missing around cross-attention: layer_norm_2 must see out_2 + out_3."),
+    "residual_3_missing": ("a residual is missing around the MLP: layer_norm_3 must see out_4 + out_5."),
     "prenorm": (
         "norm before the residual (pre-norm): this block is post-norm, "
         "x = LayerNorm(x + sublayer(x)); pre-norm (x + sublayer(LayerNorm(x))) is the modern "
@@ -137,9 +130,7 @@ MISCONCEPTIONS = {
         "and values (update must append along the time axis, torch.cat([...], dim=2), and return "
         "everything cached so far), or the same caches were not passed to every step."
     ),
-    "cache_wrong_axis": (
-        "keys and values were appended along the wrong axis: (N, H, T, Dh) grows along T, dim=2."
-    ),
+    "cache_wrong_axis": ("keys and values were appended along the wrong axis: (N, H, T, Dh) grows along T, dim=2."),
     # the stretch: a decoder prefix of P tokens prefilled at once
     "prefill_not_one_call": (
         "the prefix was not fed in one call: the prefill feeds all P prefix positions in one call "
@@ -240,8 +231,7 @@ MISCONCEPTIONS = {
         "positions, oldest first, and appends at the end of the time axis."
     ),
     "cache_kv_swapped": (
-        "keys and values were swapped: update returns (keys, values), each grown from its own k_new or "
-        "v_new."
+        "keys and values were swapped: update returns (keys, values), each grown from its own k_new or v_new."
     ),
     "cache_returns_new": (
         "update stored everything but returned only the new keys and values: attention at this step must "

@@ -67,8 +67,11 @@ def watch_targets(targets: list[str]):
         caller = frame.f_back
         while caller is not None and caller.f_code.co_filename.endswith(_WRAPPERS):
             caller = caller.f_back
-        if caller is not None and (name, caller.f_code.co_name) in GIVEN_INTERNAL \
-                and Path(caller.f_code.co_filename).name == "attention.py":
+        if (
+            caller is not None
+            and (name, caller.f_code.co_name) in GIVEN_INTERNAL
+            and Path(caller.f_code.co_filename).name == "attention.py"
+        ):
             return
         if name not in seen:
             seen.append(name)
@@ -110,8 +113,9 @@ def judge(check_id: str, meta: dict, got: dict[str, np.ndarray], stored: dict[st
         if key in shape_only:
             if g.shape == exp.shape and np.isfinite(g).all():
                 continue
-            return False, language.text("shape_only", check_id=check_id, title=title, what=key,
-                                        shape=tuple(exp.shape), got=tuple(g.shape)) + diagnosis(hints.get(g.shape))
+            return False, language.text(
+                "shape_only", check_id=check_id, title=title, what=key, shape=tuple(exp.shape), got=tuple(g.shape)
+            ) + diagnosis(hints.get(g.shape))
         if same(g, exp, is_exact(exp)):
             continue
         name = _known_mistake(got, stored)

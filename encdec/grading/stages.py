@@ -10,17 +10,27 @@ knows what they should be: the grader compares the record with the lesson's wiri
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import numpy as np
 from torch import Tensor, nn
 
 _ATTENTION = ("query", "key", "value", "mask")
-BLOCK = {"attention_self": _ATTENTION, "layer_norm_1": ("input",), "attention_cross": _ATTENTION,
-         "layer_norm_2": ("input",), "feed_forward": ("input",), "layer_norm_3": ("input",)}
-MODEL = {"emb_layer": ("input",), "encoder": ("input",), "decoder": ("target_seq", "enc_out", "mask"),
-         "proj_to_vocab": ("input",)}
+BLOCK = {
+    "attention_self": _ATTENTION,
+    "layer_norm_1": ("input",),
+    "attention_cross": _ATTENTION,
+    "layer_norm_2": ("input",),
+    "feed_forward": ("input",),
+    "layer_norm_3": ("input",),
+}
+MODEL = {
+    "emb_layer": ("input",),
+    "encoder": ("input",),
+    "decoder": ("target_seq", "enc_out", "mask"),
+    "proj_to_vocab": ("input",),
+}
 MAX_CALLS = 32  # a forward that calls the given parts more often than this is recorded up to here
 
 
@@ -32,7 +42,9 @@ def _arrays(names: tuple[str, ...], args: tuple, kwargs: dict) -> dict[str, np.n
 
 
 @contextmanager
-def recording(parent: nn.Module, prefix: str, given: dict[str, tuple[str, ...]] = BLOCK) -> Iterator[dict[str, np.ndarray]]:
+def recording(
+    parent: nn.Module, prefix: str, given: dict[str, tuple[str, ...]] = BLOCK
+) -> Iterator[dict[str, np.ndarray]]:
     """Record every call of the ``given`` submodules of ``parent`` (name -> its arguments' names)
     while the ``with`` body runs.
 
@@ -50,7 +62,10 @@ def recording(parent: nn.Module, prefix: str, given: dict[str, tuple[str, ...]] 
             count[0] += 1
             rank[name] = i
             if i < MAX_CALLS:
-                record.update({f"{prefix}/{i:02d}/{name}/{k}": v for k, v in _arrays(given[name], args, kwargs).items()})
+                record.update(
+                    {f"{prefix}/{i:02d}/{name}/{k}": v for k, v in _arrays(given[name], args, kwargs).items()}
+                )
+
         return hook
 
     def post(name):
@@ -58,6 +73,7 @@ def recording(parent: nn.Module, prefix: str, given: dict[str, tuple[str, ...]] 
             i = rank.get(name, MAX_CALLS)
             if i < MAX_CALLS and isinstance(out, Tensor):
                 record[f"{prefix}/{i:02d}/{name}/output"] = out.detach().cpu().numpy()
+
         return hook
 
     for name in given:

@@ -30,8 +30,13 @@ def record(cells) -> list[dict]:
     for cell in cells:
         meta = cell.get("metadata", {}).get("nbgrader", {})
         if meta.get("grade"):
-            out.append({"grade_id": meta["grade_id"], "points": meta.get("points", 0),
-                        "cell_type": meta.get("cell_type", cell.get("cell_type"))})
+            out.append(
+                {
+                    "grade_id": meta["grade_id"],
+                    "points": meta.get("points", 0),
+                    "cell_type": meta.get("cell_type", cell.get("cell_type")),
+                }
+            )
     return out
 
 
@@ -62,18 +67,38 @@ def failing_cell(grade_id: str, points: float, text: str) -> dict:
     """A failing test cell the report lists (its grade id is no other cell's): its code raises
     ``text``, wrapped to fit the report's lines."""
     lines = [line.strip() for line in language.fill(text, WIDTH - 12).splitlines()]
-    source = ("raise AssertionError(\n" + "".join(f"    {json.dumps(line + chr(10), ensure_ascii=False)}\n" for line in lines)
-              + ")")
-    return {"cell_type": "code", "execution_count": None, "id": grade_id.replace("__", "-"), "outputs": [],
-            "source": source,
-            "metadata": {"nbgrader": {"grade": True, "grade_id": grade_id, "locked": True, "points": points,
-                                      "solution": False, "task": False, "schema_version": 3}}}
+    source = (
+        "raise AssertionError(\n"
+        + "".join(f"    {json.dumps(line + chr(10), ensure_ascii=False)}\n" for line in lines)
+        + ")"
+    )
+    return {
+        "cell_type": "code",
+        "execution_count": None,
+        "id": grade_id.replace("__", "-"),
+        "outputs": [],
+        "source": source,
+        "metadata": {
+            "nbgrader": {
+                "grade": True,
+                "grade_id": grade_id,
+                "locked": True,
+                "points": points,
+                "solution": False,
+                "task": False,
+                "schema_version": 3,
+            }
+        },
+    }
 
 
 def missing_cell(entry: dict) -> dict:
     """The failing cell that stands for a missing test cell, in its place."""
-    return failing_cell(f"{entry['grade_id']}__missing", entry.get("points", 0),
-                        language.text("validate_missing", grade_id=entry["grade_id"], points=entry.get("points", 0)))
+    return failing_cell(
+        f"{entry['grade_id']}__missing",
+        entry.get("points", 0),
+        language.text("validate_missing", grade_id=entry["grade_id"], points=entry.get("points", 0)),
+    )
 
 
 def undefined_before(nb) -> list[tuple[int, str]]:
@@ -102,8 +127,10 @@ def report_missing(notebook, **_) -> None:
     lang = meta.get("language") if isinstance(meta, dict) else None
     with language.speaking(lang):
         inserts = [(at, missing_cell(entry)) for at, entry in missing(notebook)]
-        inserts += [(at, failing_cell(f"{name}__not_defined", 0, language.text("validate_not_defined", name=name)))
-                    for at, name in undefined_before(notebook)]
+        inserts += [
+            (at, failing_cell(f"{name}__not_defined", 0, language.text("validate_not_defined", name=name)))
+            for at, name in undefined_before(notebook)
+        ]
         for at, cell in sorted(inserts, key=lambda x: x[0], reverse=True):  # from the end: indices hold
             notebook.cells.insert(at, nbformat.from_dict(cell))
 

@@ -96,7 +96,7 @@ def loads(data: bytes, name: str = "outputs", arrays: bool = True) -> tuple[dict
 def section(arrays: dict[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:
     """The arrays under ``prefix/``, with the prefix removed."""
     p = prefix + "/"
-    return {k[len(p):]: v for k, v in arrays.items() if k.startswith(p)}
+    return {k[len(p) :]: v for k, v in arrays.items() if k.startswith(p)}
 
 
 def case(name: str, i: int) -> str:

@@ -9,8 +9,8 @@ from its text. Plain data only: no answer here.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Union
 
 
 @dataclass(frozen=True)
@@ -34,10 +34,10 @@ class Diag:
 class Fill:
     """Words wrapped to 88 columns once worded (feedback HTML does not wrap)."""
 
-    words: "Words"
+    words: Words
 
 
-Part = Union[str, Msg, Diag, Fill]
+Part = str | Msg | Diag | Fill
 
 
 class Words:
@@ -45,7 +45,7 @@ class Words:
 
     __slots__ = ("parts",)
 
-    def __init__(self, *parts: "Part | Words"):
+    def __init__(self, *parts: Part | Words):
         flat: list[Part] = []
         for p in parts:
             if isinstance(p, Words):
@@ -57,10 +57,10 @@ class Words:
                 raise TypeError(f"a message is made of text, table entries and diagnoses, not {type(p).__name__}")
         self.parts = tuple(flat)
 
-    def __add__(self, other: "Words | str") -> "Words":
+    def __add__(self, other: Words | str) -> Words:
         return Words(self, other)
 
-    def __radd__(self, other: str) -> "Words":
+    def __radd__(self, other: str) -> Words:
         return Words(other, self)
 
     def __bool__(self) -> bool:
@@ -89,7 +89,7 @@ class Words:
             return _text(self)
 
     @staticmethod
-    def join(sep: str, items) -> "Words":
+    def join(sep: str, items) -> Words:
         out: list = []
         for i, item in enumerate(items):
             if i:
@@ -135,11 +135,11 @@ def diagnosis(key: str) -> Words:
     return Words(Diag(key))
 
 
-def fill(message: "Words | str") -> Words:
+def fill(message: Words | str) -> Words:
     return Words(Fill(Words(message)))
 
 
-def as_words(message: "Words | str | None") -> Words:
+def as_words(message: Words | str | None) -> Words:
     return message if isinstance(message, Words) else Words(message or "")
 
 
