@@ -85,9 +85,7 @@ def test_a_float32_solution_passes_and_the_masks_empty_rows_are_named_whatever_t
 
         return causal_softmax
 
-    verdict, _ = graded(
-        "warmup.causal_softmax_hidden", lambda s: W._softmax_masked(s, W._triu(s.shape[-1], 1)), workdir
-    )
+    verdict, _ = graded("warmup.causal_softmax_hidden", lambda s: W._softmax_masked(s, W.triu(s.shape[-1], 1)), workdir)
     assert verdict.ok, verdict.message
     for fill in (float("-inf"), torch.finfo(torch.float32).min):
         verdict, _ = graded("warmup.causal_softmax_hidden", diagonal(fill), workdir)
@@ -296,7 +294,7 @@ def test_a_by_hand_part_runs_with_no_attention_operator(route, workdir):
     attention works again once the check returns."""
     impl = _sdpa_routes()[route]
     scores = torch.randn(2, 5, 5)
-    assert torch.allclose(impl(scores), W._softmax_masked(scores, W._triu(5, 1)), atol=1e-5)
+    assert torch.allclose(impl(scores), W._softmax_masked(scores, W.triu(5, 1)), atol=1e-5)
     verdict, _ = graded("warmup.causal_softmax_hidden", impl, workdir)
     assert not verdict.ok and verdict.label in ("package_code", "raised"), verdict.message
-    assert torch.allclose(impl(scores), W._softmax_masked(scores, W._triu(5, 1)), atol=1e-5)
+    assert torch.allclose(impl(scores), W._softmax_masked(scores, W.triu(5, 1)), atol=1e-5)
