@@ -12,6 +12,7 @@ import pytest
 from browser_support import fmt, standalone_widget_page
 from test_browser_widgets_a11y import Reader, every_reader
 
+from encdec.data import VOCAB
 from encdec.train import load_run
 from encdec.widgets import PrefillDecodeStepper
 from encdec.widgets._base import LESSON_QUESTION_TEXT
@@ -134,24 +135,7 @@ def test_a_sampled_run_draws_what_python_draws(reader, models):
             assert float(panel.get_attribute("data-u")) == pytest.approx(dist["u"], abs=1e-15)
             assert int(panel.get_attribute("data-kept")) == sum(q > 0 for q in dist["q"]) == 3  # top-k = 3
             for row in panel.locator("tbody tr").all():
-                v = [
-                    "0",
-                    "1",
-                    "2",
-                    "3",
-                    "4",
-                    "5",
-                    "6",
-                    "7",
-                    "8",
-                    "9",
-                    "POSITIVE",
-                    "NEGATIVE",
-                    "add",
-                    "subtract",
-                    "BOS",
-                    "EOS",
-                ].index(row.get_attribute("data-token"))
+                v = VOCAB.index(row.get_attribute("data-token"))
                 assert row.locator("[data-testid='p']").inner_text().startswith(fmt(dist["p"][v]))
                 q = row.locator("[data-testid='q']").inner_text()
                 assert q.startswith(fmt(dist["q"][v])) if dist["q"][v] > 0 else q == r.say("prefill_decode.cut")
