@@ -51,7 +51,7 @@ def visit(chromium, url: str, profile) -> dict:
         )
         cdp.send("Emulation.setCPUThrottlingRate", {"rate": cpu})
     requests = []
-    page.on("requestfinished", requests.append)
+    page.on("requestfinished", lambda request: requests.append(request))  # noqa: PLW0108 (Playwright wraps a Python function, not a builtin method)
     start = time.perf_counter()
     page.goto(url, wait_until="load", timeout=180_000)
     loaded = time.perf_counter() - start

@@ -309,7 +309,7 @@ class Opened:
         self.page = self.context.new_page()
         watch_page(self.page, self.log)
         self.requests = []  # every request the page completed, in order (their sizes: request.sizes())
-        self.page.on("requestfinished", self.requests.append)
+        self.page.on("requestfinished", lambda request: self.requests.append(request))  # noqa: PLW0108 (Playwright wraps a Python function, not a builtin method)
         self.page.goto(url, wait_until="load")
 
     def widgets_rendered(self, timeout_ms: int = 20000) -> int:
