@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .. import edition
 from . import mounts, safefs
-from .sandbox import SandboxUnavailable, privileged, zygote_command
+from .sandbox import SandboxUnavailable, zygote_command
 
 _swept: set[str] = set()
 
@@ -106,16 +106,6 @@ class Zygote:
                 z.stop()  # a dead zygote's folders go too
             z = cls._running[key] = cls(editions, temp_dir, torch_files)
         return z
-
-    @classmethod
-    def prestart(cls, config) -> None:
-        """Start the fork server a course's kernels use (``config``: the course's), here: an RQ
-        worker does, so that each job, run in a fork of the worker, uses it instead of its own."""
-        from .kernel import SandboxKernelManager  # which starts its kernels from this one
-
-        km = SandboxKernelManager(config=config)
-        if km.prefork and privileged():
-            cls.get(edition.DEFAULT_OUT.resolve(), km.temp_dir)
 
     @classmethod
     def stop_all(cls, started_here: bool = False) -> None:

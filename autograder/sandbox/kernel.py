@@ -283,3 +283,11 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
     start_kernel = _async_start_kernel
     pre_start_kernel = _async_pre_start_kernel
     cleanup_resources = _async_cleanup_resources
+
+
+def prestart(config) -> None:
+    """Start the fork server a course's kernels use (``config``: the course's), here: an RQ worker
+    does, so that each job, run in a fork of the worker, uses it instead of its own."""
+    km = SandboxKernelManager(config=config)
+    if km.prefork and privileged():
+        Zygote.get(edition.DEFAULT_OUT.resolve(), km.temp_dir)

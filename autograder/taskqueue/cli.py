@@ -93,9 +93,9 @@ def worker(url: str, burst: bool, name: str | None, heartbeat: int = 10, grace: 
     from .unit import preload
 
     preload()  # the judges (torch), the integrity scan, the gradebook: imported here, not in every job
-    from autograder.sandbox.kernel import Zygote
+    from autograder.sandbox.kernel import prestart
 
-    Zygote.prestart(config)  # torch imported once in the sandbox, for every job's kernels
+    prestart(config)  # torch imported once in the sandbox, for every job's kernels
     conn = connect(url)
     if simple:
         w = GradingSimpleWorker([Queue(QUEUE, connection=conn)], connection=conn, name=name)
