@@ -62,15 +62,7 @@ def causal_padding_mask(lengths: Tensor, T: int, mistake: str | None = None) -> 
     return (pad | causal[0]) if mistake == "padding_no_head_axis" else (pad.bool() | causal).to(pad.dtype)
 
 
-COMBINED_MISTAKES = (
-    "masks_combined_with_and",
-    "padding_on_queries",
-    "padding_off_by_one",
-    "padding_off_by_one_early",
-    "padding_inverted",
-    "padding_no_head_axis",
-    "mask_not_bool",
-)
+COMBINED_MISTAKES = ("masks_combined_with_and", *PADDING_MISTAKES)  # and each of the padding mask's
 
 
 def _lengths(g, B: int, Tk: int) -> Tensor:
