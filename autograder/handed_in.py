@@ -15,8 +15,9 @@ release with no answers, the reason recorded (``too_large``, ``too_many_values``
 
 Through two documented extension points of nbgrader's converters (``nbgrader_config.py``):
 
-- ``renamed_hook``, ``Autograde.pre_convert_hook``: where the folder lacks a release notebook, the
-  files handed in under other names (a browser's ``warmup (1).ipynb``, Jupyter's
+- ``renamed_hook``, ``Autograde.pre_convert_hook``: every release notebook is graded, handed in
+  or not (one missing is graded as the release with no answers, record ``not_handed_in``); where
+  the folder lacks a release notebook, the files handed in under other names (a browser's ``warmup (1).ipynb``, Jupyter's
   ``warmup-Copy1.ipynb``) that carry its locked cells (nbgrader's checksums) stand for it
   (``stands_for``): the release's name
   is added to the notebooks nbgrader grades. Of several, one is chosen: the one with the most
@@ -182,7 +183,7 @@ def renamed_hook(source: Path):
             expected = release_checksums(source, folder.name)
             for name in sorted(expected):
                 path = folder / f"{name}.ipynb"
-                if str(path) not in notebooks and stands_for(path, expected):
+                if str(path) not in notebooks:  # renamed, or not handed in: graded either way (the exporter)
                     notebooks.append(str(path))  # the list nbgrader grades next (its own, given to the hook)
 
     return hook
@@ -205,6 +206,8 @@ class HandedInExporter(NotebookExporter):
             chosen = stands_for(path, release_checksums(source, path.parent.name))
         handed_in = chosen[0] if chosen else path
         try:
+            if not chosen and not os.path.lexists(path):  # one notebook of several not handed in
+                raise Refused("not_handed_in")
             nb = read_handed_in(handed_in)
         except Refused as refused:  # the release with no answers, the reason stated
             nb = self._release(cd, path)

@@ -10,7 +10,15 @@ from encdec.grading import language
 REPAIRS_KEY = "repairs"  # in nb.metadata["encdec"]: [{"key": ..., parameters}], in the order made
 NOTICE_ID = "encdec-repairs"  # the id of the markdown cell that states them
 # the repairs that grade the release with no answers in the file's place (autograder/handed_in.py)
-NO_ANSWERS = ("unreadable", "too_large", "too_many_values", "too_deep", "too_many_cells", "source_too_large")
+NO_ANSWERS = (
+    "not_handed_in",
+    "unreadable",
+    "too_large",
+    "too_many_values",
+    "too_deep",
+    "too_many_cells",
+    "source_too_large",
+)
 
 
 def repairs(nb) -> list[dict]:

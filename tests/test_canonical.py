@@ -280,3 +280,38 @@ def test_clear_output_is_in_the_course_autograde_pipeline(tmp_path, monkeypatch)
     monkeypatch.setenv("ENCDEC_GRADING_DIR", str(tmp_path / "grading"))  # the configuration makes it
     config = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
     assert "nbgrader.preprocessors.ClearOutput" in config.Autograde.sanitize_preprocessors
+
+
+def test_a_notebook_of_several_not_handed_in_is_graded_blank_and_said(tmp_path):
+    """An assignment of two notebooks, one handed in: nbgrader is given both (the hook), and the one
+    missing is graded as the release with no answers, its record saying why, in both languages."""
+    import shutil
+
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config import LoggingConfigurable
+
+    from encdec.grading import language
+
+    for kind in ("source", "release"):
+        (tmp_path / kind / "pair").mkdir(parents=True)
+        for name in ("decoder_block", "warmup"):
+            shutil.copyfile(ROOT / "solutions" / name / f"{name}.ipynb", tmp_path / kind / "pair" / f"{name}.ipynb")
+    folder = tmp_path / "submitted" / "ada" / "pair"
+    folder.mkdir(parents=True)
+    _copy(folder, "decoder_block.ipynb", answered=True)
+    notebooks = [str(folder / "decoder_block.ipynb")]
+    handed_in.renamed_hook(tmp_path / "source")("pair", "ada", notebooks)
+    assert notebooks == [str(folder / "decoder_block.ipynb"), str(folder / "warmup.ipynb")]
+
+    parent = LoggingConfigurable()
+    parent.coursedir = CourseDirectory(root=str(tmp_path))
+    output, _ = handed_in.HandedInExporter(parent=parent).from_filename(str(folder / "warmup.ipynb"))
+    nb = nbformat.reads(output, as_version=4)
+    assert repairs(nb) == [{"key": "not_handed_in", "file": "warmup.ipynb"}]
+    released = nbformat.read(tmp_path / "release" / "pair" / "warmup.ipynb", as_version=4)
+    assert [c.source for c in nb.cells] == [c.source for c in released.cells]  # no answers
+    for lang in language.LANGUAGES:
+        with language.speaking(lang):
+            assert "warmup.ipynb" in language.text("repair_not_handed_in", file="warmup.ipynb")
+    output, _ = handed_in.HandedInExporter(parent=parent).from_filename(str(folder / "decoder_block.ipynb"))
+    assert repairs(nbformat.reads(output, as_version=4)) == []  # the one handed in: as it is

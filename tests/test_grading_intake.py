@@ -95,6 +95,7 @@ INTAKE_RECORDS = {
     "too_deep": {"file": "a.ipynb", "limit": 1000},
     "source_too_large": {"file": "a.ipynb", "size_mb": "2.4", "limit_mb": "2.0"},
     "untyped": {"field": "nbgrader.grade_id", "cells": 3, "cell": 17},
+    "not_handed_in": {"file": "warmup.ipynb"},
     "copies": {"file": "warmup-Copy1.ipynb", "name": "warmup.ipynb", "copies": 2, "others": "warmup (1).ipynb"},
 }
 
@@ -108,7 +109,8 @@ def test_the_intakes_records_say_every_parameter_in_both_languages(key):
         with language.speaking(lang):
             text = language.text(f"repair_{key}", **params)
         assert all(str(v) in text for v in params.values()), (lang, text)
-    assert (key in NO_ANSWERS) == key.startswith(("too_", "source_"))  # those grade the release with no answers
+    # those grade the release with no answers
+    assert (key in NO_ANSWERS) == key.startswith(("too_", "source_", "not_handed_in"))
 
 
 @pytest.mark.grading

@@ -88,6 +88,10 @@ MESSAGES = {
             "made; your instructor has the details and will send it."
         ),
         "repair_head": "Repaired before grading (the file you handed in is kept as it is):",
+        "repair_not_handed_in": (
+            "`{file}` was not handed in, so the exercise's notebook with no answers was graded in its "
+            "place: every test scores 0. Hand in every notebook of the exercise, under its file name."
+        ),
         "repair_unreadable": (
             "The file `{file}` could not be read as a notebook ({error}: cut short, empty or not a "
             "notebook), so the exercise's notebook with no answers was graded in its place: every "
