@@ -69,21 +69,24 @@ HUB = ROOT / "deploy" / "hub"
 VENV_BIN = Path(sys.executable).parent
 ASSIGNMENT = "decoder_block"
 COURSE_ID = "encdec-hubtest"
-INSTRUCTOR = "ehub-teach"
+# every name this test makes holds the run's own tag, so two runs on one machine (two checkouts'
+# `make test`) never remove or reuse each other's users and groups
+TAG = f"eh{os.getpid() % 100_000}"
+INSTRUCTOR = f"{TAG}-teach"
 # student -> does the student write the solution (else the released stub is submitted)
-STUDENTS = {"ehub-ada": True, "ehub-bob": False, "ehub-cy": True}  # (the issue's class: three students)
+STUDENTS = {f"{TAG}-ada": True, f"{TAG}-bob": False, f"{TAG}-cy": True}  # (the issue's class: three students)
 # each student's full name on their account, and the (first, last) name the gradebook then holds
 # (autograder/roster.py): ada graded by nbgrader, bob by the formgrader's button; cy's full name is
 # markup, which the formgrader would write into its page unescaped, so cy gets no name
 FULL_NAMES = {
-    "ehub-ada": ("Ada Lovelace", ("Ada", "Lovelace")),
-    "ehub-bob": ("Jean-Luc O'Brien", ("Jean-Luc", "O'Brien")),
-    "ehub-cy": ("<img src=x onerror=document.title='named'>", (None, None)),
+    f"{TAG}-ada": ("Ada Lovelace", ("Ada", "Lovelace")),
+    f"{TAG}-bob": ("Jean-Luc O'Brien", ("Jean-Luc", "O'Brien")),
+    f"{TAG}-cy": ("<img src=x onerror=document.title='named'>", (None, None)),
 }
-PLANTER = "ehub-bob"  # hands in a link to the solutions as their notebook (autograder/fixtures/inbound.py)
-COPIER = "ehub-cy"  # hands in two download copies of the notebook instead of it (autograder/handed_in.py)
+PLANTER = f"{TAG}-bob"  # hands in a link to the solutions as their notebook (autograder/fixtures/inbound.py)
+COPIER = f"{TAG}-cy"  # hands in two download copies of the notebook instead of it (autograder/handed_in.py)
 COPIES = (f"{ASSIGNMENT} (1).ipynb", f"{ASSIGNMENT}-Copy1.ipynb")
-GROUPS = {"ENCDEC_STUDENTS_GROUP": "ehub-students", "ENCDEC_INSTRUCTORS_GROUP": "ehub-instructors"}
+GROUPS = {"ENCDEC_STUDENTS_GROUP": f"{TAG}-students", "ENCDEC_INSTRUCTORS_GROUP": f"{TAG}-instructors"}
 PASSWORD = "hub-test-Pw-7"  # the test's own users, removed afterwards
 WAIT_S = 90  # the longest a server may take to answer
 NBCONVERT = "from nbconvert.nbconvertapp import main; main()"  # `jupyter nbconvert`, by module: see student_env
@@ -630,7 +633,7 @@ def test_round_trip(hub):
         ("left_behind_link", [planted]),
         ("left_behind_no_notebook", [planted]),
     ]
-    by_button = "ehub-bob"  # the formgrader's Autograde button grades one student, nbgrader the others
+    by_button = f"{TAG}-bob"  # the formgrader's Autograde button grades one student, nbgrader the others
     by_cli = [s for s in STUDENTS if s != by_button]
     for student in by_cli:
         nbgrader(hub, INSTRUCTOR, "autograde", ASSIGNMENT, "--student", student, cwd=course, timeout=600)

@@ -25,8 +25,8 @@ from test_unprivileged import traversable
 
 pytestmark = [pytest.mark.grading, pytest.mark.skipif(os.geteuid() != 0, reason="creates a Linux user: needs root")]
 ROOT = Path(__file__).resolve().parents[1]
-USER = "ehub-plant"
-GROUP = "ehub-plant-instructors"
+USER = f"ep{os.getpid() % 100_000}"  # the run's own: two runs on one machine never share it
+GROUP = f"{USER}-instructors"
 
 
 def run(args, **kw) -> subprocess.CompletedProcess:
