@@ -12,8 +12,6 @@ from pathlib import Path
 
 from autograder import collected, feedback, handed_in, keep, roster
 from autograder.environment import prepare
-from autograder.privacy import make_private, private_grading
-from autograder.sandbox.nbgrader_sandbox import sandbox_grading
 from autograder.state import grading_state
 
 ROOT = Path(__file__).resolve().parent
@@ -21,7 +19,6 @@ ROOT = Path(__file__).resolve().parent
 # Grading's mutable state, one folder: grading/ here, or $ENCDEC_GRADING_DIR (relative to this
 # folder, or absolute); the names inside it come from autograder/state.py.
 GRADING = grading_state(ROOT)
-make_private(GRADING.root)  # 0700, before anything is written into it
 
 c = get_config()  # noqa: F821 (provided by traitlets when nbgrader loads this file)
 
@@ -126,16 +123,13 @@ c.GenerateFeedback.preprocessors = [
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
 
-# The grader's environment: the venv's tools on PATH (nbgrader runs `alembic` from there), one
-# thread per kernel, the gradebook's and exports' folders (autograder/environment.py).
-prepare(c)
-# The sandbox applies to stock `nbgrader autograde` too, and goes last: every execution step
-# becomes the sandboxed one; if the sandbox cannot start, autograde stops instead of running
-# student code unconfined (autograder/sandbox/nbgrader_sandbox.py).
-sandbox_grading(c)
-# Private by default: the grading state is created 0700, and grading refuses to start while it or
-# solutions/ is open to other users of the machine (autograder/privacy.py).
-private_grading(c, GRADING.root, ROOT / "solutions")
+# The grader's environment: the grading state created 0700 before anything is written into it, the
+# venv's tools on PATH (nbgrader runs `alembic` from there), one thread per kernel, the gradebook's
+# and exports' folders (autograder/environment.py). The sandbox and privacy are the execution step's:
+# GradedExecute starts no kernel unless the sandbox can start and the grading state and solutions/
+# are closed to other users of the machine (autograder/sandbox/execute.py, autograder/privacy.py).
+prepare(c, GRADING.root)
+c.SandboxedExecute.private_folders = [str(GRADING.root), str(ROOT / "solutions")]
 
 # Validation: the release records its test cells (RecordTestCells), and `nbgrader validate`
 # reports one that is missing before the notebook runs (encdec/grading/validation.py; each exercise

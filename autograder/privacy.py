@@ -6,9 +6,9 @@ checkout. The reference solutions and hidden tests (``solutions/``) and the grad
 gradebook, the course secret that seeds every student's hidden inputs, collected submissions,
 autograded notebooks and feedback: ``autograder/state.py``) must be out of their reach. The set-up
 (``make venv``) takes the bits of other users off ``solutions/``; the grading state is created
-0700 (one made open by an earlier version is closed when it is the user's own); and every nbgrader command of the course checks both when it loads the configuration
-(``private_grading``): ``nbgrader autograde`` stops with one line, other commands warn and an
-autograde started from them (the formgrader's button) fails, as when the sandbox is missing.
+0700 (one made open by an earlier version is closed when it is the user's own: ``make_private``,
+when nbgrader loads the configuration); and the execution step checks both before it starts a
+kernel (``refuse_open``), so no notebook is graded while either is open, whichever command grades.
 
 "Other users" are those that are neither the owner nor in the folder's group: a course may share
 its folders with a group of teaching assistants (mode 0750); on Debian every user has a group of
@@ -20,10 +20,7 @@ from __future__ import annotations
 
 import os
 import stat
-import sys
 from pathlib import Path
-
-UNAVAILABLE = "autograder.privacy.GRADING_STATE_OPEN_TO_OTHERS"  # an execution step that cannot be imported
 
 
 def open_to_others(path: Path) -> str | None:
@@ -44,7 +41,7 @@ def open_to_others(path: Path) -> str | None:
 
 def make_private(folder: Path) -> Path:
     """``folder`` created 0700; an existing one of this user's (a grading state made before it was
-    private) closed to other users. One of another user's is left as it is: ``private_grading``
+    private) closed to other users. One of another user's is left as it is: ``refuse_open``
     refuses to grade while it is open."""
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -57,17 +54,17 @@ def make_private(folder: Path) -> Path:
     return folder
 
 
-def private_grading(c, grading_root: Path, solutions: Path, autograding: bool | None = None) -> None:
-    """Create the grading state 0700 and check it and ``solutions`` (see the module docstring)."""
-    if autograding is None:
-        autograding = len(sys.argv) > 1 and sys.argv[1] == "autograde"
-    make_private(grading_root)
-    reasons = [r for r in (open_to_others(grading_root), open_to_others(solutions)) if r]
-    if not reasons:
-        return
-    if autograding:
-        raise SystemExit(f"nbgrader autograde: {reasons[0]}")
-    print(f"warning: {reasons[0]}; autograding will refuse to run", file=sys.stderr)
-    steps = c.Autograde.get("autograde_preprocessors")
-    if isinstance(steps, list):
-        c.Autograde.autograde_preprocessors = [UNAVAILABLE if "Execute" in str(p) else p for p in steps]
+class GradingStateOpen(Exception):
+    """Grading refused: what the course keeps back is open to other users (the message says which
+    folder and the command that closes it)."""
+
+
+def refuse_open(folders: list[str]) -> None:
+    """Raise ``GradingStateOpen`` while one of ``folders`` (the grading state and ``solutions/``:
+    ``SandboxedExecute.private_folders``) is open to other users: checked by the execution step
+    before it starts a kernel (``autograder/sandbox/execute.py``), so every way of grading
+    (``nbgrader autograde``, the formgrader's button, the driver, the queue) refuses, and every
+    other command runs."""
+    reasons = [r for r in map(open_to_others, folders) if r]
+    if reasons:
+        raise GradingStateOpen(f"grading refused: {reasons[0]}")

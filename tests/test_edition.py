@@ -291,26 +291,6 @@ def test_cli_builds_every_assignment(tmp_path):
     assert bad.returncode == 1 and "no solution notebook" in bad.stderr
 
 
-def test_sandboxed_steps_are_kept_by_the_config_fragment():
-    from nbgrader.preprocessors import ClearOutput
-    from traitlets.config import Config
-
-    from autograder.sandbox.execute import SandboxedExecute
-    from autograder.sandbox.nbgrader_sandbox import sandbox_grading
-
-    class CourseExecute(SandboxedExecute):
-        pass
-
-    for steps, expected in [
-        ([ClearOutput, CourseExecute], [ClearOutput, CourseExecute]),
-        ([ClearOutput, "nbgrader.preprocessors.Execute"], [ClearOutput, SandboxedExecute]),
-    ]:
-        c = Config()
-        c.Autograde.autograde_preprocessors = steps
-        sandbox_grading(c, autograding=False)
-        assert c.Autograde.autograde_preprocessors == expected
-
-
 def test_kernel_without_a_known_assignment_is_not_started(tmp_path):
     import asyncio
 

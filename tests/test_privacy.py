@@ -1,5 +1,5 @@
 """Private by default (autograder/privacy.py): the grading state is created unreadable by other
-users, and grading refuses to start, with one line, while it or solutions/ is open to them."""
+users, and the execution step starts no kernel while it or solutions/ is open to them."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from autograder.privacy import UNAVAILABLE, open_to_others
+from autograder.privacy import GradingStateOpen, open_to_others
 
 ROOT = Path(__file__).resolve().parents[1]
 READ = (
     "from traitlets.config.loader import PyFileConfigLoader\n"
     "c = PyFileConfigLoader('nbgrader_config.py', path='.').load_config()\n"
     "print(c.Autograde.autograde_preprocessors)\n"
+    "print(c.SandboxedExecute.private_folders)\n"
 )
 
 
@@ -59,7 +60,8 @@ def test_the_grading_state_is_created_private(reachable):
     out = subprocess.run([sys.executable, "-c", READ], cwd=course, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert (course / "grading").stat().st_mode & 0o777 == 0o700
-    assert UNAVAILABLE not in out.stdout and "warning" not in out.stderr
+    assert "warning" not in out.stderr
+    assert eval(out.stdout.splitlines()[1]) == [str(course / "grading"), str(course / "solutions")]
 
 
 def test_an_open_grading_state_of_ones_own_is_closed(reachable):
@@ -73,32 +75,33 @@ def test_an_open_grading_state_of_ones_own_is_closed(reachable):
 
 
 @pytest.mark.parametrize("opened", ["grading", "solutions"])
-def test_autograde_refuses_to_start_while_open(reachable, opened):
-    """solutions/, or a grading state that another user owns (which the grader does not change)."""
+def test_no_kernel_starts_while_open(reachable, opened):
+    """solutions/, or a grading state that another user owns (which the grader does not change): the
+    execution step refuses before it starts a kernel, whichever command grades (nbgrader autograde,
+    the formgrader's button, the driver and the queue all grade through it); loading the
+    configuration, as every other command does, goes on."""
+    import nbformat
+
+    from autograder.sandbox.execute import SandboxedExecute
+
     course = _course(reachable)
     (course / "grading").mkdir(mode=0o700)
     (course / opened).chmod(0o755)
-    if opened == "grading":
+    if opened == "grading":  # one of the user's own is closed when the configuration loads
         if os.geteuid() != 0:
             pytest.skip("only root can hand a folder to another user")
         os.chown(course / "grading", 65534, 65534)  # nobody's
-    out = subprocess.run(
-        [sys.executable, "-m", "nbgrader", "autograde", "decoder_block"],
-        cwd=course,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode != 0
-    assert out.stderr.strip().splitlines()[-1] == (
-        f"nbgrader autograde: {course / opened} is open to other users (mode 755): "
-        f"run `chmod -R o-rwx {course / opened}`"
-    )
-    # the formgrader and the other commands load the same file: they warn, and an autograde
-    # started from them cannot run its execution step
     loaded = subprocess.run([sys.executable, "-c", READ], cwd=course, capture_output=True, text=True, timeout=120)
-    assert "open to other users" in loaded.stderr and UNAVAILABLE in loaded.stdout
-    assert not any("Execute" in step for step in eval(loaded.stdout))
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    folders = eval(loaded.stdout.splitlines()[1])
+    step = SandboxedExecute(private_folders=folders)
+    step.create_kernel_manager = lambda: pytest.fail("a kernel was started")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")])
+    with pytest.raises(GradingStateOpen) as refused:
+        step.preprocess(nb, {"nbgrader": {"assignment": "decoder_block"}})
+    assert str(refused.value) == (
+        f"grading refused: {course / opened} is open to other users (mode 755): run `chmod -R o-rwx {course / opened}`"
+    )
 
 
 def test_the_set_up_closes_solutions_to_other_users():

@@ -1,8 +1,9 @@
 """`SandboxedExecute`: nbgrader's execution step, run in the sandbox.
 
-It replaces nbgrader's `Execute` preprocessor (nbgrader_sandbox.py swaps it in): it tells the
-kernel manager (kernel.py) which assignment it grades, refuses to run when the sandbox cannot
-start, enforces a wall-clock limit per notebook on top of nbgrader's limit per cell, keeps the
+The course's execution step (the root `nbgrader_config.py` lists `GradedExecute`, its subclass): it
+tells the kernel manager (kernel.py) which assignment it grades, refuses to start a kernel when the
+sandbox cannot start or the grading state or `solutions/` is open to other users of the machine
+(`autograder/privacy.py`), enforces a wall-clock limit per notebook on top of nbgrader's limit per cell, keeps the
 outputs within a byte budget per cell and one per notebook while they stream in (every message
 that changes the notebook counts: streams, display data, display updates, clear_output, errors
 and widget messages), and contains a kernel that dies
@@ -21,8 +22,11 @@ from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
-from traitlets import Integer, Unicode, default
+from traitlets import Integer, List, Unicode, default
 
+from autograder.paths import ROOT
+from autograder.privacy import refuse_open
+from autograder.state import grading_state
 from encdec.grading import language
 
 from .kernel import KERNEL_NAME, SandboxKernelManager
@@ -153,6 +157,16 @@ class SandboxedExecute(Execute):
         "output it rewrites. Past it such messages are dropped on arrival (an error is kept, cut).",
     ).tag(config=True)
 
+    private_folders = List(
+        Unicode(),
+        help="What the course keeps back from students (the grading state, solutions/): no kernel "
+        "starts while one is open to other users of the machine (autograder/privacy.py).",
+    ).tag(config=True)
+
+    @default("private_folders")
+    def _private_folders_default(self):
+        return [str(grading_state().root), str(ROOT / "solutions")]
+
     def __init__(self, **kwargs):
         kwargs.setdefault("kernel_manager_class", SandboxKernelManager)
         super().__init__(**kwargs)
@@ -162,6 +176,7 @@ class SandboxedExecute(Execute):
         return self.interrupt_grace
 
     def preprocess(self, nb, resources=None, km=None):
+        refuse_open(self.private_folders)
         check_available()
         # the kernel sees this assignment's grading edition (create_kernel_manager hands it on)
         self._assignment = ((resources or {}).get("nbgrader") or {}).get("assignment") or ""

@@ -66,9 +66,9 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
     include every field of `Limits` (``c.SandboxKernelManager.memory_mb = 6144``, say)."""
 
     prefork = Bool(
-        True,
+        os.environ.get("ENCDEC_SANDBOX_PREFORK", "1") != "0",
         help="Fork kernels from a zygote that has imported torch already (zygote.py) instead of "
-        "starting a fresh bwrap sandbox for each.",
+        "starting a fresh bwrap sandbox for each (ENCDEC_SANDBOX_PREFORK=0: a fresh one).",
     ).tag(config=True)
     assignment = Unicode(
         "",

@@ -399,7 +399,7 @@ def read_policy(connection_file: str) -> dict:
     if not path.is_file():
         raise SandboxUnavailable(
             f"no sandbox policy next to {connection_file}: this kernel must be started by "
-            "autograder.sandbox.kernel.SandboxKernelManager (see autograder/sandbox/nbgrader_sandbox.py)"
+            "autograder.sandbox.kernel.SandboxKernelManager (the execution step of autograder/sandbox/execute.py)"
         )
     return json.loads(path.read_text())
 
