@@ -16,36 +16,35 @@
 ``TrustedGrading`` holds the grader's settings (the course secret's file).
 """
 
-from ._shared import CHECK_CALL, VERDICT_KEY, deliver, recorded_verdicts, withdraw
-from .clear_grading_files import ClearGradingFiles
-from .flag_integrity import FlagIntegrity
-from .graded_execute import GradedExecute
-from .hide_hidden_tests import HideHiddenTests
-from .hide_integrity_flags import HideIntegrityFlags
-from .match_release import MatchRelease
-from .record_repairs import RecordRepairs
-from .safe_overwrite_cells import SafeOverwriteCells
-from .sanitize_outputs import SanitizeOutputs
-from .trusted_grading import TrustedGrading
-from .trusted_verdict import TrustedVerdict, submission_language, verdict_outputs
+from importlib import import_module
 
-__all__ = [
-    "CHECK_CALL",
-    "VERDICT_KEY",
-    "recorded_verdicts",
-    "ClearGradingFiles",
-    "FlagIntegrity",
-    "GradedExecute",
-    "HideHiddenTests",
-    "HideIntegrityFlags",
-    "MatchRelease",
-    "RecordRepairs",
-    "SafeOverwriteCells",
-    "SanitizeOutputs",
-    "TrustedGrading",
-    "TrustedVerdict",
-    "deliver",
-    "submission_language",
-    "verdict_outputs",
-    "withdraw",
-]
+# name -> the module of this package that defines it: imported on first use, so naming one step
+# (nbgrader imports ``autograder.preprocessors.MatchRelease`` by that name) loads that step's
+# module and what it needs, not every step's (the sandbox, the judges)
+_WHERE = {
+    "CHECK_CALL": "_shared",
+    "VERDICT_KEY": "_shared",
+    "deliver": "_shared",
+    "recorded_verdicts": "_shared",
+    "withdraw": "_shared",
+    "ClearGradingFiles": "clear_grading_files",
+    "FlagIntegrity": "flag_integrity",
+    "GradedExecute": "graded_execute",
+    "HideHiddenTests": "hide_hidden_tests",
+    "HideIntegrityFlags": "hide_integrity_flags",
+    "MatchRelease": "match_release",
+    "RecordRepairs": "record_repairs",
+    "SafeOverwriteCells": "safe_overwrite_cells",
+    "SanitizeOutputs": "sanitize_outputs",
+    "TrustedGrading": "trusted_grading",
+    "TrustedVerdict": "trusted_verdict",
+    "submission_language": "trusted_verdict",
+    "verdict_outputs": "trusted_verdict",
+}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f".{_WHERE[name]}", __name__), name)
