@@ -17,7 +17,7 @@ from test_widgets import ASK_SHARED, _run_widget_js
 
 from encdec.data import VOCAB, encode_answer, encode_question
 from encdec.train import load_run
-from encdec.widgets import ScoreExplorer
+from encdec.widgets import ScoreExplorer, parse_question
 from encdec.widgets._base import LESSON_QUESTION_TEXT
 from encdec.widgets.attention_maps import ATTENTION_KINDS
 from encdec.widgets.score_explorer import FIRST, score_parts, score_step, true_answer
@@ -113,16 +113,18 @@ def test_the_page_computes_the_python_numbers(tmp_path, modern, parts):
     js = _run_widget_js(
         tmp_path,
         "score_explorer.js",
-        ["loadModel", "attentionParts", "scoreStep", "positionTokens", "lengths"],
+        ["loadModel", "attentionParts", "scoreStep", "positionTokens", "lengths", "arithmetic"],
         f"(() => {{ const net = loadModel({json.dumps(w.weights['modern'])});"
         f" return {json.dumps(questions)}.map((ids) => {{ const p = attentionParts(net, ids);"
-        f" return {{ p, steps: {json.dumps(SETTINGS)}.map(([kind, l, h, i, j]) =>"
+        f" return {{ p, arithmetic: arithmetic(ids), steps: {json.dumps(SETTINGS)}.map(([kind, l, h, i, j]) =>"
         f" scoreStep(p[kind][l].q, p[kind][l].k, {H}, h, i, j, kind === 'decoder_self')),"
         " tokens: ['encoder_self', 'decoder_self', 'cross'].map((kind) => [positionTokens(kind, ids), lengths(kind)]) }; }); })()",
         ASK_SHARED,
     )
+    assert [got["arithmetic"] for got in js] == ["-30 - -34", "12 + 7"]
     for text, got in zip((LESSON_QUESTION_TEXT, OTHER), js, strict=True):
         want = parts[text]
+        assert parse_question(got["arithmetic"]) == (want["question"], None)  # what the field shows reads back
         assert got["p"]["answer"] == want["answer"]
         for kind in ATTENTION_KINDS:
             for g, p in zip(got["p"][kind], want[kind], strict=True):

@@ -4,7 +4,7 @@
 // asks for another question, attention or layer; the first setting's Q and K come with the figure
 // (`shown`, from score_explorer.score_parts), so it draws whole before any weights.
 
-import { ANSWER_LEN, QUESTION_LEN, TOKENS } from "./constants.js";
+import { ANSWER_LEN, OP_IDS, QUESTION_LEN, SIGN_IDS, TOKENS } from "./constants.js";
 import { fmt, h, keepFocus, liveRegion, maskedSoftmaxRow, push, sourceText, sum, t, watch, widgetRoot } from "./common.js";
 import { INTACT, decoderPass, embedAnswer, encode, linearRows, loadModel, newDecoderState } from "./model_forward.js";
 import { parseQuestion, siteWeights, trueAnswer } from "./task.js";
@@ -73,11 +73,25 @@ export function lengths(kind) {
   return { encoder_self: [QUESTION_LEN, QUESTION_LEN], decoder_self: [fed, fed], cross: [fed, QUESTION_LEN] }[kind];
 }
 
+// A question's ids as the arithmetic a reader types, "-30 - -34" (parseQuestion reads it back).
+export function arithmetic(ids) {
+  const operand = (k) => `${ids[k] === SIGN_IDS.NEGATIVE ? "-" : ""}${10 * ids[k + 1] + ids[k + 2]}`;
+  return `${operand(1)} ${ids[4] === OP_IDS.add ? "+" : "-"} ${operand(5)}`;
+}
+
 // The tokens of one kind's queries and keys: the question's, or what the decoder reads (no EOS).
 export function positionTokens(kind, questionIds) {
   const question = questionIds.map((id) => TOKENS[id]);
   const fed = trueAnswer(questionIds).slice(0, -1).map((id) => TOKENS[id]);
   return { encoder_self: [question, question], decoder_self: [fed, fed], cross: [fed, question] }[kind];
+}
+
+// The setting shown, each index brought inside what the model and the attention have (a trait set from
+// Python may ask for more).
+export function setting(model, shape) {
+  const kind = KINDS.includes(model.get("kind")) ? model.get("kind") : "cross", [Lq, Lk] = lengths(kind);
+  const inside = (name, n) => Math.max(0, Math.min(model.get(name), n - 1));
+  return { kind, layer: inside("layer", shape.layers[kind]), head: inside("head", shape.heads), i: inside("query", Lq), j: inside("key", Lk) };
 }
 
 let explorerCount = 0;  // a page may hold several figures: their controls need their own ids
@@ -105,8 +119,8 @@ function makeControls(root, uid, request) {
 }
 
 // The controls' words, options and values from the traits; `tokens` the query and key tokens, or null.
-function drawControls(model, c, shape, tokens) {
-  const kind = model.get("kind");
+function drawControls(model, c, shape, at, tokens) {
+  const kind = at.kind;
   const options = (el, values, label, current) => {
     el.replaceChildren(...values.map((v, k) => h("option", { value: v }, label(v, k))));
     el.value = String(current);
@@ -115,19 +129,23 @@ function drawControls(model, c, shape, tokens) {
     layer: "score_explorer.layer_label", head: "score_explorer.head_label", query: "score_explorer.query_label", key: "score_explorer.key_label" };
   for (const name of Object.keys(known)) c[name + "Label"].textContent = t(model, known[name]);
   c.show.textContent = t(model, "score_explorer.show");
-  if (document.activeElement !== c.input) c.input.value = model.get("question");
-  options(c.pick, ["", ...model.get("examples")], (v) => v || t(model, "score_explorer.pick"), "");
+  if (document.activeElement !== c.input) {
+    const parsed = parseQuestion(model.get("question"));  // shown as typed, a question of the task as arithmetic
+    c.input.value = parsed.error ? model.get("question") : arithmetic(parsed.ids);
+  }
+  const example = (v) => { const parsed = parseQuestion(v); return parsed.error ? v : arithmetic(parsed.ids); };
+  options(c.pick, ["", ...model.get("examples")], (v) => (v ? example(v) : t(model, "score_explorer.pick")), "");
   options(c.kind, KINDS, (v) => kindText(model, v), kind);
   const count = (n) => Array.from({ length: n }, (_, k) => k);
-  options(c.layer, count(shape.layers[kind]), (v) => v + 1, model.get("layer"));
-  options(c.head, count(shape.heads), (v) => v + 1, model.get("head"));
+  options(c.layer, count(shape.layers[kind]), (v) => v + 1, at.layer);
+  options(c.head, count(shape.heads), (v) => v + 1, at.head);
   const [queries, keys] = tokens || [[], []];
   const causal = kind === "decoder_self";
-  options(c.query, count(queries.length), (j) => t(model, "score_explorer.position", { j, token: queries[j] }), model.get("query"));
+  options(c.query, count(queries.length), (j) => t(model, "score_explorer.position", { j, token: queries[j] }), at.i);
   options(c.key, count(keys.length), (j) => {
-    const late = causal && j > model.get("query");  // a key the causal mask forbids this query
+    const late = causal && j > at.i;  // a key the causal mask forbids this query
     return t(model, late ? "score_explorer.position_masked" : "score_explorer.position", { j, token: keys[j] });
-  }, model.get("key"));
+  }, at.j);
 }
 
 // A number to 3 decimals, never "-0.000".
@@ -178,13 +196,13 @@ function rowPanel(model, step, keys, i, j, causal) {
 }
 
 // What the figure shows for one setting, `parts` its Q and K; and the sentence the live region says.
-function drawParts(model, c, parts, shape, ids, tokens) {
-  const kind = model.get("kind"), i = model.get("query"), j = model.get("key"), head = model.get("head");
+function drawParts(model, c, parts, shape, at, ids, tokens) {
+  const { kind, i, j, head } = at;
   const causal = kind === "decoder_self", Dh = parts.q[0].length / shape.heads;
   const step = scoreStep(parts.q, parts.k, shape.heads, head, i, j, causal);
   const [queries, keys] = tokens;
-  const title = t(model, "score_explorer.title", { kind: kindText(model, kind), layer: model.get("layer") + 1,
-    head: head + 1, heads: shape.heads, i, query: queries[i], j, key: keys[j] });
+  const title = t(model, "score_explorer.title", { kind: kindText(model, kind), layer: at.layer + 1,
+    head: head + 1, heads: shape.heads, i, query_token: queries[i], j, key_token: keys[j] });
   c.status.className = "encdec-row";
   c.status.replaceChildren(h("span", { class: "encdec-label", "data-testid": "title" }, title));
   c.body.replaceChildren(h("div", { class: "encdec-columns" }, vectorPanel(model, step, Dh), rowPanel(model, step, keys, i, j, causal)),
@@ -207,24 +225,24 @@ export function render({ model, el }) {
     siteWeights(model.get("weights_src")).then(redraw, () => { loadFailed = true; redraw(); });
   }
   const shape = () => ({ heads: model.get("shown").heads, layers: model.get("shown").layers });
-  // A reader's change; a new attention or layer keeps the query, key and layer inside what it has.
+  // A reader's change. The query, key and layer are brought inside what the new setting has first, the
+  // attention or question changed last: every state between stays one the figure can draw.
   function request(name, value) {
     if (name === "pick" && !value) return;
     const trait = name === "pick" ? "question" : name;
-    const changes = { [trait]: ["kind", "question"].includes(trait) ? value : Number(value) };
-    const kind = changes.kind ?? model.get("kind"), [Lq, Lk] = lengths(kind);
-    changes.query = Math.min(changes.query ?? model.get("query"), Lq - 1);
-    changes.key = Math.min(changes.key ?? model.get("key"), Lk - 1);
-    changes.layer = Math.min(changes.layer ?? model.get("layer"), shape().layers[kind] - 1);
-    push(model, changes);
+    const raw = { [trait]: ["kind", "question"].includes(trait) ? value : Number(value) };
+    const kind = raw.kind ?? model.get("kind"), [Lq, Lk] = lengths(kind);
+    const fit = { query: Math.min(raw.query ?? model.get("query"), Lq - 1), key: Math.min(raw.key ?? model.get("key"), Lk - 1),
+      layer: Math.min(raw.layer ?? model.get("layer"), shape().layers[kind] - 1), head: Math.min(raw.head ?? model.get("head"), shape().heads - 1) };
+    push(model, { ...fit, ...(trait in fit ? {} : raw) });
   }
   const c = makeControls(root, uid, request);
   const live = liveRegion(root);
 
   // The Q and K of the current setting: the figure's own numbers for its first setting, else the page's
   // forward pass (null while the weights load).
-  function partsOf(ids) {
-    const shown = model.get("shown"), kind = model.get("kind"), layer = model.get("layer");
+  function partsOf(ids, { kind, layer }) {
+    const shown = model.get("shown");
     if (shown.kind === kind && shown.layer === layer && shown.question.join() === ids.join()) return shown;
     if (!ready()) return null;
     if (memo.key !== ids.join()) {
@@ -235,13 +253,13 @@ export function render({ model, el }) {
   }
 
   function draw() {
-    const parsed = parseQuestion(model.get("question"));
-    const tokens = parsed.error ? null : positionTokens(model.get("kind"), parsed.ids);
-    drawControls(model, c, shape(), tokens);
+    const parsed = parseQuestion(model.get("question")), at = setting(model, shape());
+    const tokens = parsed.error ? null : positionTokens(at.kind, parsed.ids);
+    drawControls(model, c, shape(), at, tokens);
     const known = { no_text: "score_explorer.error_empty", bad_format: "score_explorer.error_format", out_of_range: "score_explorer.error_range" };
     let parts = null, why = null;
     try {
-      parts = parsed.error ? null : partsOf(parsed.ids);
+      parts = parsed.error ? null : partsOf(parsed.ids, at);
     } catch (err) {
       why = t(model, "score_explorer.error_model", { why: err.code || err.message });
     }
@@ -257,7 +275,7 @@ export function render({ model, el }) {
       return;
     }
     c.status.setAttribute("data-weights", "ready");
-    live.textContent = drawParts(model, c, parts, shape(), parsed.ids, tokens);
+    live.textContent = drawParts(model, c, parts, shape(), at, parsed.ids, tokens);
   }
 
   draw();
