@@ -31,7 +31,7 @@ from encdec.widgets._base import text
 
 pytestmark = pytest.mark.browser
 SCREENSHOTS = ROOT / "build" / "test-artifacts" / "screenshots"
-# One widget per gallery cell that imports from encdec.widgets (ten: nine figures, a quick check).
+# One widget per gallery cell that imports from encdec.widgets (eleven: ten figures, a quick check).
 GALLERY_WIDGETS = (ROOT / f"{GALLERY}.md").read_text(encoding="utf-8").count("\nfrom encdec.widgets import ")
 
 
@@ -63,7 +63,7 @@ def test_page_loads_offline_and_renders_its_widgets(open_page, path):
     p.page.screenshot(path=str(SCREENSHOTS / f"{path.removeprefix('book/').replace('/', '_')}.png"), full_page=True)
     assert p.log.problems() == {}, f"{path}: {p.log.problems()}"
     if path.endswith("widgets_gallery"):  # both editions' galleries
-        assert n == GALLERY_WIDGETS == 10
+        assert n == GALLERY_WIDGETS == 11
 
 
 @pytest.mark.parametrize("path", ["book/ch11_cross_attention", "book/zh/ch11_cross_attention"])
