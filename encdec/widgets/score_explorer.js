@@ -17,6 +17,7 @@ function kindText(model, kind) {
     cross: "score_explorer.kind_cross" };
   return t(model, known[kind]);
 }
+const QUESTION_CHARS = 64;  // the longest question of the task in tokens, "BOS NEGATIVE 49 subtract NEGATIVE 49 EOS", is 40
 const FLOAT32_MIN = "−3.4028e+38";  // torch.finfo(torch.float32).min: what masked_softmax puts in a masked score
 
 // Every attention's projected queries and keys on one question, the decoder teacher-forced on the true
@@ -104,8 +105,9 @@ function makeControls(root, uid, request) {
     c[name + "Label"] = h("label", { for: `${uid}-${name}`, class: "encdec-label" });
     return h("span", { class: "encdec-group" }, c[name + "Label"], c[name]);
   };
+  // what the reader types is data: bounded here, read by parseQuestion, shown only as text
   c.input = h("input", { type: "text", id: `${uid}-q`, class: "encdec-input", "data-testid": "question-input",
-    autocomplete: "off", spellcheck: "false", enterkeyhint: "go" });
+    autocomplete: "off", spellcheck: "false", enterkeyhint: "go", maxlength: QUESTION_CHARS });
   c.questionLabel = h("label", { for: `${uid}-q`, class: "encdec-label" });
   c.show = h("button", { type: "submit", class: "encdec-btn primary", "data-testid": "show" });
   const form = h("form", { class: "encdec-ask-form", onsubmit: (e) => { e.preventDefault(); request("question", c.input.value); } },
