@@ -12,6 +12,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 import traitlets
 from test_widgets import ASK_SHARED, _run_widget_js
 
@@ -75,6 +76,7 @@ def test_the_first_setting_reads_a_digit_and_travels_with_the_figure(parts):
     p = parts[LESSON_QUESTION_TEXT]
     first = p["cross"][1]
     assert np.allclose(w.shown["q"], first["q"], atol=1e-6) and np.allclose(w.shown["k"], first["k"], atol=1e-6)
+    assert w.shown["fill"] == torch.finfo(torch.float32).min  # encdec.attention.masked_softmax's fill
     assert w.shown["heads"] == 4 and w.shown["layers"] == {"encoder_self": 2, "decoder_self": 2, "cross": 2}
     assert len(json.dumps(w.shown)) < 20_000
     model, _ = load_run("modern")

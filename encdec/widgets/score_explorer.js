@@ -11,14 +11,17 @@ import { parseQuestion, siteWeights, trueAnswer } from "./task.js";
 
 export const KINDS = ["encoder_self", "decoder_self", "cross"];
 
+const QUESTION_CHARS = 64;  // the longest question of the task in tokens, "BOS NEGATIVE 49 subtract NEGATIVE 49 EOS", is 40
+
 // A kind of attention in words.
 function kindText(model, kind) {
   const known = { encoder_self: "score_explorer.kind_encoder_self", decoder_self: "score_explorer.kind_decoder_self",
     cross: "score_explorer.kind_cross" };
   return t(model, known[kind]);
 }
-const QUESTION_CHARS = 64;  // the longest question of the task in tokens, "BOS NEGATIVE 49 subtract NEGATIVE 49 EOS", is 40
-const FLOAT32_MIN = "−3.4028e+38";  // torch.finfo(torch.float32).min: what masked_softmax puts in a masked score
+
+// What masked_softmax puts in a masked score (shown.fill, torch.finfo(float32).min), as the figure writes it.
+const fillText = (model) => model.get("shown").fill.toExponential(4).replace("-", "−");
 
 // Every attention's projected queries and keys on one question, the decoder teacher-forced on the true
 // answer shifted (BOS sign d d, at the positions of a five-token answer), as training feeds it: per kind
@@ -184,10 +187,10 @@ function rowPanel(model, step, keys, i, j, causal) {
     "aria-current": k === j ? "true" : null },
   h("th", { class: "encdec-rowhead", scope: "row" }, t(model, "score_explorer.position", { j: k, token })),
   h("td", { class: "encdec-num", "data-testid": `score-${k}` }, num(step.scores[k])),
-  causal ? h("td", { class: "encdec-num" }, step.masked[k] ? t(model, "score_explorer.masked_cell", { min: FLOAT32_MIN }) : num(step.scores[k])) : null,
+  causal ? h("td", { class: "encdec-num" }, step.masked[k] ? t(model, "score_explorer.masked_cell", { min: fillText(model) }) : num(step.scores[k])) : null,
   h("td", { class: "encdec-num", "data-testid": `weight-${k}`, "data-value": step.weights[k] }, fmt(step.weights[k]),
     h("div", { class: "encdec-bar-wrap", "aria-hidden": "true" }, h("div", { class: "encdec-bar model", style: `width: ${(100 * step.weights[k]).toFixed(1)}%` })))));
-  const how = step.masked[j] ? t(model, "score_explorer.masked_note", { i, j, min: FLOAT32_MIN })
+  const how = step.masked[j] ? t(model, "score_explorer.masked_note", { i, j, min: fillText(model) })
     : t(model, "score_explorer.weight_line", { score: fmt(step.score), top: fmt(step.top), total: fmt(step.total), weight: h("b", {}, fmt(step.weights[j])) });
   return h("div", { class: "encdec-panel" },
     h("div", { class: "encdec-label" }, t(model, "score_explorer.row_label", { i })),

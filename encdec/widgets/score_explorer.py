@@ -163,6 +163,8 @@ class ScoreExplorer(BookWidget):
     def _first_numbers(self) -> dict:
         """What the page draws before it has weights: the queries and keys of this question, kind and
         layer, rounded to 6 decimals (the figure shows 3), with the model's shape."""
+        import torch
+
         from ..train import load_run
 
         model, _ = load_run(self.preset)
@@ -177,6 +179,7 @@ class ScoreExplorer(BookWidget):
             "q": [[round(x, 6) for x in row] for row in layer["q"]],
             "k": [[round(x, 6) for x in row] for row in layer["k"]],
             "heads": c.num_heads,
+            "fill": torch.finfo(torch.float32).min,  # what masked_softmax puts in a masked score, as the figure says
             "layers": {"encoder_self": c.num_enc_layers, "decoder_self": c.num_dec_layers, "cross": c.num_dec_layers},
         }
 
