@@ -8,6 +8,7 @@ setting's numbers, so the page stays light until its reader asks for more.
 
 from __future__ import annotations
 
+import base64
 import json
 
 import numpy as np
@@ -75,7 +76,8 @@ def test_the_first_setting_reads_a_digit_and_travels_with_the_figure(parts):
     assert (w.kind, w.layer, w.head, w.query, w.key) == tuple(FIRST.values())
     p = parts[LESSON_QUESTION_TEXT]
     first = p["cross"][1]
-    assert np.allclose(w.shown["q"], first["q"], atol=1e-6) and np.allclose(w.shown["k"], first["k"], atol=1e-6)
+    exact = {name: np.frombuffer(base64.b64decode(w.shown[name]), dtype="<f4").reshape(-1, 64) for name in "qk"}
+    assert all(np.array_equal(exact[name], np.float32(first[name])) for name in "qk"), "float32 as computed"
     assert w.shown["fill"] == torch.finfo(torch.float32).min  # encdec.attention.masked_softmax's fill
     assert w.shown["heads"] == 4 and w.shown["layers"] == {"encoder_self": 2, "decoder_self": 2, "cross": 2}
     assert len(json.dumps(w.shown)) < 20_000
@@ -115,15 +117,18 @@ def test_the_page_computes_the_python_numbers(tmp_path, modern, parts):
     js = _run_widget_js(
         tmp_path,
         "score_explorer.js",
-        ["loadModel", "attentionParts", "scoreStep", "positionTokens", "lengths", "arithmetic"],
+        ["loadModel", "attentionParts", "scoreStep", "positionTokens", "lengths", "arithmetic", "unpacked"],
         f"(() => {{ const net = loadModel({json.dumps(w.weights['modern'])});"
+        f" const first = unpacked({json.dumps(w.shown)});"
         f" return {json.dumps(questions)}.map((ids) => {{ const p = attentionParts(net, ids);"
-        f" return {{ p, arithmetic: arithmetic(ids), steps: {json.dumps(SETTINGS)}.map(([kind, l, h, i, j]) =>"
+        f" return {{ p, first, arithmetic: arithmetic(ids), steps: {json.dumps(SETTINGS)}.map(([kind, l, h, i, j]) =>"
         f" scoreStep(p[kind][l].q, p[kind][l].k, {H}, h, i, j, kind === 'decoder_self')),"
         " tokens: ['encoder_self', 'decoder_self', 'cross'].map((kind) => [positionTokens(kind, ids), lengths(kind)]) }; }); })()",
         ASK_SHARED,
     )
     assert [got["arithmetic"] for got in js] == ["-30 - -34", "12 + 7"]
+    first = parts[LESSON_QUESTION_TEXT]["cross"][1]  # what the figure carries, unpacked in the page: float32 exactly
+    assert all(np.array_equal(np.array(js[0]["first"][name]), np.float32(first[name])) for name in "qk")
     for text, got in zip((LESSON_QUESTION_TEXT, OTHER), js, strict=True):
         want = parts[text]
         assert parse_question(got["arithmetic"]) == (want["question"], None)  # what the field shows reads back

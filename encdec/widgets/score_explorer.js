@@ -6,7 +6,7 @@
 
 import { ANSWER_LEN, OP_IDS, QUESTION_LEN, SIGN_IDS, TOKENS } from "./constants.js";
 import { fmt, h, keepFocus, liveRegion, maskedSoftmaxRow, push, sourceText, sum, t, watch, widgetRoot } from "./common.js";
-import { INTACT, decoderPass, embedAnswer, encode, linearRows, loadModel, newDecoderState } from "./model_forward.js";
+import { INTACT, decoderPass, embedAnswer, encode, exportedFloats, linearRows, loadModel, newDecoderState } from "./model_forward.js";
 import { parseQuestion, siteWeights, trueAnswer } from "./task.js";
 
 export const KINDS = ["encoder_self", "decoder_self", "cross"];
@@ -88,6 +88,15 @@ export function positionTokens(kind, questionIds) {
   const question = questionIds.map((id) => TOKENS[id]);
   const fed = trueAnswer(questionIds).slice(0, -1).map((id) => TOKENS[id]);
   return { encoder_self: [question, question], decoder_self: [fed, fed], cross: [fed, question] }[kind];
+}
+
+// The Q and K the figure carries (score_explorer.packed: float32 rows in base64), as rows of numbers.
+export function unpacked(shown) {
+  const rows = (data) => {
+    const floats = exportedFloats({ data });
+    return Array.from({ length: floats.length / shown.width }, (_, r) => Array.from(floats.subarray(r * shown.width, (r + 1) * shown.width)));
+  };
+  return { q: rows(shown.q), k: rows(shown.k) };
 }
 
 // The setting shown, each index brought inside what the model and the attention have (a trait set from
@@ -248,7 +257,7 @@ export function render({ model, el }) {
   // forward pass (null while the weights load).
   function partsOf(ids, { kind, layer }) {
     const shown = model.get("shown");
-    if (shown.kind === kind && shown.layer === layer && shown.question.join() === ids.join()) return shown;
+    if (shown.kind === kind && shown.layer === layer && shown.question.join() === ids.join()) return unpacked(shown);
     if (!ready()) return null;
     if (memo.key !== ids.join()) {
       net = net || loadModel((fromSite() ? window.encdecWeights : model.get("weights"))[model.get("preset")]);

@@ -117,6 +117,15 @@ def score_step(q, k, heads: int, head: int, query: int, key: int, causal: bool) 
     }
 
 
+def packed(rows) -> str:
+    """Rows of numbers as little-endian float32 in base64 (``exportedFloats`` of model_forward.js reads it)."""
+    import base64
+
+    import numpy as np
+
+    return base64.b64encode(np.asarray(rows, dtype="<f4").tobytes()).decode("ascii")
+
+
 def true_answer(question_ids) -> list[int]:
     """The answer ids ``BOS sign d d EOS`` of a question's ids (twin of task.js's ``trueAnswer``)."""
     from ..data import answer_text
@@ -162,7 +171,8 @@ class ScoreExplorer(BookWidget):
 
     def _first_numbers(self) -> dict:
         """What the page draws before it has weights: the queries and keys of this question, kind and
-        layer, rounded to 6 decimals (the figure shows 3), with the model's shape."""
+        layer as the model computed them, float32 in base64 (``packed``: 4.4 kB, half of them as decimals),
+        with the model's shape."""
         import torch
 
         from ..train import load_run
@@ -176,8 +186,9 @@ class ScoreExplorer(BookWidget):
             "answer": parts["answer"],
             "kind": self.kind,
             "layer": self.layer,
-            "q": [[round(x, 6) for x in row] for row in layer["q"]],
-            "k": [[round(x, 6) for x in row] for row in layer["k"]],
+            "q": packed(layer["q"]),  # (Lq, M)
+            "k": packed(layer["k"]),  # (Lk, M)
+            "width": c.emb_dim,
             "heads": c.num_heads,
             "fill": torch.finfo(torch.float32).min,  # what masked_softmax puts in a masked score, as the figure says
             "layers": {"encoder_self": c.num_enc_layers, "decoder_self": c.num_dec_layers, "cross": c.num_dec_layers},
