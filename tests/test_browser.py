@@ -86,6 +86,26 @@ def test_chapter_11s_cross_attention_grid_holds_the_trained_weights(open_page, p
     assert p.log.problems() == {}
 
 
+@pytest.mark.parametrize("path", ["book/ch11_cross_attention", "book/zh/ch11_cross_attention"])
+def test_chapter_11s_score_explorer_opens_on_the_weight_its_text_reads(open_page, path):
+    """The score explorer of chapter 11 opens on layer 2, head 2 of the cross-attention, the units row
+    against the 0 of 30: its row of weights is the trained module's own, drawn with no weights loaded."""
+    from browser_support import fmt
+
+    from encdec.data import encode_question
+    from encdec.train import load_run
+    from encdec.widgets._base import LESSON_QUESTION_TEXT
+    from encdec.widgets.score_explorer import score_parts
+
+    row = score_parts(load_run("modern")[0], encode_question(LESSON_QUESTION_TEXT))["cross"][1]["weights"][1][2]
+    p = open_page(path)
+    w = wait_for_widget(p.page, "ScoreExplorer")
+    assert [w.locator(f"[data-testid='weight-{j}']").inner_text() for j in range(len(row))] == [fmt(x) for x in row]
+    assert w.locator("tr.encdec-chosen").get_attribute("data-key") == "3"
+    assert p.page.evaluate("() => window.encdecWeights === undefined")
+    assert p.log.problems() == {}
+
+
 @pytest.mark.parametrize("path", [c for c in CHAPTERS if "/ch" in c])
 def test_chapter_works_as_file_url(open_page, path):
     p = open_page(path, url=(require_built_book() / f"{path}.html").as_uri())
