@@ -414,10 +414,40 @@ def test_attention_maps(reader, lang):
     every_reader(r, light, dark)
 
 
+# What a reader types into the score explorer's question field, each an attempt to make it more than data:
+# (typed, what the field keeps, the status's key or None for a question it shows).
+TYPED = [
+    ('<img src=x onerror="window.hit=1">', None, "score_explorer.error_format"),
+    ("</select><b id=hit>1</b>", None, "score_explorer.error_format"),
+    ("9" * 70, "9" * 64, "score_explorer.error_range"),
+    ("  −30 – −34 ", None, None),  # typographic minus and dash: the task's question, -30 - -34
+]
+
+
+def typed_as_text(r):
+    """Invariant: what a reader types reaches the figure as bounded text, read by parseQuestion, never as
+    markup: no element appears, no script runs, the status shows the words of the table."""
+    box = r.w.locator("[data-testid='question-input']")
+    for typed, kept, status in TYPED:
+        box.fill("")
+        box.type(typed) if len(typed) > 64 else box.fill(typed)
+        assert box.input_value() == (kept or typed)
+        box.press("Enter")
+        assert r.page.evaluate("() => window.hit === undefined && !document.getElementById('hit')")
+        assert r.w.locator("img").count() == 0
+        if status is None:  # the question of the task it is, drawn
+            assert r.w.locator("[data-testid='status']").get_attribute("data-weights") == "ready"
+            assert r.w.locator("[data-testid='vectors']").count() == 1
+        else:
+            shown = r.w.locator("[data-testid='status']").inner_text()
+            assert shown == r.say(status, text=kept or typed, value=kept or typed)
+
+
 @pytest.mark.parametrize("lang", LANGS)
 def test_score_explorer(reader, lang):
     """One query and one key, worked from the keyboard: another key gives the Python twin's numbers, and
-    the decoder's self-attention shows the chosen key, now in the query's future, as masked."""
+    the decoder's self-attention shows the chosen key, now in the query's future, as masked; then each
+    attempt of TYPED in the question field stays text."""
     from encdec.data import encode_question
     from encdec.train import load_run
     from encdec.widgets._base import LESSON_QUESTION_TEXT
@@ -453,36 +483,7 @@ def test_score_explorer(reader, lang):
         assert r.w.locator("[data-testid='weight-line']").inner_text() == note
 
     every_reader(r, light, dark)
-
-
-# What a reader types into the score explorer's question field, each an attempt to make it more than data:
-# (typed, what the field keeps, the status's key or None for a question it shows).
-TYPED = [
-    ('<img src=x onerror="window.hit=1">', None, "score_explorer.error_format"),
-    ("</select><b id=hit>1</b>", None, "score_explorer.error_format"),
-    ("9" * 500, "9" * 64, "score_explorer.error_range"),
-    ("  −30 – −34 ", None, None),  # typographic minus and dash: the task's question, -30 - -34
-]
-
-
-def test_score_explorer_keeps_what_is_typed_as_text(reader):
-    """Invariant: what a reader types reaches the figure as bounded text, read by parseQuestion, never as
-    markup: no element appears, no script runs, the status shows the words of the table."""
-    r = reader("ScoreExplorer", "en")
-    box = r.w.locator("[data-testid='question-input']")
-    for typed, kept, status in TYPED:
-        box.fill("")
-        box.type(typed) if len(typed) > 64 else box.fill(typed)
-        assert box.input_value() == (kept or typed)
-        box.press("Enter")
-        assert r.page.evaluate("() => window.hit === undefined && !document.getElementById('hit')")
-        assert r.w.locator("img").count() == 0
-        shown = r.w.locator("[data-testid='status']").inner_text()
-        if status is None:  # the question of the task it is, drawn
-            assert r.w.locator("[data-testid='status']").get_attribute("data-weights") == "ready"
-            assert r.w.locator("[data-testid='vectors']").count() == 1
-        else:
-            assert shown == r.say(status, text=kept or typed, value=kept or typed)
+    typed_as_text(r)
 
 
 @pytest.mark.parametrize("lang", LANGS)
