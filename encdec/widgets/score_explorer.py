@@ -28,7 +28,8 @@ from .attention_maps import ATTENTION_KINDS
 from .export_weights import figure_weights
 
 PRESET = "modern"  # the checkpoint the figure opens (its weights are the site's, shared with AskTheModel)
-#: Questions offered in the figure's list: the lesson's example, then the one chapter 11 compares it with.
+#: Questions offered in the figure's list: the lesson's example, the one chapter 11 compares it with,
+#: and a sum whose answer is negative.
 EXAMPLES = (LESSON_QUESTION_TEXT, "BOS POSITIVE 12 add POSITIVE 07 EOS", "BOS NEGATIVE 45 add POSITIVE 19 EOS")
 #: What the figure opens on: the last decoder layer's cross-attention, the units row (input ``0``,
 #: which predicts ``4``) reading the units digit ``0`` of 30 (question slot 3), in head 2, which splits
@@ -171,8 +172,8 @@ class ScoreExplorer(BookWidget):
 
     def _first_numbers(self) -> dict:
         """What the page draws before it has weights: the queries and keys of this question, kind and
-        layer as the model computed them, float32 in base64 (``packed``: 4.4 kB, half of them as decimals),
-        with the model's shape."""
+        layer as the model computed them, float32 in base64 (``packed``: 4.4 kB, where six decimals took
+        8.9 kB), with the model's shape."""
         import torch
 
         from ..train import load_run
