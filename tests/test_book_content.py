@@ -164,6 +164,7 @@ WIDGETS = {
         "SoftmaxMaskCompare(scores=scores.tolist()",
         "CrossAttentionExplorer.from_model(model)",
         "AttentionMapViewer.from_model(model)",
+        "ScoreExplorer()",
     ],
     "ch12_what_you_trained": ["ShiftTeacherForcing()", "CrossEntropySlider()"],
     "ch13_generation": [

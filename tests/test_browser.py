@@ -31,7 +31,7 @@ from encdec.widgets._base import text
 
 pytestmark = pytest.mark.browser
 SCREENSHOTS = ROOT / "build" / "test-artifacts" / "screenshots"
-# One widget per gallery cell that imports from encdec.widgets (ten: nine figures, a quick check).
+# One widget per gallery cell that imports from encdec.widgets (eleven: ten figures, a quick check).
 GALLERY_WIDGETS = (ROOT / f"{GALLERY}.md").read_text(encoding="utf-8").count("\nfrom encdec.widgets import ")
 
 
@@ -63,7 +63,7 @@ def test_page_loads_offline_and_renders_its_widgets(open_page, path):
     p.page.screenshot(path=str(SCREENSHOTS / f"{path.removeprefix('book/').replace('/', '_')}.png"), full_page=True)
     assert p.log.problems() == {}, f"{path}: {p.log.problems()}"
     if path.endswith("widgets_gallery"):  # both editions' galleries
-        assert n == GALLERY_WIDGETS == 10
+        assert n == GALLERY_WIDGETS == 11
 
 
 @pytest.mark.parametrize("path", ["book/ch11_cross_attention", "book/zh/ch11_cross_attention"])
@@ -83,6 +83,26 @@ def test_chapter_11s_cross_attention_grid_holds_the_trained_weights(open_page, p
     assert w.locator("[data-testid='weights-note']").get_attribute("data-own") == "yes"
     w.locator("[data-testid='Ka-input']").fill("5")  # a shape of the reader's own: made-up weights, said so
     assert w.locator("[data-testid='weights-note']").get_attribute("data-own") == "no"
+    assert p.log.problems() == {}
+
+
+@pytest.mark.parametrize("path", ["book/ch11_cross_attention", "book/zh/ch11_cross_attention"])
+def test_chapter_11s_score_explorer_opens_on_the_weight_its_text_reads(open_page, path):
+    """The score explorer of chapter 11 opens on layer 2, head 2 of the cross-attention, the units row
+    against the 0 of 30: its row of weights is the trained module's own, drawn with no weights loaded."""
+    from browser_support import fmt
+
+    from encdec.data import encode_question
+    from encdec.train import load_run
+    from encdec.widgets._base import LESSON_QUESTION_TEXT
+    from encdec.widgets.score_explorer import score_parts
+
+    row = score_parts(load_run("modern")[0], encode_question(LESSON_QUESTION_TEXT))["cross"][1]["weights"][1][2]
+    p = open_page(path)
+    w = wait_for_widget(p.page, "ScoreExplorer")
+    assert [w.locator(f"[data-testid='weight-{j}']").inner_text() for j in range(len(row))] == [fmt(x) for x in row]
+    assert w.locator("tr.encdec-chosen").get_attribute("data-key") == "3"
+    assert p.page.evaluate("() => window.encdecWeights === undefined")
     assert p.log.problems() == {}
 
 

@@ -315,3 +315,35 @@ def test_break_it_picks_a_mistake_and_shows_its_answer_and_count(open_page, gall
     w.locator("[data-testid='lesson']").click()
     assert note.is_hidden()
     assert p.log.problems() == {}
+
+
+@pytest.mark.parametrize("gallery", GALLERIES)
+def test_score_explorer_draws_its_own_numbers_then_runs_the_model_when_asked(open_page, gallery):
+    """The score explorer opens on the numbers it carries (no weights loaded yet); another attention
+    and query are computed in the page from the site's weights; both equal the Python twin's."""
+    from encdec.data import encode_question
+    from encdec.train import load_run
+    from encdec.widgets._base import LESSON_QUESTION_TEXT
+    from encdec.widgets.score_explorer import score_parts, score_step
+
+    parts = score_parts(load_run("modern")[0], encode_question(LESSON_QUESTION_TEXT))
+    p = open_page(gallery)
+    lang = GALLERIES[gallery]
+    w = wait_for_widget(p.page, "ScoreExplorer")
+
+    def shows(kind, layer, head, query, key):
+        layer_parts = parts[kind][layer]
+        step = score_step(layer_parts["q"], layer_parts["k"], 4, head, query, key, kind == "decoder_self")
+        w.locator("[data-testid='status'][data-weights='ready']").wait_for()
+        weights = [w.locator(f"[data-testid='weight-{j}']").inner_text() for j in range(len(step["weights"]))]
+        assert weights == [fmt(x) for x in step["weights"]]
+        assert w.locator("[data-testid='dot']").inner_text() == text(
+            "score_explorer.dot", lang, Dh=16, dot=fmt(step["dot"])
+        )
+
+    shows("cross", 1, 1, 2, 3)
+    assert p.page.evaluate("() => window.encdecWeights === undefined"), "the first setting needs no weights"
+    w.locator("[data-testid='kind']").select_option("encoder_self")
+    w.locator("[data-testid='query']").select_option("4")
+    shows("encoder_self", 1, 1, 4, 3)
+    assert p.log.problems() == {}

@@ -414,6 +414,78 @@ def test_attention_maps(reader, lang):
     every_reader(r, light, dark)
 
 
+# What a reader types into the score explorer's question field, each an attempt to make it more than data:
+# (typed, what the field keeps, the status's key or None for a question it shows).
+TYPED = [
+    ('<img src=x onerror="window.hit=1">', None, "score_explorer.error_format"),
+    ("</select><b id=hit>1</b>", None, "score_explorer.error_format"),
+    ("9" * 70, "9" * 64, "score_explorer.error_range"),
+    ("  −30 – −34 ", None, None),  # typographic minus and dash: the task's question, -30 - -34
+]
+
+
+def typed_as_text(r):
+    """Invariant: what a reader types reaches the figure as bounded text, read by parseQuestion, never as
+    markup: no element appears, no script runs, the status shows the words of the table."""
+    box = r.w.locator("[data-testid='question-input']")
+    for typed, kept, status in TYPED:
+        box.fill("")
+        box.type(typed) if len(typed) > 64 else box.fill(typed)
+        assert box.input_value() == (kept or typed)
+        box.press("Enter")
+        assert r.page.evaluate("() => window.hit === undefined && !document.getElementById('hit')")
+        assert r.w.locator("img").count() == 0
+        if status is None:  # the question of the task it is, drawn
+            assert r.w.locator("[data-testid='status']").get_attribute("data-weights") == "ready"
+            assert r.w.locator("[data-testid='vectors']").count() == 1
+        else:
+            shown = r.w.locator("[data-testid='status']").inner_text()
+            assert shown == r.say(status, text=kept or typed, value=kept or typed)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_score_explorer(reader, lang):
+    """One query and one key, worked from the keyboard: another key gives the Python twin's numbers, and
+    the decoder's self-attention shows the chosen key, now in the query's future, as masked; then each
+    attempt of TYPED in the question field stays text."""
+    from encdec.data import encode_question
+    from encdec.train import load_run
+    from encdec.widgets._base import LESSON_QUESTION_TEXT
+    from encdec.widgets.score_explorer import score_parts, score_step
+
+    r = reader("ScoreExplorer", lang)
+    parts = score_parts(load_run("modern")[0], encode_question(LESSON_QUESTION_TEXT))
+
+    def light():
+        r.tab_to("[data-testid='key']")
+        assert r.ring() >= 3
+        r.page.keyboard.press("ArrowDown")  # key 3 (the units digit 0 of 30) -> key 4 (subtract)
+        p = parts["cross"][1]
+        step = score_step(p["q"], p["k"], 4, 1, 2, 4, False)
+        assert r.w.locator("tr.encdec-chosen").get_attribute("data-key") == "4"
+        assert r.w.locator("[data-testid='weight-4']").inner_text() == fmt(step["weights"][4])
+        kind = r.say("score_explorer.kind_cross")
+        title = r.say(
+            "score_explorer.title", kind=kind, layer=2, head=2, heads=4, i=2, query_token="0", j=4, key_token="subtract"
+        )
+        weight = fmt(step["weights"][4])
+        assert r.live() == r.say(
+            "score_explorer.live", title=title, dot=fmt(step["dot"]), score=fmt(step["score"]), weight=weight
+        )
+
+    def dark():
+        r.tab_to("[data-testid='kind']")
+        r.page.keyboard.press("ArrowUp")  # cross-attention -> the decoder's self-attention: key 4 becomes 3
+        assert r.focused() == "kind"
+        assert "future" in r.w.locator("tr[data-key='3']").get_attribute("class")
+        assert r.w.locator("[data-testid='weight-3']").inner_text() == "0.000"
+        note = r.say("score_explorer.masked_note", i=2, j=3, min="−3.4028e+38")
+        assert r.w.locator("[data-testid='weight-line']").inner_text() == note
+
+    every_reader(r, light, dark)
+    typed_as_text(r)
+
+
 @pytest.mark.parametrize("lang", LANGS)
 def test_quick_check(reader, lang):
     r = reader("QuickCheck", lang)

@@ -7,7 +7,8 @@ file and one JS file of the same name (``mask_toggle.py`` + ``mask_toggle.js``),
 holds the class and the Python twin of the numbers its JS computes. What they share (the base
 class, the string tables, the lesson's example, ``softmax``) is in ``_base`` (twin of
 ``common.js``). Chapter 11 uses ``MaskToggle``, ``SoftmaxMaskCompare``,
-``CrossAttentionExplorer``, ``AttentionMapViewer``; chapter 12 ``ShiftTeacherForcing``,
+``CrossAttentionExplorer``, ``AttentionMapViewer`` and ``ScoreExplorer`` (one query and one key of the
+trained model in one head: the dot product, the scale, the row's softmax, computed in the page); chapter 12 ``ShiftTeacherForcing``,
 ``CrossEntropySlider``; chapter 13 ``PrefillDecodeStepper`` (made ``from_run``, it runs a shipped checkpoint in the page,
 greedy or sampled), ``AskTheModel`` (the trained checkpoints run in the page,
 ``model_forward.js`` on weights from ``export_weights``) and ``BreakIt`` (one mistake of the lessons

@@ -11,6 +11,7 @@ WIDGETS: dict[str, str] = {
     "SoftmaxMaskCompare": "softmax_compare",
     "CrossAttentionExplorer": "cross_attention",
     "AttentionMapViewer": "attention_maps",
+    "ScoreExplorer": "score_explorer",
     "ShiftTeacherForcing": "shift_teacher_forcing",  # chapter 12
     "CrossEntropySlider": "cross_entropy",
     "PrefillDecodeStepper": "prefill_decode",  # chapter 13
