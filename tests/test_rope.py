@@ -116,3 +116,16 @@ def test_the_shipped_measurement_is_its_command():
             assert [r["epoch"] for r in run["history"]] == list(range(positions.EVERY, epochs + 1, positions.EVERY))
             assert run["history"][-1]["val_exact_match"] == run["val_exact_match"]
             assert all(math.isfinite(r["val_loss"]) for r in run["history"])
+
+
+def test_the_two_runs_of_a_seed_differ_in_the_encoding_alone():
+    """The chapter's claim: the same recipe, starting weights and batches; only the position encoding differs."""
+    for seed in positions.SEEDS:
+        (m_sin, t_sin), (m_rope, t_rope) = (positions.configs(e, seed) for e in positions.ENCODINGS)
+        assert t_sin == t_rope and t_sin.seed == seed and t_sin.epochs == positions.EPOCHS
+        assert asdict(m_sin) | {"position_encoding": "rope"} == asdict(m_rope)
+        weights = []
+        for model_config in (m_sin, m_rope):
+            torch.manual_seed(seed)  # as train() does before it builds the model
+            weights.append(Transformer(model_config).state_dict())
+        assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
