@@ -129,3 +129,15 @@ def test_the_two_runs_of_a_seed_differ_in_the_encoding_alone():
             torch.manual_seed(seed)  # as train() does before it builds the model
             weights.append(Transformer(model_config).state_dict())
         assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+
+
+def test_the_chapters_printouts_of_a_stale_or_shifted_position():
+    """What chapter 13 prints: a cache read from position 500 as from 0 with RoPE, not with added
+    sinusoids; an added stale position moves most of a token's features; the stale-position mistake
+    of ``broken`` has nothing to swap in a RoPE model."""
+    assert positions.cache_start_gap(True, start=500) < 1e-5 < 0.1 < positions.cache_start_gap(False, start=500)
+    sinusoid = Transformer(ModelConfig(**SMALL, position_encoding="sinusoid")).eval()
+    moved, share = positions.stale_added(sinusoid, token_id=4, position=3)
+    assert moved > 16 and share > 0.1 and positions.stale_added(sinusoid, 4, position=0) == (0, 0.0)
+    questions = torch.randint(0, 14, (50, 9), generator=torch.Generator().manual_seed(3))
+    assert positions.stale_rope_unchanged(ModelConfig(**SMALL), questions) == 50

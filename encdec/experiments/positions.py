@@ -1,6 +1,7 @@
 """Sinusoid against RoPE, measured: the modern recipe trained with each position encoding, on two seeds.
 
-Taught in chapter 13 ("Positions beyond sinusoids"). For each seed both runs start from the same
+Taught in chapter 13 ("Positions beyond sinusoids"), which also prints what each encoding does with a
+stale or a shifted position (``stale_added``, ``cache_start_gap``, ``stale_rope_unchanged``). For each seed both runs start from the same
 weights (RoPE has no parameter of its own) and see the same batches in the same order for the same
 epochs; only ``ModelConfig.position_encoding`` differs. The one-cycle schedule is planned over the
 short run (``EPOCHS``), so each run warms up and anneals within it. The result, with the command that made
@@ -19,7 +20,11 @@ from pathlib import Path
 
 import torch
 
+from ..attention import KVCache, MultiHeadAttention
+from ..broken import broken
 from ..config import ModelConfig, TrainConfig
+from ..generate import greedy_decode
+from ..model import Transformer, position_encoding_sinusoid
 from ..presets import get_preset
 from ..train import train
 
@@ -87,6 +92,47 @@ def main(argv: list[str] | None = None) -> dict:
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps({e: {s: r["val_exact_match"] for s, r in seeds.items()} for e, seeds in result["runs"].items()}))
     return result
+
+
+@torch.no_grad()
+def stale_added(model: Transformer, token_id: int, position: int, K: int = 5) -> tuple[int, float]:
+    """Added positions: how many of the M features of a token's input vector move when it is fed with
+    position 0 instead of ``position`` (the stale step), and the move's length over the vector's."""
+    pos = model.positions(K)[0]  # (K, M)
+    token = model.emb_layer.weight[token_id]  # (M,)
+    right, stale = token + pos[position], token + pos[0]  # (M,) each: its position, then step 1's
+    return int((right - stale).abs().gt(1e-6).sum()), float((right - stale).norm() / right.norm())
+
+
+@torch.no_grad()
+def cache_start_gap(rope: bool, start: int = 500, M: int = 64, L: int = 6, seed: int = 0) -> float:
+    """One untrained self-attention layer decodes L tokens one a step into a cache whose first row is at
+    position 0, then at ``start``: the largest difference between the two outputs, with RoPE or with
+    the sinusoids added (the property is the rotation's, not the training's)."""
+    torch.manual_seed(seed)
+    att = MultiHeadAttention(4, M).eval()
+    att.rope = rope
+    x = torch.randn(1, L, M)  # (1, L, M)
+    table = position_encoding_sinusoid(start + L, M)  # (1, start + L, M)
+    outs = []
+    for first in (0, start):
+        rows = x if rope else x + table[:, first : first + L]  # RoPE adds nothing
+        cache = KVCache(start=first)
+        steps = [att(rows[:, t : t + 1], rows[:, t : t + 1], rows[:, t : t + 1], cache=cache) for t in range(L)]
+        outs.append(torch.cat(steps, dim=1))  # L x (1, 1, M) -> (1, L, M)
+    return float((outs[0] - outs[1]).abs().max())
+
+
+@torch.no_grad()
+def stale_rope_unchanged(model_config: ModelConfig, questions: torch.Tensor, seed: int = 0) -> int:
+    """How many answers of an untrained RoPE model of this shape ``broken``'s stale position leaves
+    unchanged: it swaps the added positions, which a RoPE model does not have."""
+    torch.manual_seed(seed)
+    model = Transformer(replace(model_config, position_encoding="rope")).eval()
+    intact = greedy_decode(model, questions, max_new_tokens=4)  # (N, Ka)
+    with broken(model, "stale_position"):
+        stale = greedy_decode(model, questions, max_new_tokens=4)  # (N, Ka)
+    return int((stale == intact).all(dim=1).sum())
 
 
 def load() -> dict:
