@@ -1,7 +1,8 @@
 """Attention: the causal mask, scaled dot-product attention, multi-head attention, KV cache.
 
 Taught in chapter 11 (masked self-attention and cross-attention: who provides Q, K and V)
-and chapter 13 (the KV cache that decoding appends to).
+and chapter 13 (the KV cache that decoding appends to; rotary positions, ``rope_rotate``, read
+from the stale-position lab).
 
 Letters: ``N`` batch, ``H`` heads, ``Lq`` query positions, ``Lk`` key positions, ``M`` model
 width, ``Dh = M / H`` head width. A mask is boolean and True means *forbidden*.
@@ -69,6 +70,25 @@ def scaled_dot_product_attention(
     return weights @ value, weights  # (..., Lq, Lk) x (..., Lk, Dv) -> (..., Lq, Dv)
 
 
+def rope_rotate(x: Tensor, start: int = 0, base: float = 10000.0) -> Tensor:
+    """Rotary position embedding (RoPE): rotate each feature pair (2i, 2i+1) of row p by p / base^(2i/Dh).
+
+    x (..., L, Dh) -> (..., L, Dh), its rows at positions start .. start + L - 1. Rotating a query at
+    m and a key at n leaves their dot product a function of m - n alone (a rotation by m, then the
+    transpose of one by n, is one by m - n), so attention sees offsets, never absolute positions.
+    """
+    L, Dh = x.shape[-2], x.shape[-1]
+    if Dh % 2:
+        raise ValueError(f"rope_rotate needs an even head width to pair its features, got Dh={Dh}")
+    pos = torch.arange(start, start + L, dtype=torch.float32, device=x.device)  # (L,)
+    freq = base ** (-torch.arange(0, Dh, 2, dtype=torch.float32, device=x.device) / Dh)  # (Dh/2,)
+    angles = pos[:, None] * freq  # (L, 1) x (Dh/2,) -> (L, Dh/2)
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)  # (L, Dh/2) each
+    even, odd = x[..., 0::2], x[..., 1::2]  # (..., L, Dh/2) each
+    rotated = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1)  # (..., L, Dh/2, 2)
+    return rotated.flatten(-2)  # (..., L, Dh/2, 2) -> (..., L, Dh)
+
+
 class KVCache:
     """Keys and values one attention layer has projected so far (chapter 13).
 
@@ -76,8 +96,9 @@ class KVCache:
     ``static`` cache: the encoder memory is projected once and reused at every step.
     """
 
-    def __init__(self, static: bool = False):
+    def __init__(self, static: bool = False, start: int = 0):
         self.static = static
+        self.start = start  # absolute position of the first row (RoPE rotates by it; nothing else reads it)
         self.k: Tensor | None = None  # (N, H, T, Dh)
         self.v: Tensor | None = None  # (N, H, T, Dh)
 
@@ -100,7 +121,10 @@ class MultiHeadAttention(nn.Module):
     ``forward(query, key, value, mask=None)``: the first argument is the Q source, the other
     two the K and V sources. In the decoder, ``attention_self(x, x, x, mask)`` and
     ``attention_cross(x, memory, memory)``. The last attention weights (N, H, Lq, Lk) are kept
-    in ``last_attention`` for plotting.
+    in ``last_attention`` for plotting. With ``rope`` set (``Transformer`` sets it on self-attention
+    when ``position_encoding="rope"``) queries and keys are rotated by their positions, counted
+    from the cache's end, so a decode step rotates only its one new query and key; the cache keeps
+    rotated keys.
     """
 
     def __init__(self, num_heads: int, emb_dim: int):
@@ -113,6 +137,7 @@ class MultiHeadAttention(nn.Module):
         self.k_proj = nn.Linear(emb_dim, emb_dim)
         self.v_proj = nn.Linear(emb_dim, emb_dim)
         self.out_proj = nn.Linear(emb_dim, emb_dim)
+        self.rope = False  # rotate q and k by position (no parameters: a checkpoint loads either way)
         self.last_attention: Tensor | None = None
 
     def _split_heads(self, x: Tensor) -> Tensor:
@@ -142,11 +167,16 @@ class MultiHeadAttention(nn.Module):
         self._check_inputs(query, key, value)
         N, Lq, M = query.shape
         q = self._split_heads(self.q_proj(query))  # (N, Lq, M) -> (N, H, Lq, Dh)
+        if self.rope:  # self-attention: the new rows come right after what the cache holds
+            start = 0 if cache is None else cache.start + len(cache)
+            q = rope_rotate(q, start)  # (N, H, Lq, Dh)
         if cache is not None and cache.static and cache.k is not None:
             k, v = cache.k, cache.v  # encoder memory: projected at the first step, fixed after
         else:
             k = self._split_heads(self.k_proj(key))  # (N, Lk, M) -> (N, H, Lk, Dh)
             v = self._split_heads(self.v_proj(value))  # (N, Lk, M) -> (N, H, Lk, Dh)
+            if self.rope:
+                k = rope_rotate(k, start)  # (N, H, Lk, Dh): rotated once, cached rotated
             if cache is not None:
                 k, v = cache.update(k, v)  # (N, H, T, Dh): every position decoded so far
         out, weights = scaled_dot_product_attention(q, k, v, mask)  # (N, H, Lq, Dh), (N, H, Lq, T)
@@ -163,6 +193,7 @@ def _check_shapes() -> None:
     mha = MultiHeadAttention(H, M)
     assert mha(torch.randn(N, Ka, M), torch.randn(N, Kq, M), torch.randn(N, Kq, M)).shape == (N, Ka, M)
     assert mha.last_attention.shape == (N, H, Ka, Kq)
+    assert rope_rotate(torch.randn(N, H, Ka, M // H), start=3).shape == (N, H, Ka, M // H)
 
 
 if __name__ == "__main__":

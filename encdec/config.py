@@ -21,7 +21,9 @@ class ModelConfig:
     num_enc_layers: int = 4
     num_dec_layers: int = 4
     dropout: float = 0.2  # on each sublayer's output, before its residual add
-    position_encoding: str = "simple"  # "simple" (n/K, the historical recipe's) or "sinusoid"
+    # "simple" (n/K, the historical recipe's), "sinusoid" (both added to the embeddings) or "rope"
+    # (nothing added: self-attention rotates q and k by position, chapter 13)
+    position_encoding: str = "simple"
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """The post-norm encoder-decoder of the original assignment, with the lesson's names.
 
 Taught in chapter 11 (EncoderBlock, DecoderBlock: masked self-attention, then cross-attention
-reading encoder memory) and chapter 12 (Transformer.forward: the target shift).
+reading encoder memory), chapter 12 (Transformer.forward: the target shift) and chapter 13
+(``position_encoding="rope"``: positions rotated into self-attention instead of added).
 
 Letters: ``N`` batch, ``Kq`` question length, ``Ka`` answer length, ``M`` model width,
 ``V`` vocabulary, ``H`` heads.
@@ -46,7 +47,17 @@ def position_encoding_sinusoid(K: int, M: int) -> Tensor:
     return y[None]  # (1, K, M)
 
 
-POSITION_ENCODINGS = {"simple": position_encoding_simple, "sinusoid": position_encoding_sinusoid}
+def position_encoding_rope(K: int, M: int) -> Tensor:
+    """Nothing added: with RoPE the position lives in self-attention's rotation of q and k
+    (``attention.rope_rotate``), so the embeddings get zeros. (1, K, M)."""
+    return torch.zeros(1, K, M)
+
+
+POSITION_ENCODINGS = {
+    "simple": position_encoding_simple,
+    "sinusoid": position_encoding_sinusoid,
+    "rope": position_encoding_rope,
+}
 
 
 class FeedForwardBlock(nn.Module):
@@ -165,6 +176,17 @@ class Transformer(nn.Module):
         self.encoder = Encoder(c.num_heads, c.emb_dim, c.feedforward_dim, c.num_enc_layers, c.dropout)
         self.decoder = Decoder(c.num_heads, c.emb_dim, c.feedforward_dim, c.num_dec_layers, c.dropout)
         self.proj_to_vocab = nn.Linear(c.emb_dim, c.vocab_size)
+        if c.position_encoding == "rope":
+            if (c.emb_dim // c.num_heads) % 2:
+                raise ValueError(
+                    f"rope pairs a head's features: emb_dim / num_heads must be even, got {c.emb_dim // c.num_heads}"
+                )
+            # Self-attention only: its queries and keys share one sequence, so m - n is an offset within
+            # it. Cross-attention compares an answer position with a question position, two sequences
+            # whose offset means nothing; it reads the memory by content (the encoder's own rotations
+            # already put the question's order into it), as relative-position encoder-decoders do.
+            for block in (*self.encoder.layers, *self.decoder.layers):
+                block.attention_self.rope = True
         for p in self.parameters():
             if p.dim() > 1:
                 nn.init.xavier_uniform_(p)  # as torch.nn.Transformer does: keeps early logits small
