@@ -22,6 +22,8 @@ class ModelConfig:
     num_dec_layers: int = 4
     dropout: float = 0.2  # on each sublayer's output, before its residual add
     position_encoding: str = "simple"  # "simple" (n/K, the historical recipe's) or "sinusoid"
+    # "post": norm(x + sublayer(x)), the original's and every shipped run's; "pre": x + sublayer(norm(x))
+    norm_position: str = "post"
 
 
 @dataclass
