@@ -57,7 +57,7 @@ checkpoints: | $(VENV)/.installed
 	for p in $(PRESET_NAMES); do $(PY) -m encdec.train --preset $$p --out encdec/checkpoints/$$p --threads 1 --state build/train-state/$$p.pt || exit 1; done
 
 # Chapter 12's two experiments (encdec/experiments/), versioned like the runs: small JSON records in
-# encdec/checkpoints/experiments/, each with the command that made it; about 10 minutes on one thread.
+# encdec/checkpoints/experiments/, each with the command that made it; about 3 minutes on one idle thread.
 experiments: | $(VENV)/.installed
 	$(PY) -m encdec.experiments.norms --out encdec/checkpoints/experiments/norms.json --threads 1
 	$(PY) -m encdec.experiments.attention_learns --out encdec/checkpoints/experiments/attention_learns.json --threads 1

@@ -97,3 +97,27 @@ def test_the_attention_record_is_the_current_run_and_its_last_maps_are_the_check
     assert torch.allclose(torch.tensor(record["snapshots"][-1]["maps"]), torch.tensor(now["maps"]), atol=2e-3)
     assert record["snapshots"][-1]["answer"] == now["answer"]
     assert record["snapshots"][-1]["answer"] == decode(encode_answer(record["answer"]))
+
+
+def test_a_small_figure_is_the_same_picture_in_few_colours():
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    from encdec.figures import SmallFigure
+
+    def drawn():
+        fig, ax = plt.subplots(figsize=(6, 3))
+        ax.plot(torch.randn(300, generator=torch.Generator().manual_seed(0)).cumsum(0), lw=0.6)
+        return fig
+
+    full = io.BytesIO()
+    drawn().savefig(full, format="png", bbox_inches="tight")
+    small = SmallFigure(drawn(), colors=16)
+    image, original = Image.open(io.BytesIO(small._repr_png_())), Image.open(full)
+    assert image.size == original.size and len(image.getcolors(256)) <= 16
+    assert len(small.png) < len(full.getvalue()) / 2
