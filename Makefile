@@ -9,7 +9,7 @@ PY := $(BIN)/python
 export PATH := $(abspath $(BIN)):$(PATH)
 export PYTHONHASHSEED := 0
 
-.PHONY: all book test test-all unit venv system system-book checkpoints bench clean
+.PHONY: all book test test-all unit venv system system-book checkpoints experiments bench clean
 all: book
 
 # torch: its CPU build on x86-64 Linux unless TORCH=gpu (PyPI's torch there is the CUDA build,
@@ -55,6 +55,14 @@ system-book:
 PRESET_NAMES := overfit historical historical_early modern
 checkpoints: | $(VENV)/.installed
 	for p in $(PRESET_NAMES); do $(PY) -m encdec.train --preset $$p --out encdec/checkpoints/$$p --threads 1 --state build/train-state/$$p.pt || exit 1; done
+
+# The chapters' experiments (encdec/experiments/), versioned like the runs: small JSON records in
+# encdec/checkpoints/experiments/, each with the command that made it; chapter 12's two take about 3
+# minutes on one idle thread, chapter 13's positions (four 40-epoch runs) about 20.
+experiments: | $(VENV)/.installed
+	$(PY) -m encdec.experiments.norms --out encdec/checkpoints/experiments/norms.json --threads 1
+	$(PY) -m encdec.experiments.attention_learns --out encdec/checkpoints/experiments/attention_learns.json --threads 1
+	$(PY) -m encdec.experiments.positions --threads 1
 
 -include mk/*.mk
 

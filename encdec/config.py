@@ -24,6 +24,8 @@ class ModelConfig:
     # "simple" (n/K, the historical recipe's), "sinusoid" (both added to the embeddings) or "rope"
     # (nothing added: self-attention rotates q and k by position, chapter 13)
     position_encoding: str = "simple"
+    # "post": norm(x + sublayer(x)), the original's and every shipped run's; "pre": x + sublayer(norm(x))
+    norm_position: str = "post"
 
 
 @dataclass

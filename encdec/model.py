@@ -1,5 +1,7 @@
 """The post-norm encoder-decoder of the original assignment, with the lesson's names.
 
+``ModelConfig.norm_position="pre"`` swaps in the pre-norm blocks (chapter 12's norm experiment).
+
 Taught in chapter 11 (EncoderBlock, DecoderBlock: masked self-attention, then cross-attention
 reading encoder memory), chapter 12 (Transformer.forward: the target shift) and chapter 13
 (``position_encoding="rope"``: positions rotated into self-attention instead of added).
@@ -129,35 +131,65 @@ class DecoderBlock(nn.Module):
         return self.layer_norm_3(out_4 + self.dropout(out_5))  # (N, Ka, M)
 
 
+class PreNormEncoderBlock(EncoderBlock):
+    """The same sublayers in the pre-norm order, x + sublayer(norm(x)): the residual path skips every norm."""
+
+    def forward(self, enc_inp: Tensor, mask: Tensor | None = None) -> Tensor:
+        x = self.layer_norm_1(enc_inp)  # (N, Kq, M)
+        out_2 = enc_inp + self.dropout(self.attention_self(x, x, x, mask))  # (N, Kq, M)
+        return out_2 + self.dropout(self.feed_forward(self.layer_norm_2(out_2)))  # (N, Kq, M)
+
+
+class PreNormDecoderBlock(DecoderBlock):
+    """DecoderBlock's sublayers in the pre-norm order: each reads a normed copy, adds to the raw stream."""
+
+    def forward(self, dec_inp, enc_inp, mask=None, cache=None) -> Tensor:
+        cache_self, cache_cross = cache if cache is not None else (None, None)
+        x = self.layer_norm_1(dec_inp)  # (N, Ka, M)
+        out_2 = dec_inp + self.dropout(self.attention_self(x, x, x, mask, cache=cache_self))
+        out_3 = self.attention_cross(self.layer_norm_2(out_2), enc_inp, enc_inp, cache=cache_cross)  # (N, Ka, M)
+        out_4 = out_2 + self.dropout(out_3)
+        return out_4 + self.dropout(self.feed_forward(self.layer_norm_3(out_4)))  # (N, Ka, M)
+
+
+# norm_position -> (encoder block, decoder block); "pre" also closes each stack with one more norm
+BLOCKS = {"post": (EncoderBlock, DecoderBlock), "pre": (PreNormEncoderBlock, PreNormDecoderBlock)}
+
+
+def _final_norm(emb_dim: int, norm_position: str) -> nn.Module:
+    """Pre-norm never norms its residual stream, so the stack's output gets one norm; post-norm's is normed."""
+    return nn.LayerNorm(emb_dim) if norm_position == "pre" else nn.Identity()
+
+
 class Encoder(nn.Module):
     """A stack of EncoderBlocks: question embeddings (N, Kq, M) -> memory (N, Kq, M)."""
 
-    def __init__(self, num_heads, emb_dim, feedforward_dim, num_layers, dropout):
+    def __init__(self, num_heads, emb_dim, feedforward_dim, num_layers, dropout, norm_position="post"):
         super().__init__()
-        self.layers = nn.ModuleList(
-            EncoderBlock(num_heads, emb_dim, feedforward_dim, dropout) for _ in range(num_layers)
-        )
+        block = BLOCKS[norm_position][0]
+        self.layers = nn.ModuleList(block(num_heads, emb_dim, feedforward_dim, dropout) for _ in range(num_layers))
+        self.layer_norm_final = _final_norm(emb_dim, norm_position)
 
     def forward(self, src_seq: Tensor) -> Tensor:
         for layer in self.layers:
             src_seq = layer(src_seq)  # (N, Kq, M)
-        return src_seq
+        return self.layer_norm_final(src_seq)
 
 
 class Decoder(nn.Module):
     """A stack of DecoderBlocks: answer embeddings (N, Ka, M) + memory -> states (N, Ka, M)."""
 
-    def __init__(self, num_heads, emb_dim, feedforward_dim, num_layers, dropout):
+    def __init__(self, num_heads, emb_dim, feedforward_dim, num_layers, dropout, norm_position="post"):
         super().__init__()
-        self.layers = nn.ModuleList(
-            DecoderBlock(num_heads, emb_dim, feedforward_dim, dropout) for _ in range(num_layers)
-        )
+        block = BLOCKS[norm_position][1]
+        self.layers = nn.ModuleList(block(num_heads, emb_dim, feedforward_dim, dropout) for _ in range(num_layers))
+        self.layer_norm_final = _final_norm(emb_dim, norm_position)
 
     def forward(self, target_seq: Tensor, enc_out: Tensor, mask: Tensor | None = None, caches=None) -> Tensor:
         out = target_seq
         for i, layer in enumerate(self.layers):
             out = layer(out, enc_out, mask, cache=None if caches is None else caches[i])  # (N, Ka, M)
-        return out
+        return self.layer_norm_final(out)
 
 
 class Transformer(nn.Module):
@@ -170,11 +202,14 @@ class Transformer(nn.Module):
             raise ValueError(
                 f"unknown position_encoding {config.position_encoding!r}: expected one of {sorted(POSITION_ENCODINGS)}"
             )
+        if config.norm_position not in BLOCKS:
+            raise ValueError(f"unknown norm_position {config.norm_position!r}: expected one of {sorted(BLOCKS)}")
         self.config = config
         c = config
         self.emb_layer = nn.Embedding(c.vocab_size, c.emb_dim)
-        self.encoder = Encoder(c.num_heads, c.emb_dim, c.feedforward_dim, c.num_enc_layers, c.dropout)
-        self.decoder = Decoder(c.num_heads, c.emb_dim, c.feedforward_dim, c.num_dec_layers, c.dropout)
+        shape = (c.num_heads, c.emb_dim, c.feedforward_dim)
+        self.encoder = Encoder(*shape, c.num_enc_layers, c.dropout, c.norm_position)
+        self.decoder = Decoder(*shape, c.num_dec_layers, c.dropout, c.norm_position)
         self.proj_to_vocab = nn.Linear(c.emb_dim, c.vocab_size)
         if c.position_encoding == "rope":
             if (c.emb_dim // c.num_heads) % 2:

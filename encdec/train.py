@@ -192,12 +192,15 @@ def train(
     progress: bool = True,
     state: str | Path | None = None,
     save_every: int = 25,
+    watch=None,
 ) -> tuple[Transformer, dict]:
     """Train a fresh Transformer; return it (in eval mode) and its metrics.
 
     ``state``: a file where the run saves everything it needs to go on (weights, optimiser,
     schedule, random streams, history) every ``save_every`` epochs; a run started with a state
-    file that exists continues from it, bit for bit the run it would have been."""
+    file that exists continues from it, bit for bit the run it would have been. ``watch(epoch,
+    model)``, if given, sees the model before the first epoch (0) and after each; a true return ends
+    the run there (chapter 12's experiments, ``encdec/experiments/``, read the run through it)."""
     tc = train_config
     data = data or load_arithmetic()
     torch.manual_seed(tc.seed)
@@ -220,15 +223,10 @@ def train(
         start_epoch, history, train_seconds = _resume(Path(state), model, opt, sched, generator, model_config, tc)
     # In a log (no terminal) redraw every 10 s rather than every epoch.
     redraw = 0.1 if sys.stderr.isatty() else 10.0
-    bar = tqdm(
-        range(start_epoch, tc.epochs + 1),
-        desc="epochs",
-        disable=not progress,
-        unit="ep",
-        mininterval=redraw,
-        initial=start_epoch - 1,
-        total=tc.epochs,
-    )
+    epochs, done = range(start_epoch, tc.epochs + 1), start_epoch - 1
+    bar = tqdm(epochs, "epochs", tc.epochs, disable=not progress, unit="ep", mininterval=redraw, initial=done)
+    if watch is not None and start_epoch == 1:
+        watch(0, model)
     for epoch in bar:
         model.train()
         start = time.perf_counter()
@@ -266,6 +264,8 @@ def train(
                 if row["space_wrong"] == 0:
                     reached_at = epoch
         history.append(row)
+        if watch is not None and watch(epoch, model):
+            reached_at = epoch
         if tc.plateau_patience and "val_loss" in row and epoch - _lowest_at(history) >= tc.plateau_patience:
             reached_at = epoch  # the plateau: no new low of the validation loss for plateau_patience epochs
         bar.set_postfix({k: round(v, 4) for k, v in row.items() if k not in ("epoch", "train_seconds")}, refresh=False)

@@ -45,8 +45,10 @@ EXPECTED_SECTIONS = {
         "Your code",
         "Historical experiment evidence",
         "The learning-rate schedules",
+        "Post-norm against pre-norm",
         "Label smoothing and its loss floor",
         "Why the training loss sits above the validation loss",
+        "How attention learns",
         "Misconception diagnosis",
         "Deep dive",
         "End-of-lesson deep checks",
@@ -132,6 +134,8 @@ LIVE_COMPUTATIONS = {
         "learning_rates(tc_run, steps_per_epoch, steps)",  # the schedules, as train builds them
         "smoothing_floor(V, eps)",  # label smoothing's loss floor
         "loss_by_mode(hist, data.train_questions, data.train_answers, eps)",  # train loss above validation
+        '(EXPERIMENTS / "norms.json")',  # post-norm against pre-norm, read from its record
+        '(EXPERIMENTS / "attention_learns.json")',  # one question's maps over training
     ],
     "ch13_generation": [
         "use_cache=True",

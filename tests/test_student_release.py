@@ -136,6 +136,9 @@ def test_release_ships_exercises_wheel_checkpoints_and_readme(release):
             for file in ("model.pt", "metrics.json"):
                 packaged = wheel.read(f"encdec/checkpoints/{preset}/{file}")
                 assert packaged == (PACKAGED_CHECKPOINTS / preset / file).read_bytes(), (preset, file)
+        for record in ("norms", "attention_learns"):  # chapter 12's experiment records, which it reads
+            packaged = wheel.read(f"encdec/checkpoints/experiments/{record}.json")
+            assert packaged == (PACKAGED_CHECKPOINTS / "experiments" / f"{record}.json").read_bytes(), record
     readme = (release / "README.md").read_text()
     assert all(name in readme for name in ASSIGNMENTS) and "pip install" in readme
     english, chinese = readme.split("## 中文版")  # the Chinese paragraph comes last

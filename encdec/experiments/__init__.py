@@ -1,0 +1,17 @@
+"""The chapters' experiments: short training runs whose small JSON records ship beside the checkpoints.
+
+``norms`` (chapter 12): post-norm against pre-norm, each with a step warm-up, without one, and
+without one but clipped (per-layer gradient norms per step); ``attention_learns`` (chapter 12): one
+question's cross-attention maps at stored epochs of the ``modern`` recipe's run; ``positions``
+(chapter 13): the modern recipe with sinusoids and with RoPE. ``make experiments`` reruns them; the
+pages read the JSON (``encdec/checkpoints/experiments/``) and never train.
+"""
+
+from pathlib import Path
+
+EXPERIMENTS = Path(__file__).resolve().parents[1] / "checkpoints" / "experiments"
+
+
+def significant(x: float, digits: int = 4) -> float:
+    """A float cut to ``digits`` significant digits: the records stay a few tens of kB."""
+    return float(f"{x:.{digits}g}")

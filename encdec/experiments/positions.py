@@ -5,7 +5,8 @@ stale or a shifted position (``stale_added``, ``cache_start_gap``, ``stale_rope_
 weights (RoPE has no parameter of its own) and see the same batches in the same order for the same
 epochs; only ``ModelConfig.position_encoding`` differs. The one-cycle schedule is planned over the
 short run (``EPOCHS``), so each run warms up and anneals within it. The result, with the command that made
-it, ships as ``positions.json`` beside this file; the chapter reads it and never trains:
+it, ships as ``encdec/checkpoints/experiments/positions.json`` with the other experiment records; the
+chapter reads it and never trains:
 
     python -m encdec.experiments.positions --threads 1
 """
@@ -27,13 +28,14 @@ from ..generate import greedy_decode
 from ..model import Transformer, position_encoding_sinusoid
 from ..presets import get_preset
 from ..train import train
+from . import EXPERIMENTS
 
 PRESET = "modern"
 ENCODINGS = ("sinusoid", "rope")
 SEEDS = (1, 2)  # the preset's own seed, and one more: a difference one seed shows could be luck
 EPOCHS = 40  # a run of this many epochs takes about four minutes on one thread
 EVERY = 5  # epochs between validation passes (loss, token accuracy, exact match)
-RESULT = Path(__file__).resolve().with_name("positions.json")
+RESULT = EXPERIMENTS / "positions.json"
 KEPT = ("epoch", "train_loss", "val_loss", "val_token_accuracy", "val_exact_match")  # of each history row
 FINAL = ("val_loss", "val_token_accuracy", "val_exact_match", "val_unseen_exact_match", "space_wrong", "num_space")
 
@@ -78,7 +80,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--epochs", type=int, default=EPOCHS)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     parser.add_argument(
-        "--out", default=None, help=f"where to write the JSON (default: {RESULT.name} beside this file)"
+        "--out", default=None, help=f"where to write the JSON (default: encdec/checkpoints/experiments/{RESULT.name})"
     )
     args = parser.parse_args(argv)
     if args.threads:
