@@ -104,8 +104,7 @@ c.Autograde.autograde_preprocessors = [
     "autograder.preprocessors.TrustedVerdict",
     "autograder.preprocessors.SanitizeOutputs",  # the formgrader renders this notebook: no active content
     "nbgrader.preprocessors.SaveAutoGrades",
-    "autograder.preprocessors.FlagIntegrity",  # reaching into the grader: needs_manual_grade + a reason
-    "autograder.preprocessors.RecordRepairs",  # a mangled notebook's repairs, in the gradebook's comment
+    "autograder.preprocessors.FlagIntegrity",  # reaching into the grader: needs_manual_grade + a record
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
@@ -117,7 +116,6 @@ c.FeedbackExporter.extra_template_basedirs = feedback.TEMPLATE_BASEDIRS
 c.GenerateFeedback.preprocessors = [
     "autograder.keep.KeepLastGrade",
     "nbgrader.preprocessors.GetGrades",
-    "autograder.preprocessors.HideIntegrityFlags",  # the instructor's comment or nbgrader's own, no course note
     "autograder.preprocessors.HideHiddenTests",
     "autograder.preprocessors.SanitizeOutputs",  # again, for notebooks graded before it was configured
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",

@@ -12,6 +12,8 @@ benchmarks that read this module.
 
 from __future__ import annotations
 
+import ast
+import functools
 import json
 import sys
 from dataclasses import dataclass
@@ -27,6 +29,7 @@ class Assignment:
     name: str
     notebooks: tuple[Path, ...]  # the instructor notebooks that have nbgrader cells, by name
     points: dict[str, float]  # grade_id -> points of every graded cell, in notebook order
+    checks: dict[str, str]  # grade_id -> the check its test cell runs (its one `checks.run("<id>", ...)`)
 
     @property
     def max_score(self) -> float:
@@ -38,17 +41,38 @@ def find(solutions: Path = SOLUTIONS) -> list[Assignment]:
     folders = sorted(p for p in solutions.iterdir() if p.is_dir()) if solutions.is_dir() else []
     found = []
     for folder in folders:
-        notebooks, points = [], {}
+        notebooks, points, checks = [], {}, {}
         for path in sorted(folder.glob("*.ipynb")):
-            cells = nbgrader_cells(path)
-            if cells:
+            cells = json.loads(path.read_text()).get("cells", [])
+            graded = [(c, c.get("metadata", {}).get("nbgrader")) for c in cells]
+            graded = [(c, m) for c, m in graded if isinstance(m, dict) and (m.get("grade") or m.get("task"))]
+            if nbgrader_cells(path):
                 notebooks.append(path)
-                points.update(
-                    {m["grade_id"]: _number(m.get("points", 0)) for m in cells if m.get("grade") or m.get("task")}
-                )
+            points.update({m["grade_id"]: _number(m.get("points", 0)) for _, m in graded})
+            checks.update({m["grade_id"]: check_run(c) for c, m in graded if check_run(c)})
         if notebooks:
-            found.append(Assignment(folder.name, tuple(notebooks), points))
+            found.append(Assignment(folder.name, tuple(notebooks), points, checks))
     return found
+
+
+@functools.cache
+def checks(assignment: str) -> dict[str, str]:
+    """The release's record of an assignment's test cells: grade_id -> the check each runs (``{}``
+    for a name that is no assignment). The grader reads the check of a test cell from here, by the
+    cell's grade_id, never from the text of the cell it runs."""
+    return next((a.checks for a in find() if a.name == assignment), {})
+
+
+def check_run(cell: dict) -> str | None:
+    """The check a test cell of the instructor's notebook runs: the id its `checks.run` call names."""
+    if cell.get("cell_type") != "code" or cell["metadata"]["nbgrader"].get("solution"):
+        return None
+    calls = [n for n in ast.walk(ast.parse("".join(cell.get("source", "")))) if isinstance(n, ast.Call)]
+    for node in calls:
+        first = node.args[0] if node.args else None
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "run" and isinstance(first, ast.Constant):
+            return str(first.value)
+    return None
 
 
 def nbgrader_cells(notebook: Path) -> list[dict]:

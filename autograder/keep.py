@@ -79,8 +79,10 @@ def replace_folder(src: Path, dest: Path) -> None:
 
 
 def gradebook_rows(db_url: str, course_id: str, student: str, assignment: str) -> dict:
-    """The submission's rows a regrade can change: its timestamp, every grade and comment."""
+    """The submission's rows a regrade can change: its timestamp, every grade and comment, its flags."""
     from nbgrader.api import Gradebook
+
+    from autograder.integrity import review
 
     with Gradebook(db_url, course_id) as gb:
         sub = gb.find_submission(assignment, student)
@@ -94,6 +96,7 @@ def gradebook_rows(db_url: str, course_id: str, student: str, assignment: str) -
             "comments": [
                 [c.notebook.name, c.name, c.auto_comment, c.manual_comment] for nb in sub.notebooks for c in nb.comments
             ],
+            "flags": review.rows(gb, student, assignment),
         }
 
 
@@ -101,6 +104,8 @@ def put_rows_back(db_url: str, course_id: str, student: str, assignment: str, ro
     import datetime as dt
 
     from nbgrader.api import Gradebook
+
+    from autograder.integrity import review
 
     with Gradebook(db_url, course_id) as gb:
         sub = gb.update_or_create_submission(assignment, student)
@@ -111,6 +116,7 @@ def put_rows_back(db_url: str, course_id: str, student: str, assignment: str, ro
         for nb, cell, auto, manual in rows["comments"]:
             c = gb.find_comment(cell, nb, assignment, student)
             c.auto_comment, c.manual_comment = auto, manual
+        review.put(gb, student, assignment, rows.get("flags", []))
         gb.db.commit()
 
 

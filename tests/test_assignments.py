@@ -74,6 +74,21 @@ def test_points_of_several_notebooks_add_up(tmp_path):
     assert [p.name for p in only.notebooks] == ["a.ipynb", "b.ipynb"]
 
 
+def test_a_test_cells_check_is_the_releases_record_by_its_grade_id():
+    """The grader reads a test cell's check from the release's record, by the cell's grade id: a
+    hidden cell edited to call the visible check still runs its own (fixture `swapped_check_ids`)."""
+    from autograder import judge
+    from autograder.preprocessors._shared import check_ids
+
+    record = assignments.checks("decoder_block")
+    assert record["block_output_hidden"] == "decoder_block.output_hidden" and len(record) == 9
+    assert {c for a in assignments.names() for c in assignments.checks(a).values()} <= set(judge.CHECKS)
+    swapped = new_code_cell('checks.run("decoder_block.output", DecoderBlock)')
+    swapped.metadata["nbgrader"] = {"grade": True, "solution": False, "grade_id": "block_output_hidden"}
+    assert check_ids(swapped, {"nbgrader": {"assignment": "decoder_block"}}) == ["decoder_block.output_hidden"]
+    assert check_ids(swapped, {"nbgrader": {"assignment": "no_such_assignment"}}) == []
+
+
 def test_the_course_assignments_are_the_released_ones():
     released = sorted(p.name for p in (ROOT / "exercises").iterdir() if (p / f"{p.name}.ipynb").is_file())
     assert assignments.names() == released and released

@@ -8,7 +8,6 @@ import copy
 import csv
 import logging
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -21,8 +20,8 @@ from nbgrader.preprocessors import ClearSolutions, ComputeChecksums, GetGrades, 
 
 from autograder import assignments, integrity
 from autograder.fixtures.make import BUILT
-from autograder.integrity import PREFIX, scan_notebook, scan_source
-from autograder.preprocessors import FlagIntegrity, HideIntegrityFlags
+from autograder.integrity import review, scan_notebook, scan_source
+from autograder.preprocessors import FlagIntegrity
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -202,8 +201,9 @@ def test_honest_lookalike_is_not_flagged(source):
 
 
 def test_every_rule_family_has_an_attack():
-    families = {reason.split(" (")[0] for _, reason in integrity.RULES}
-    caught = {r.split(" (")[0] for source, _ in ATTACKS for r in scan_source(source)}
+    families = {key for _, key in integrity.RULES}
+    cells = [nbformat.v4.new_code_cell(source) for source, _ in ATTACKS]
+    caught = {f.key for cell in cells for f in scan_notebook(nbformat.v4.new_notebook(cells=[cell]))}
     assert families <= caught, families - caught
     assert len(ATTACKS) >= 25
 
@@ -292,6 +292,7 @@ def snapshot(db_url: str, student: str) -> dict:
             "comments": {c.name: c.auto_comment for c in sub.comments},
             "score": sub.score,
             "needs_manual_grade": bool(sub.needs_manual_grade),
+            "flags": [(r["cell"], r["key"], r["found"]) for r in review.rows(gb, student, ASSIGNMENT)],
         }
 
 
@@ -346,11 +347,11 @@ def test_flagged_notebook_needs_manual_grade_and_says_why_scores_unchanged(grade
     tests = [name for name in after["grades"] if not name.endswith("_solution")]
     assert tests and all(after["grades"][name][1] for name in tests)
 
-    block = after["comments"]["block_solution"]
-    assert block.startswith(PREFIX) and "reads interpreter stack frames (`sys._getframe`, `f_locals`)" in block
-    first = after["comments"]["mask_solution"]  # the flagged cell 2 is not a solution cell
-    assert first == PREFIX + "cell 2: tampers with the interpreter (`gc.get_objects`)"
-    assert after["comments"]["softmax_solution"] == before["comments"]["softmax_solution"]
+    assert after["comments"] == before["comments"]  # nbgrader's own: no course note in a comment
+    assert after["flags"] == [
+        ("cell 2", "interpreter", "`gc.get_objects`"),
+        ("block_solution", "frames", "`sys._getframe`, `f_locals`"),
+    ]
 
     line = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(line) == 1 and line[0].startswith("integrity flag: cheat/decoder_block/decoder_block: ")
@@ -360,7 +361,7 @@ def test_flagged_notebook_needs_manual_grade_and_says_why_scores_unchanged(grade
 def test_honest_notebook_changes_nothing(gradebook):
     before, after = autograde(gradebook, "honest", read(FIXTURES / "db_style" / f"{NOTEBOOK}.ipynb"))
     assert before == after
-    assert not after["needs_manual_grade"] and after["score"] == 9.0
+    assert not after["needs_manual_grade"] and after["score"] == 9.0 and after["flags"] == []
 
 
 def test_flagging_twice_does_not_repeat_the_reason(gradebook):
@@ -368,7 +369,7 @@ def test_flagging_twice_does_not_repeat_the_reason(gradebook):
     SaveAutoGrades().preprocess(nb, ids(gradebook, "cheat"))
     for _ in range(2):
         FlagIntegrity().preprocess(nb, ids(gradebook, "cheat"))
-    assert snapshot(gradebook, "cheat")["comments"]["mask_solution"].count(PREFIX) == 1
+    assert len(snapshot(gradebook, "cheat")["flags"]) == 2
 
 
 def test_report_lists_exactly_the_flagged_submission(gradebook, tmp_path):
@@ -379,7 +380,11 @@ def test_report_lists_exactly_the_flagged_submission(gradebook, tmp_path):
     assert [(r["assignment"], r["student"], r["notebook"], r["needs_manual_grade"]) for r in rows] == [
         ("decoder_block", "cheat", "decoder_block", True)
     ]
-    assert "sys._getframe" in rows[0]["reasons"] and "cell 2: tampers with the interpreter" in rows[0]["reasons"]
+    assert rows[0]["reasons"] == (
+        "cell 2: tampers with the interpreter (`gc.get_objects`); "
+        "block_solution: reads interpreter stack frames (`sys._getframe`, `f_locals`)"
+    )
+    assert "篡改解释器" in integrity.flagged_submissions(gradebook, lang="zh")[0]["reasons"]  # worded at render
 
     out = tmp_path / "flags.csv"
     done = subprocess.run(
@@ -413,32 +418,22 @@ def test_review_and_regrade_clear_the_flag(gradebook):
 
 
 def test_feedback_does_not_show_the_flag(gradebook):
+    """The flag is a record beside nbgrader's rows: the comments the feedback reads are nbgrader's."""
     autograde(gradebook, "cheat", cheating(read(FIXTURES / "db_pass_all" / f"{NOTEBOOK}.ipynb")))
     nb = read(FIXTURES / "db_pass_all" / f"{NOTEBOOK}.ipynb")
     nb, _ = GetGrades().preprocess(nb, ids(gradebook, "cheat"))
     comments = [c.metadata.nbgrader.get("comment") for c in nb.cells if "nbgrader" in c.metadata]
-    assert any(isinstance(c, str) and c.startswith(PREFIX) for c in comments)
-    nb, _ = HideIntegrityFlags().preprocess(nb, ids(gradebook, "cheat"))
-    assert not any(
-        isinstance(c.metadata.get("nbgrader", {}).get("comment"), str) and PREFIX in c.metadata.nbgrader["comment"]
-        for c in nb.cells
-    )
+    assert not any(isinstance(c, str) and ("interpreter" in c or "gc.get_objects" in c) for c in comments)
+    assert set(comments) <= {None, "No response."}
 
 
-def test_the_feedback_shows_the_instructors_comment_or_nbgraders_whatever_a_note_quotes(gradebook):
-    """Which comment the student reads comes from the gradebook's fields, not from the comment's
-    lines: a course note whose quote starts a new line (a cell id with a newline) is not shown, an
-    instructor's comment is shown as written, an answer left as released reads nbgrader's own."""
+def test_the_feedback_shows_the_instructors_comment_or_nbgraders(gradebook):
+    """Which comment the student reads is nbgrader's field: an instructor's comment is shown as
+    written (the page escapes it), an answer left as released reads nbgrader's own; the flag of a
+    cell whose id carries markup stays in its record."""
     from nbgrader.api import Gradebook
 
     nb = read(FIXTURES / "db_pass_all" / f"{NOTEBOOK}.ipynb")
-    autograde(gradebook, "cheat", nb)
-    note = "Repaired before grading: A cell carries the nbgrader id x\n<img src=x onerror=alert(1)>\nNo response."
-    with Gradebook(gradebook) as gb:
-        for c in gb.find_submission_notebook(NOTEBOOK, ASSIGNMENT, "cheat").comments:
-            c.auto_comment = note
-            c.manual_comment = "Look again at the mask <b>here</b>\n2nd line" if c.name == "block_solution" else None
-        gb.db.commit()
     released = {
         c.metadata.nbgrader["grade_id"]: c.source
         for c in read(ROOT / "exercises" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").cells
@@ -447,8 +442,13 @@ def test_the_feedback_shows_the_instructors_comment_or_nbgraders_whatever_a_note
     for c in nb.cells:
         if c.metadata.get("nbgrader", {}).get("grade_id") == "mask_solution":
             c.source = released["mask_solution"]  # handed back as released
+    nb.cells.insert(2, nbformat.v4.new_code_cell("import gc\n_ = gc.get_objects()  # <img src=x onerror=alert(1)>"))
+    autograde(gradebook, "cheat", nb)
+    with Gradebook(gradebook) as gb:
+        for c in gb.find_submission_notebook(NOTEBOOK, ASSIGNMENT, "cheat").comments:
+            c.manual_comment = "Look again at the mask <b>here</b>\n2nd line" if c.name == "block_solution" else None
+        gb.db.commit()
     nb, _ = GetGrades().preprocess(nb, ids(gradebook, "cheat"))
-    nb, _ = HideIntegrityFlags().preprocess(nb, ids(gradebook, "cheat"))
     shown = {
         c.metadata.nbgrader["grade_id"]: c.metadata.nbgrader["comment"]
         for c in nb.cells
@@ -457,15 +457,16 @@ def test_the_feedback_shows_the_instructors_comment_or_nbgraders_whatever_a_note
     assert shown["block_solution"] == "Look again at the mask <b>here</b>\n2nd line"
     assert shown["mask_solution"] == "No response."  # the release's stub, handed back
     assert shown["softmax_solution"] is None
+    assert snapshot(gradebook, "cheat")["flags"] == [("cell 2", "interpreter", "`gc.get_objects`")]
 
 
-def test_report_refuses_a_missing_gradebook(tmp_path):
-    assert integrity.main(["report", "--db-url", f"sqlite:///{tmp_path / 'none.db'}"]) == 1
-    assert not (tmp_path / "none.db").exists()
+def test_a_failed_regrade_puts_the_flags_back_with_the_grades(gradebook):
+    """The flags are rows of the submission a regrade can change: ``keep.py`` keeps and restores them."""
+    from autograder import keep
 
-
-def test_rule_table_is_data():
-    assert len(integrity.RULES) >= 30
-    for pattern, reason in integrity.RULES:
-        re.compile(pattern)
-        assert reason.count("{}") == 1
+    autograde(gradebook, "cheat", cheating(read(FIXTURES / "db_pass_all" / f"{NOTEBOOK}.ipynb")))
+    kept, flagged = keep.gradebook_rows(gradebook, "default_course", "cheat", ASSIGNMENT), snapshot(gradebook, "cheat")
+    autograde(gradebook, "cheat", read(FIXTURES / "db_pass_all" / f"{NOTEBOOK}.ipynb"))  # a regrade, then undone
+    assert snapshot(gradebook, "cheat")["flags"] == []
+    keep.put_rows_back(gradebook, "default_course", "cheat", ASSIGNMENT, kept)
+    assert snapshot(gradebook, "cheat") == flagged and len(flagged["flags"]) == 2

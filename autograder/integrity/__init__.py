@@ -5,7 +5,7 @@ the formgrader lists it as "needs manual grade", and says why in one line:
 
 - ``scan_source`` reads one code cell with ``ast`` (IPython magics and ``!`` lines are turned into
   Python first, as IPython does) and returns the reasons it matches in ``RULES``: one table of
-  (pattern, reason) rows over the *facts* a cell states, each a ``kind:value`` string:
+  (pattern, rule family) rows over the *facts* a cell states, each a ``kind:value`` string:
 
   ``name:``   a name or dotted attribute chain, imports and simple aliases resolved
               (``import torch.nn.functional as F; F.softmax`` -> ``name:torch.nn.functional.softmax``)
@@ -23,35 +23,30 @@ the formgrader lists it as "needs manual grade", and says why in one line:
 - ``FlagIntegrity`` runs in ``Autograde.autograde_preprocessors`` right after nbgrader's
   ``SaveAutoGrades``: on a flagged notebook it sets ``Grade.needs_manual_grade`` on every
   autograded test cell (an attack anywhere can forge the result of any check, even an earlier
-  one, since the verdict is judged after the whole notebook has run) and writes the reasons into
-  ``Comment.auto_comment`` of the flagged solution cell (of the first solution cell for any other
-  cell), prefixed ``Integrity flag: ``. ``auto_score`` is left alone. The next autograde run
-  rewrites both fields, so a resubmission is judged afresh.
-- ``HideIntegrityFlags`` (optional, in ``GenerateFeedback.preprocessors`` after ``GetGrades``)
-  shows the student the instructor's comment, or else nbgrader's own, read from the gradebook's
-  fields: the automatic flag stays out of the feedback, whatever the reasons quote.
+  one, since the verdict is judged after the whole notebook has run), and it records each flag
+  (cell, rule family's key, what was used) in the course's table beside nbgrader's in the
+  gradebook (``review.py``), never in a comment: the feedback, made from the notebook and nbgrader's
+  comments, has no flag to show. ``auto_score`` is left alone. The next autograde run rewrites
+  both, so a resubmission is judged afresh. The words are the message table's (``flag_<key>``).
 - ``python -m autograder.integrity report [--db-url URL] [--csv PATH]`` lists every flagged
   submission; ``python -m autograder.integrity scan NOTEBOOK...`` scans notebooks offline.
 
 One module per part: ``rules.py`` (the table), ``scan.py`` (cells to facts to reasons),
-the nbgrader steps in ``autograder/preprocessors/`` (``flag_integrity.py``,
-``hide_integrity_flags.py``), ``review.py`` (the flagged submissions of a gradebook),
-``cli.py`` (the command line).
+the nbgrader step ``autograder/preprocessors/flag_integrity.py``, ``review.py`` (the flags' records in
+the gradebook, and the flagged submissions),
+``cli.py`` (the command line, ``__main__``'s only).
 """
 
-from .cli import main
 from .review import FIELDS, course_db_url, flagged_submissions
-from .rules import PREFIX, RULES
+from .rules import RULES
 from .scan import Flag, scan_notebook, scan_source
 
 __all__ = [
     "FIELDS",
-    "PREFIX",
     "RULES",
     "Flag",
     "course_db_url",
     "flagged_submissions",
-    "main",
     "scan_notebook",
     "scan_source",
 ]

@@ -5,17 +5,10 @@ from __future__ import annotations
 
 import re
 
-PREFIX = "Integrity flag: "  # starts Comment.auto_comment of a flagged notebook; the report looks for it
-
-# Reasons, one per rule family; "{}" becomes what the cell used.
-FRAMES = "reads interpreter stack frames ({})"
-HOOKS = "touches torch's hook machinery ({})"
-GRADER = "reaches into the grader's code ({})"
-GRADING_FILES = "names the grader's files ({})"
-INTERPRETER = "tampers with the interpreter ({})"
-PATCHES = "patches library functions ({})"
-FILES = "reads or writes files ({})"
-READY_MADE = "uses torch's ready-made layers ({})"
+# The rule families: a flag's key (its words are `flag_<key>` in encdec/grading/messages*.py, with
+# `{found}`, what the cell used).
+FRAMES, HOOKS, GRADER, GRADING_FILES = "frames", "hooks", "grader", "grading_files"
+INTERPRETER, PATCHES, FILES, READY_MADE = "interpreter", "patches", "files", "ready_made"
 # No rule for what a kernel can learn of its surroundings (environment variables, uid, host name,
 # folders, /proc): the sandbox constructs all of it (autograder/sandbox/policy.py), so there is
 # nothing to learn and nothing to switch to; `os.environ["KMP_DUPLICATE_LIB_OK"] = "TRUE"` and
@@ -24,9 +17,9 @@ READY_MADE = "uses torch's ready-made layers ({})"
 # (`scaled_dot_product_attention`, by any name): a part written by hand runs with no attention
 # operator in the process (encdec/grading/by_hand.py); the mask is asked in the course's convention
 # (True = forbidden), which no ready-made call returns.
-UNCHECKED = "could not be checked ({})"  # fails closed: what the scan cannot read is listed for review
+UNCHECKED = "unchecked"  # fails closed: what the scan cannot read is listed for review
 
-# (pattern, reason): the pattern must match a whole fact (re.fullmatch).
+# (pattern, key): the pattern must match a whole fact (re.fullmatch).
 RULES: list[tuple[str, str]] = [
     (r"name:sys\.(_getframe|_current_frames)", FRAMES),
     (r"attr:_getframe", FRAMES),

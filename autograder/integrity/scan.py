@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 
+from encdec.grading import language
+
 from .rules import ALLOWED_IMPORT, COMPILED_RULES, DEFAULT_ALIASES, KNOWN_MAGICS, PYTHON_MAGICS, SHELL_MAGICS
 
 MAX_DEPTH = 4  # magics in magics, code in strings: deeper than this is not read (and says so)
@@ -16,15 +18,23 @@ MAX_DEPTH = 4  # magics in magics, code in strings: deeper than this is not read
 
 @dataclass(frozen=True)
 class Flag:
+    """A record: the cell, the rule family's key, what the cell used; worded only when shown."""
+
     cell: str  # the nbgrader grade_id, or "cell <index>"
-    reason: str
+    key: str  # a rule family (rules.py); its words are the message `flag_<key>`
+    found: str  # what the cell used, as code spans
+
+    @property
+    def reason(self) -> str:
+        """The flag in words, in the current language (``encdec.grading.language``)."""
+        return language.text(f"flag_{self.key}", found=self.found)
 
 
 def scan_source(source: str) -> list[str]:
-    """The deduplicated one-line reasons for flagging one code cell (a cell it cannot read is
-    flagged as not checked: the scan fails closed)."""
+    """The deduplicated one-line reasons for flagging one code cell, in words (a cell it cannot
+    read is flagged as not checked: the scan fails closed)."""
     facts, _ = _safe_facts(source, DEFAULT_ALIASES)
-    return _reasons(facts)
+    return [Flag("", key, found).reason for key, found in _reasons(facts)]
 
 
 def scan_notebook(nb: NotebookNode) -> list[Flag]:
@@ -35,7 +45,7 @@ def scan_notebook(nb: NotebookNode) -> list[Flag]:
             continue
         facts, aliases = _safe_facts(cell.source, aliases)
         label = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
-        flags += [Flag(label, reason) for reason in _reasons(facts)]
+        flags += [Flag(label, key, found) for key, found in _reasons(facts)]
     return flags
 
 
@@ -43,8 +53,8 @@ def is_test_cell(cell: NotebookNode) -> bool:
     return cell.cell_type == "code" and utils.is_grade(cell) and not utils.is_solution(cell)
 
 
-def _reasons(facts: list[str]) -> list[str]:
-    """Group the facts by the reason of the rules they match; one line per reason."""
+def _reasons(facts: list[str]) -> list[tuple[str, str]]:
+    """Group the facts by the rule family they match: (key, what was used) per family."""
     names = [fact[len("name:") :] for fact in facts if fact.startswith("name:")]
     found: dict[str, list[str]] = {}
     for fact in facts:
@@ -66,7 +76,7 @@ def _reasons(facts: list[str]) -> list[str]:
         # `sys.modules` says all that `sys` and `modules` say
         kept = [v for v in shown if not any(w.endswith("." + v) or w.startswith(v + ".") for w in shown)]
         # quoted as written: the page that shows a reason escapes it (autograder/feedback.py)
-        lines.append(reason.format(", ".join([f"`{v}`" for v in kept[:4]] + (["..."] if len(kept) > 4 else []))))
+        lines.append((reason, ", ".join([f"`{v}`" for v in kept[:4]] + (["..."] if len(kept) > 4 else []))))
     return lines
 
 

@@ -15,23 +15,17 @@ from . import properties as Prop
 from . import stages as St
 from . import variants as Var
 from .core import (
-    ATOL,
     Check,
     Verdict,
     compare,
-    diagnosis,
-    first_failure,
     gen,
-    is_not_repeatable,
     named_by_property,
-    names_a_mask_mistake,
-    not_repeatable,
     numpy_dict,
-    probe_checks,
     randomize_,
     state_arrays,
 )
 from .draws import below, normal
+from .probe import Probe, probe_checks
 
 CHECKS: list[Check] = []
 
@@ -245,89 +239,32 @@ def _block_shape_hint(inputs):
     return lambda shape: "cross_q_from_encoder" if shape == (d["N"], d["Kq"], d["M"]) else None
 
 
-def _judge_block(check, probe: str):
-    def judge(got, ref, inputs):
-        verdict = compare_block(got, ref, inputs)
-        if verdict.ok:
-            return verdict
-        if is_not_repeatable(verdict):
-            verdict.words += St.random_run_note(got, "out", "out_again")
-            return verdict
-        stage = St.locate(St.block_stage, got, "out", *_plain_arrays(inputs))
-        verdict.words += St.stage_note(verdict.words, stage)
-        return verdict
-
-    def compare_block(got, ref, inputs):
-        def cands(dec=inputs["dec"], enc=inputs["enc"]):
-            return Var.block_variants(inputs["block"], dec, enc, inputs["mask"])
-
-        if probe == "shape":
-            d = inputs["dims"]
-            out = got.get("out")
-            exp = (d["N"], d["Ka"], d["M"])
-            if out is not None and out.shape == exp and np.isfinite(out).all():
-                return Verdict(True, words("block_shape_ok", title=check.title, exp=exp))
-            shape = None if out is None else tuple(out.shape)
-            name = _block_shape_hint(inputs)(shape) if shape else None
-            return Verdict(False, words("block_shape_bad", check_id=check.id, exp=exp, got=shape) + diagnosis(name))
-        random = not_repeatable(check, "DecoderBlock.forward", got.get("out"), got.get("out_again"))
-        if random is not None:
-            return random
-        r = compare(
-            check,
-            "the block output",
-            got.get("out"),
-            ref["out"],
-            candidates=cands,
-            shape_hint=_block_shape_hint(inputs),
+_BLOCK = Probe(
+    key="out",
+    task="DecoderBlock.forward",
+    prefix="block",
+    whats=(
+        "the block output",
+        "the output after changing later answer positions",
+        "the output for a different question memory",
+    ),
+    not_causal="block_not_causal",
+    ignores="block_ignores_memory",
+    shape=lambda inputs: (inputs["dims"]["N"], inputs["dims"]["Ka"], inputs["dims"]["M"]),
+    shape_hint=_block_shape_hint,
+    candidates=lambda inputs, probe: (
+        lambda: Var.block_variants(
+            inputs["block"],
+            inputs["dec_changed" if probe == "causal" else "dec"],
+            inputs["enc_changed" if probe == "question" else "enc"],
+            inputs["mask"],
         )
-        if probe == "plain":
-            return r
-        oc = got.get("out_changed")
-        if probe == "causal":
-            j = inputs["j"]
-            o = got.get("out")
-            if (
-                o is not None
-                and oc is not None
-                and o.shape == oc.shape == ref["out"].shape
-                and not np.allclose(o[:, :j], oc[:, :j], atol=ATOL)
-            ):
-                # named only when a mask variant reproduces the output; otherwise what was seen
-                named = names_a_mask_mistake(r.words)
-                return Verdict(
-                    False,
-                    words("block_not_causal", check_id=check.id, last=j - 1, j=j)
-                    + ("" if named else diagnosis("observed_not_causal"))
-                    + ("\n" + r.words if not r.ok else ""),
-                )
-            r2 = compare(
-                check,
-                "the output after changing later answer positions",
-                oc,
-                ref["out_changed"],
-                candidates=lambda: Var.block_variants(
-                    inputs["block"], inputs["dec_changed"], inputs["enc"], inputs["mask"]
-                ),
-                shape_hint=_block_shape_hint(inputs),
-            )
-            return first_failure(r, r2)
-        o = got.get("out")
-        if o is not None and oc is not None and o.shape == oc.shape and np.allclose(o, oc, atol=ATOL):
-            return Verdict(False, words("block_ignores_memory", check_id=check.id) + diagnosis("ignores_question"))
-        r2 = compare(
-            check,
-            "the output for a different question memory",
-            oc,
-            ref["out_changed"],
-            candidates=lambda: Var.block_variants(
-                inputs["block"], inputs["dec"], inputs["enc_changed"], inputs["mask"]
-            ),
-            shape_hint=_block_shape_hint(inputs),
-        )
-        return first_failure(r, r2)
-
-    return judge
+    ),
+    stage_note=lambda got, inputs, said: St.stage_note(
+        said, St.locate(St.block_stage, got, "out", *_plain_arrays(inputs))
+    ),
+    finite=True,
+)
 
 
 def _plain_arrays(inputs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -360,11 +297,10 @@ CHECKS += probe_checks(
         "DecoderBlock reads the encoder memory",
     ),
     (1103, 1104),
-    shape_key="out",
     build=_build_block,
     wire=_wire_block,
     reference=_ref_block,
-    judge=_judge_block,
+    judge=_BLOCK,
     variants=_block_variants,
     task="DecoderBlock.forward",
     kind="block",

@@ -12,30 +12,25 @@ from torch import Tensor
 from encdec import model as Mdl
 from encdec.config import ModelConfig
 from encdec.grading import wire
-from encdec.grading.words import words
 
 from . import labels
 from . import properties as Prop
 from . import stages as St
 from . import variants as Var
 from .core import (
-    ATOL,
     Check,
     Verdict,
     compare,
     diagnosis,
     first_failure,
     gen,
-    is_not_repeatable,
     named_by_property,
-    names_a_mask_mistake,
-    not_repeatable,
-    probe_checks,
     randomize_,
     same,
     state_arrays,
 )
 from .draws import normal
+from .probe import Probe, probe_checks
 
 CHECKS: list[Check] = []
 _SMALL = {
@@ -212,82 +207,22 @@ def _failed_forward(got, inputs, origin, failed: Verdict) -> Verdict:
     return Verdict(False, failed.words + note, label=label)
 
 
-def _judge_forward(check, probe: str):
-    def judge(got, ref, inputs):
-        verdict = compare_forward(got, ref, inputs)
-        if verdict.ok:
-            return verdict
-        if is_not_repeatable(verdict):
-            verdict.words += St.random_run_note(got, "logits", "logits_again")
-            return verdict
-        verdict.words += St.stage_note(verdict.words, _forward_stage(got, inputs), "model")
-        return verdict
-
-    def compare_forward(got, ref, inputs):
-        d = inputs["dims"]
-        lg = got.get("logits")
-        if probe == "shape":
-            exp = (d["N"], d["Ka1"], d["V"])
-            if lg is not None and lg.shape == exp:
-                return Verdict(True, words("logits_shape_ok", title=check.title, exp=exp))
-            shape = None if lg is None else tuple(lg.shape)
-            return Verdict(
-                False,
-                words("logits_shape_bad", check_id=check.id, exp=exp, got=shape)
-                + diagnosis(_forward_shape_hint(inputs)(shape) if shape else None),
-            )
-        random = not_repeatable(check, "Transformer.forward", lg, got.get("logits_again"))
-        if random is not None:
-            return random
-        r = compare(
-            check,
-            "the logits",
-            lg,
-            ref["logits"],
-            candidates=_forward_cands(inputs),
-            shape_hint=_forward_shape_hint(inputs),
-        )
-        if probe == "plain":
-            return r
-        lc = got.get("logits_changed")
-        if probe == "causal":
-            j = inputs["j"]
-            # logits at positions < j read answer tokens < j only; the last answer token is never read.
-            if (
-                lg is not None
-                and lc is not None
-                and lg.shape == lc.shape == ref["logits"].shape
-                and not np.allclose(lg[:, :j], lc[:, :j], atol=ATOL)
-            ):
-                named = names_a_mask_mistake(r.words)
-                return Verdict(
-                    False,
-                    words("logits_not_causal", check_id=check.id, last=j - 1, j=j)
-                    + ("" if named else diagnosis("observed_not_causal"))
-                    + ("\n" + r.words if not r.ok else ""),
-                )
-            r2 = compare(
-                check,
-                "the logits after changing later answer tokens",
-                lc,
-                ref["logits_changed"],
-                candidates=_forward_cands(inputs, ans_key="ans_changed"),
-                shape_hint=_forward_shape_hint(inputs),
-            )
-            return first_failure(r, r2)
-        if lg is not None and lc is not None and lg.shape == lc.shape and np.allclose(lg, lc, atol=ATOL):
-            return Verdict(False, words("logits_ignore_question", check_id=check.id) + diagnosis("ignores_question"))
-        r2 = compare(
-            check,
-            "the logits for a different question",
-            lc,
-            ref["logits_changed"],
-            candidates=_forward_cands(inputs, ques_key="ques_changed"),
-            shape_hint=_forward_shape_hint(inputs),
-        )
-        return first_failure(r, r2)
-
-    return judge
+_FORWARD = Probe(
+    key="logits",
+    task="Transformer.forward",
+    prefix="logits",
+    whats=("the logits", "the logits after changing later answer tokens", "the logits for a different question"),
+    not_causal="logits_not_causal",
+    ignores="logits_ignore_question",
+    shape=lambda inputs: (inputs["dims"]["N"], inputs["dims"]["Ka1"], inputs["dims"]["V"]),
+    shape_hint=_forward_shape_hint,
+    candidates=lambda inputs, probe: _forward_cands(
+        inputs,
+        ans_key="ans_changed" if probe == "causal" else "ans",
+        ques_key="ques_changed" if probe == "question" else "ques",
+    ),
+    stage_note=lambda got, inputs, said: St.stage_note(said, _forward_stage(got, inputs), "model"),
+)
 
 
 _FORWARD_ERRORS = {
@@ -309,11 +244,10 @@ CHECKS += probe_checks(
         "Transformer.forward reads the question",
     ),
     (1202, 1203),
-    shape_key="logits",
     build=_build_forward,
     wire=_wire_forward,
     reference=_ref_forward,
-    judge=_judge_forward,
+    judge=_FORWARD,
     variants=_forward_variants,
     task="Transformer.forward",
     kind="forward",

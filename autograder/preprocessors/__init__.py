@@ -8,9 +8,7 @@
 - ``SanitizeOutputs`` (before the grades are saved, and in ``GenerateFeedback``): no active content.
 - ``MatchRelease`` (the sanitizing step, first): a mangled notebook matched to the release, each repair stated.
 - ``SafeOverwriteCells`` (the sanitizing step): deleted test cells put back in their place.
-- ``FlagIntegrity`` (after ``SaveAutoGrades``) and ``HideIntegrityFlags`` (feedback: the instructor's
-  comment or nbgrader's own, never a course note): review flags;
-  ``RecordRepairs`` (after ``SaveAutoGrades``): a mangled notebook's repairs in the gradebook.
+- ``FlagIntegrity`` (after ``SaveAutoGrades``): review flags, as records beside the gradebook's rows.
 - ``HideHiddenTests`` (feedback): nbgrader's ``ClearHiddenTests`` with a placeholder, on test cells only.
 
 ``TrustedGrading`` holds the grader's settings (the course secret's file).
@@ -22,7 +20,6 @@ from importlib import import_module
 # (nbgrader imports ``autograder.preprocessors.MatchRelease`` by that name) loads that step's
 # module and what it needs, not every step's (the sandbox, the judges)
 _WHERE = {
-    "CHECK_CALL": "_shared",
     "VERDICT_KEY": "_shared",
     "deliver": "_shared",
     "recorded_verdicts": "_shared",
@@ -31,9 +28,7 @@ _WHERE = {
     "FlagIntegrity": "flag_integrity",
     "GradedExecute": "graded_execute",
     "HideHiddenTests": "hide_hidden_tests",
-    "HideIntegrityFlags": "hide_integrity_flags",
     "MatchRelease": "match_release",
-    "RecordRepairs": "record_repairs",
     "SafeOverwriteCells": "safe_overwrite_cells",
     "SanitizeOutputs": "sanitize_outputs",
     "TrustedGrading": "trusted_grading",

@@ -4,18 +4,17 @@ kept in the grader's memory)."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 
+from autograder import assignments
 from autograder.sandbox import safefs
 from encdec.grading import wire
 
 from .trusted_grading import TrustedGrading
 
-CHECK_CALL = re.compile(r"""checks\.run\(\s*["']([\w.]+)["']""")
 INPUTS_KEY, OUTPUTS_KEY = "encdec_inputs", "encdec_outputs"  # in resources["nbgrader"]
 VERDICT_KEY = "encdec_verdict"  # in a graded cell's metadata: what each check concluded (labels)
 
@@ -35,10 +34,15 @@ def workdir(resources: dict) -> Path:
     return Path(path)
 
 
-def check_ids(cell: NotebookNode) -> list[str]:
+def check_ids(cell: NotebookNode, resources: dict) -> list[str]:
+    """The check a graded test cell runs, from the release's record (``assignments.checks``) by the
+    cell's grade_id (nbgrader's, restored from the gradebook): never read from the cell's text."""
     if cell.cell_type != "code" or not utils.is_grade(cell) or utils.is_solution(cell):
         return []
-    return CHECK_CALL.findall(cell.source)
+    check = assignments.checks(str(resources.get("nbgrader", {}).get("assignment", ""))).get(
+        cell.metadata.nbgrader.get("grade_id")
+    )
+    return [check] if check else []
 
 
 def graded_inputs(preprocessor, resources: dict, check_id: str) -> dict:

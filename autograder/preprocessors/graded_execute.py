@@ -29,7 +29,7 @@ class GradedExecute(SandboxedExecute):
     def preprocess_cell(self, cell, resources, index):
         from autograder import judge
 
-        ids = [i for i in check_ids(cell) if i in judge.CHECKS]
+        ids = [i for i in check_ids(cell, resources) if i in judge.CHECKS]
         if len(ids) == 1 and judge.CHECKS[ids[0]].runs:
             return self._measured_runs(cell, resources, index, judge.CHECKS[ids[0]])
         workdir = self._kernel_folder(resources)

@@ -54,7 +54,7 @@ class TrustedVerdict(NbGraderPreprocessor):
         saved = nbg[OUTPUTS_KEY]
         lang = submission_language(nb)
         for cell in nb.cells:
-            ids = check_ids(cell)
+            ids = check_ids(cell, resources)
             if not ids:
                 continue  # a test cell without checks keeps nbgrader's own verdict
             if DELETED_MARK in cell.source:

@@ -19,8 +19,9 @@ from pathlib import Path
 from nbformat import NotebookNode, from_dict
 from nbgrader import utils
 
+from autograder.assignments import check_run
 from autograder.judge.labels import PASSED
-from autograder.preprocessors import CHECK_CALL, recorded_verdicts
+from autograder.preprocessors import recorded_verdicts
 from autograder.repairs import NO_ANSWERS, repairs
 
 MAX_TEXT = 4000  # characters of a cell's outputs kept as an example
@@ -79,14 +80,13 @@ def source_items(source_dir: Path, assignment: str) -> list[Item]:
         for cell in nb.get("cells", []):
             meta = cell.get("metadata", {}).get("nbgrader", {})
             if cell.get("cell_type") == "code" and meta.get("grade") and not meta.get("solution"):
-                source = "".join(cell.get("source", ""))
                 items.append(
                     Item(
                         assignment,
                         path.stem,
                         meta["grade_id"],
                         float(meta.get("points", 0)),
-                        CHECK_CALL.findall(source),
+                        [check] if (check := check_run(cell)) else [],
                     )
                 )
     return items

@@ -3,6 +3,7 @@
 Plain text only: no answer here."""
 
 from .messages_collect import LEFT_BEHIND  # what the exchange's collect left behind: its own table
+from .messages_flags import FLAGS  # an integrity flag's words, for the instructor
 from .messages_zh import MESSAGES_ZH, TERMS_ZH  # the Chinese table, a file of its own
 
 # Every message a student reads that is not a diagnosis: key -> template (str.format fields). The
@@ -167,6 +168,7 @@ MESSAGES = {
             "from another notebook?); it ran as an ordinary cell."
         ),
         **LEFT_BEHIND["en"],
+        **FLAGS["en"],
         # the kernel's own lines (encdec.grading.checks): a hidden check, a missing reference, a graded run
         "hidden_own_run": "hidden check {check_id}: runs on the grader's inputs when the notebook is graded",
         "no_reference": (

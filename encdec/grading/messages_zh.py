@@ -4,6 +4,7 @@ English table's keys (``tests/test_feedback_zh.py`` holds the two tables to the 
 Plain text only: no answer here."""
 
 from .messages_collect import LEFT_BEHIND
+from .messages_flags import FLAGS
 
 MESSAGES_ZH = {
     "diagnosis": "诊断",
@@ -117,6 +118,7 @@ MESSAGES_ZH = {
     "repair_duplicate": "单元 {cell} 在笔记本中多出现了 {copies} 次；只有一个单元按 {cell} 批改，副本作为普通单元运行。",
     "repair_unknown_cell": "有一个单元带有 nbgrader 编号 {cell}，而本练习没有这个编号（从别的笔记本复制的？）；它作为普通单元运行。",
     **LEFT_BEHIND["zh"],
+    **FLAGS["zh"],
     "hidden_own_run": "隐藏检查 {check_id}：批改 notebook 时在批改程序的输入上运行",
     "no_reference": (
         "{check_id}：这项检查没有输入。可见检查读取 notebook 旁边的 reference/{check_id}.npz"
@@ -276,15 +278,4 @@ TERMS_ZH = {
     r"the keys after update (\d+)": r"第 \1 次 update 之后的键",
     r"the values after update (\d+)": r"第 \1 次 update 之后的值",
     r"len\(cache\) after update (\d+)": r"第 \1 次 update 之后的 len(cache)",
-    # the integrity scan's reasons (autograder/integrity/rules.py): "{}" is what the cell used
-    "reads interpreter stack frames ({})": "读取解释器的栈帧（{}）",
-    "touches torch's hook machinery ({})": "动了 torch 的钩子机制（{}）",
-    "reaches into the grader's code ({})": "触及批改程序的代码（{}）",
-    "names the grader's files ({})": "提到批改程序的文件（{}）",
-    "tampers with the interpreter ({})": "篡改解释器（{}）",
-    "patches library functions ({})": "修改库函数（{}）",
-    "probes the grading environment ({})": "探查批改环境（{}）",
-    "reads or writes files ({})": "读写文件（{}）",
-    "uses torch's ready-made layers ({})": "使用 torch 现成的层（{}）",
-    "could not be checked ({})": "无法检查（{}）",
 }
