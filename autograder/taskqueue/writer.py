@@ -28,10 +28,9 @@ from pathlib import Path
 from autograder import roster
 from autograder.keep import replace_folder
 
-from .course import TMP_PREFIX, autograded_dir, coursedir_for, results_dir, state_dir
+from .course import TMP_PREFIX, autograde_steps, autograded_dir, coursedir_for, results_dir, state_dir
 from .unit import AUTOGRADED, RESULT
 
-FIRST_WRITER_STEP = "nbgrader.preprocessors.SaveAutoGrades"
 STALE_TMP_S = 24 * 3600  # a `.tmp-*` work folder this old belongs to a killed worker
 
 
@@ -76,10 +75,7 @@ def writer_steps(config) -> list:
     """The course's autograde preprocessors from SaveAutoGrades on, instantiated with its config."""
     from traitlets.utils.importstring import import_item
 
-    names = list(config.Autograde.get("autograde_preprocessors", [FIRST_WRITER_STEP]))
-    names = [n if isinstance(n, str) else f"{n.__module__}.{n.__name__}" for n in names]
-    tail = names[names.index(FIRST_WRITER_STEP) :] if FIRST_WRITER_STEP in names else [FIRST_WRITER_STEP]
-    return [import_item(n)(config=config) for n in tail]
+    return [import_item(n)(config=config) for n in autograde_steps(config)[1]]
 
 
 def apply(config, assignment: str, student: str, fp: str, applied: Applied | None = None) -> list[Result]:
