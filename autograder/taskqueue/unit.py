@@ -81,7 +81,9 @@ def grade(root: str, assignment: str, student: str, spec: dict, timeout: int | N
         done = published(cd, assignment, student, fp)
         if done is not None:  # delivered twice: the first delivery's result stands
             return json.loads((done / RESULT).read_text())
-        result = _autograde(config, work, sub, assignment, student, spec, timeout)
+        memory = MEMORY if os.access(MEMORY, os.W_OK) else work
+        with tempfile.NamedTemporaryFile(prefix="encdec-unit-", suffix=".db", dir=memory) as db:
+            result = _autograde(config, work, sub, assignment, student, spec, timeout, Path(db.name))
         result["fingerprint"] = fp
         (work / RESULT).write_text(json.dumps(result, indent=1, sort_keys=True))
         for scratch in ("submitted", "graded", "feedback"):  # only the result is published
@@ -98,16 +100,7 @@ def grade(root: str, assignment: str, student: str, spec: dict, timeout: int | N
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _autograde(config, work: Path, sub: Path, assignment: str, student: str, spec: dict, timeout: int | None) -> dict:
-    fd, db = tempfile.mkstemp(prefix="encdec-unit-", suffix=".db", dir=MEMORY if os.access(MEMORY, os.W_OK) else work)
-    os.close(fd)
-    try:
-        return _autograde_in(config, work, sub, assignment, student, spec, timeout, Path(db))
-    finally:
-        os.unlink(db)
-
-
-def _autograde_in(config, work, sub, assignment, student, spec, timeout, db: Path) -> dict:
+def _autograde(config, work: Path, sub: Path, assignment: str, student: str, spec: dict, timeout, db: Path) -> dict:
     from nbgrader.api import Gradebook, MissingEntry
 
     start = time.monotonic()

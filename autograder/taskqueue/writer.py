@@ -3,10 +3,11 @@ public API only, idempotently.
 
 For a result of (assignment, student, fingerprint) it creates the student and the submission
 (with the submission's timestamp) with `Gradebook`, puts the autograded notebooks in the course's
-autograded folder (copied beside it, then renamed over it), and replays on each notebook the
+autograded folder (copied beside it, then renamed over it), and runs on each notebook the
 gradebook-writing tail of the course's own `Autograde.autograde_preprocessors`, from nbgrader's
-`SaveAutoGrades` on (the integrity flags, the late penalty): the same stock code that `nbgrader
-autograde` runs, on the same notebook, so the scores are the ones it would write. None of those
+`SaveAutoGrades` on (the integrity flags, the late penalty), which the unit left to it
+(`course.autograde_steps`): the same stock code that `nbgrader autograde` runs, on the same
+notebook, once, so the scores are the ones it would write. None of those
 steps runs student code. A notebook not handed in, or one that cannot be read, scores 0 (as
 stock nbgrader scores a missing one); one whose grading failed keeps its last graded copy and
 scores, and a result that graded nothing changes nothing (no grade is lost by a failed run).
