@@ -82,8 +82,8 @@ def grade(root: str, assignment: str, student: str, spec: dict, timeout: int | N
         if done is not None:  # delivered twice: the first delivery's result stands
             return json.loads((done / RESULT).read_text())
         memory = MEMORY if os.access(MEMORY, os.W_OK) else work
-        with tempfile.NamedTemporaryFile(prefix="encdec-unit-", suffix=".db", dir=memory) as db:
-            result = _autograde(config, work, sub, assignment, student, spec, timeout, Path(db.name))
+        with tempfile.TemporaryDirectory(prefix="encdec-unit-", dir=memory) as private:  # 0700, as grading state
+            result = _autograde(config, work, sub, assignment, student, spec, timeout, Path(private) / "gradebook.db")
         result["fingerprint"] = fp
         (work / RESULT).write_text(json.dumps(result, indent=1, sort_keys=True))
         for scratch in ("submitted", "graded", "feedback"):  # only the result is published
