@@ -68,6 +68,9 @@ def published(cd, assignment: str, student: str, fp: str) -> Path | None:
 
 def grade(root: str, assignment: str, student: str, spec: dict, timeout: int | None = None) -> dict:
     """Grade one student's submission of one assignment; publish and return its result."""
+    from autograder.sandbox.fork_server import _sweep
+    from autograder.sandbox.mounts import folder_prefix
+
     root = str(Path(root).resolve())
     config = load_config(Path(root))
     cd = coursedir_for(config)
@@ -82,7 +85,8 @@ def grade(root: str, assignment: str, student: str, spec: dict, timeout: int | N
         if done is not None:  # delivered twice: the first delivery's result stands
             return json.loads((done / RESULT).read_text())
         memory = MEMORY if os.access(MEMORY, os.W_OK) else work
-        with tempfile.TemporaryDirectory(prefix="encdec-unit-", dir=memory) as private:  # 0700, as grading state
+        _sweep(memory)  # what units killed mid-task left there
+        with tempfile.TemporaryDirectory(prefix=folder_prefix("g"), dir=memory) as private:  # 0700, as grading state
             result = _autograde(config, work, sub, assignment, student, spec, timeout, Path(private) / "gradebook.db")
         result["fingerprint"] = fp
         (work / RESULT).write_text(json.dumps(result, indent=1, sort_keys=True))
