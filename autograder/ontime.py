@@ -110,6 +110,7 @@ class Service:
         self.record_path.parent.mkdir(parents=True, exist_ok=True)
         self.record: dict[str, dict] = json.loads(self.record_path.read_text()) if self.record_path.is_file() else {}
         self.busy: dict[tuple[str, str], tuple[str, str]] = {}  # (student, assignment) -> (hand-in, fingerprint)
+        self.redis = None
         self.api = NbGraderAPI(coursedir=self.cd, config=self.config)
 
     def step(self) -> int:
@@ -200,9 +201,10 @@ class Service:
                     "released": time.time(),
                 }
             else:
+                self.redis = self.redis or connect(self.url)  # one connection: a rush polls every unit in flight
                 try:
                     status = Job.fetch(
-                        job_id(self.cd.course_id, str(self.root), assignment, student, fp), connection=connect(self.url)
+                        job_id(self.cd.course_id, str(self.root), assignment, student, fp), connection=self.redis
                     ).get_status()
                 except NoSuchJobError:
                     status = None

@@ -275,3 +275,17 @@ def test_the_fixture_table(services, course_dir, engine, backend):
             r["student"] for r in first if r["status"] == "graded"
         }, again.stdout
         assert all(scores(course, a) == _expected(TABLE, a) for a in assignments)
+
+
+def test_the_unit_stops_where_the_writer_starts():
+    """The gradebook is written once, by the writer: the unit runs the course's autograde steps up to
+    nbgrader's SaveAutoGrades (into a throwaway gradebook it only reads the assignment from), the
+    writer runs the rest; none is left out or run twice."""
+    from autograder.paths import ROOT
+    from autograder.taskqueue.course import FIRST_WRITER_STEP, autograde_steps, load_config
+
+    config = load_config(ROOT)
+    unit, writer = autograde_steps(config)
+    assert unit + writer == list(config.Autograde.autograde_preprocessors)
+    assert writer[0] == FIRST_WRITER_STEP and "autograder.preprocessors.GradedExecute" in unit
+    assert {"autograder.preprocessors.FlagIntegrity", "nbgrader.preprocessors.AssignLatePenalties"} <= set(writer)

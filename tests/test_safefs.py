@@ -224,10 +224,12 @@ def test_stale_folders_are_those_of_graders_gone(tmp_path):
 
     gone = subprocess.Popen(["true"])
     gone.wait()
-    for name in (f"encdec-k-{gone.pid}-a", f"encdec-w-{gone.pid}-b", f"{mounts.folder_prefix('k')}c", "encdec-k-x-d"):
+    names = (f"encdec-k-{gone.pid}-a", f"encdec-w-{gone.pid}-b", f"{mounts.folder_prefix('k')}c", "encdec-k-x-d")
+    for name in (*names, f"encdec-g-{gone.pid}-e", f"{mounts.folder_prefix('g')}f"):  # g: a unit's gradebook
         (tmp_path / name).mkdir()
     (tmp_path / f"encdec-z-{gone.pid}-file").write_text("not a folder")
     assert sorted(os.path.basename(p) for p in mounts.stale_folders(str(tmp_path))) == [
+        f"encdec-g-{gone.pid}-e",
         f"encdec-k-{gone.pid}-a",
         f"encdec-w-{gone.pid}-b",
     ]

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.sandbox import cgroups, sandbox, seccomp
+from autograder.sandbox import cgroups, kernel_site, sandbox, seccomp
 from autograder.sandbox.policy import BWRAP_NAMESPACES, Limits, Policy
 from autograder.sandbox.sandbox import UID_BASE, UID_SLOTS, UidSlot, bwrap_command, readonly_paths
 
@@ -80,10 +80,18 @@ def test_policy_drives_the_bwrap_command(tmp_path, monkeypatch):
     for kind, *paths in rules.mounts(readonly_paths(), []):
         if kind in ("ro-bind", "symlink"):
             assert (f"--{kind}", *paths) in pairs, (kind, paths)
-    for path in sandbox.kernel_site.files((sandbox._tools()["setpriv"],)):  # the system, file by file, read-only
+    for path in kernel_site.files((sandbox._tools()["setpriv"],)):  # the system, file by file, read-only
         assert ("--ro-bind", os.path.realpath(path), os.path.realpath(path)) in pairs, path
     assert not any(kind == "--ro-bind" and src in ("/usr", "/etc", "/lib", "/bin") for kind, src, _ in pairs)
     assert args[-1] == "python"
+
+
+def test_a_launcher_builds_the_same_view_from_the_listing_the_grader_hands_it(tmp_path):
+    """The view's listing goes to a fresh-bwrap launcher through the policy (JSON), listed once by the
+    grader: the command it builds is the one it would build listing the machine itself."""
+    policy = kernel_policy(tmp_path, Limits())
+    handed = json.loads(json.dumps({**policy, "listing": sandbox.view_listing(readonly_paths())}))
+    assert bwrap_command(handed, ["python"], seccomp_fd=9) == bwrap_command(policy, ["python"], seccomp_fd=9)
 
 
 def test_unprivileged_command_sets_limits_inside_a_user_namespace(tmp_path, monkeypatch):

@@ -175,6 +175,10 @@ class SandboxedExecute(Execute):
     def _iopub_timeout_default(self):
         return self.interrupt_grace
 
+    @default("shutdown_kernel")
+    def _shutdown_kernel_default(self):
+        return "immediate"  # nothing of a graded kernel outlives it: no exit of its own to wait for
+
     def preprocess(self, nb, resources=None, km=None):
         refuse_open(self.private_folders)
         check_available()

@@ -44,6 +44,7 @@ from .sandbox import (
     package_path,
     privileged,
     readonly_paths,
+    view_listing,
     write_policy,
 )
 
@@ -179,7 +180,9 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
             "cgroup": self._cgroup.to_json() if self._cgroup is not None else None,
         }
         scratch_base = self.temp_dir or None
-        if self.prefork and privileged():  # the zygote builds namespaces as root (unprivileged: no fork server)
+        if not (self.prefork and privileged()):  # a fresh bwrap: its launcher gets the view listed here, once
+            policy["listing"] = view_listing(readonly_paths())
+        else:  # the zygote builds namespaces as root (unprivileged: no fork server)
             editions = edition.DEFAULT_OUT.resolve()
             zygote = Zygote.get(editions, self.temp_dir, torch_files)
             os.rmdir(self._sockdir)  # still empty: the zygote stages its own socket folders

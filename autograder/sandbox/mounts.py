@@ -85,7 +85,7 @@ def tmpfs(path: str, size_mb: int, files: int, owner: int, group: int, mode: int
 
 # encdec-<kind>-<grader pid>-<random>: kernel socket folder (k), working folder holder (w), the
 # zygote's socket (z) and scratch (zw) areas, the grader's side of a kernel's relay (r, relay.py)
-_FOLDER = re.compile(r"^encdec-(?:k|w|z|zw|r)-(\d+)-")
+_FOLDER = re.compile(r"^encdec-(?:k|w|z|zw|r|g)-(\d+)-")  # g: a grading unit's throwaway gradebook
 
 
 def folder_prefix(kind: str) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 STATE_DIR = ".driver"  # under the configured autograded folder; nbgrader's student globs skip dot-folders
 RESULTS = "results"  # STATE_DIR/results/<assignment>/<student>/<fingerprint>/: published grading results
 TMP_PREFIX = ".tmp-"  # a result being written; never read, removed by the next attempt
+FIRST_WRITER_STEP = "nbgrader.preprocessors.SaveAutoGrades"  # the first autograde step that writes the gradebook
 
 
 def load_config(root: Path):
@@ -27,6 +28,16 @@ def _load_config(root: str):
     if not (Path(root) / "nbgrader_config.py").is_file():
         raise SystemExit(f"no nbgrader_config.py in {root}: run from the course root (the repository root)")
     return PyFileConfigLoader("nbgrader_config.py", path=root).load_config()
+
+
+def autograde_steps(config) -> tuple[list[str], list[str]]:
+    """The course's autograde preprocessors, split where the gradebook is first written: the unit's
+    (before nbgrader's `SaveAutoGrades`: the sandboxed run, the verdict) and the writer's (from it on:
+    no student code runs), so that the gradebook is written once, by the writer."""
+    names = list(config.Autograde.get("autograde_preprocessors", [FIRST_WRITER_STEP]))
+    names = [n if isinstance(n, str) else f"{n.__module__}.{n.__name__}" for n in names]
+    at = names.index(FIRST_WRITER_STEP) if FIRST_WRITER_STEP in names else len(names)
+    return names[:at], names[at:] or [FIRST_WRITER_STEP]
 
 
 def coursedir_for(config, **traits):

@@ -2,11 +2,13 @@
 the course gradebook.
 
 `grade` copies the submission into a task-private work folder (a `.tmp-*` folder next to where its
-result will be published), seeds a throwaway SQLite gradebook there with the assignment
-(`seed.py`), and runs nbgrader's own `Autograde` with the course's configuration (its
-preprocessors, so the sandbox and the trusted verdict apply), one notebook per conversion so a
-notebook that cannot be graded costs only itself. It then publishes the autograded notebooks and
-a `result.json` by renaming the work folder to `<results>/<fingerprint>/` in one step: a result is
+result will be published), seeds a throwaway SQLite gradebook with the assignment (`seed.py`; in
+memory, `/dev/shm`, where there is one: nothing of it is kept) that nbgrader's steps read the
+assignment from, and runs nbgrader's own `Autograde` with the course's configuration up to the
+first step that writes grades (`course.autograde_steps`: the sandbox and the trusted verdict apply;
+the grades are written once, by the writer, from the autograded notebook), one notebook per
+conversion so a notebook that cannot be graded costs only itself. It then publishes the autograded
+notebooks and a `result.json` by renaming the work folder to `<results>/<fingerprint>/` in one step: a result is
 either complete or absent, a worker killed mid-task leaves only a `.tmp-*` folder that nobody reads,
 and a task delivered twice publishes once (the second rename finds the folder there and discards
 its copy). The course gradebook is written by one process only, the writer (`writer.py`).
@@ -28,6 +30,7 @@ from autograder import handed_in
 
 from .course import (
     TMP_PREFIX,
+    autograde_steps,
     coursedir_for,
     fingerprint,
     load_config,
@@ -39,6 +42,7 @@ from .course import (
 from .seed import notebooks, seed
 
 RESULT = "result.json"
+MEMORY = "/dev/shm"  # where the throwaway gradebook goes when it can: its commits then wait for no disk
 AUTOGRADED = "autograded"  # in a published result: the student's autograded assignment folder
 
 
@@ -64,6 +68,9 @@ def published(cd, assignment: str, student: str, fp: str) -> Path | None:
 
 def grade(root: str, assignment: str, student: str, spec: dict, timeout: int | None = None) -> dict:
     """Grade one student's submission of one assignment; publish and return its result."""
+    from autograder.sandbox.fork_server import _sweep
+    from autograder.sandbox.mounts import folder_prefix
+
     root = str(Path(root).resolve())
     config = load_config(Path(root))
     cd = coursedir_for(config)
@@ -77,10 +84,13 @@ def grade(root: str, assignment: str, student: str, spec: dict, timeout: int | N
         done = published(cd, assignment, student, fp)
         if done is not None:  # delivered twice: the first delivery's result stands
             return json.loads((done / RESULT).read_text())
-        result = _autograde(config, work, sub, assignment, student, spec, timeout)
+        memory = MEMORY if os.access(MEMORY, os.W_OK) else work
+        _sweep(memory)  # what units killed mid-task left there
+        with tempfile.TemporaryDirectory(prefix=folder_prefix("g"), dir=memory) as private:  # 0700, as grading state
+            result = _autograde(config, work, sub, assignment, student, spec, timeout, Path(private) / "gradebook.db")
         result["fingerprint"] = fp
         (work / RESULT).write_text(json.dumps(result, indent=1, sort_keys=True))
-        for scratch in ("submitted", "graded", "feedback", "gradebook.db"):  # only the result is published
+        for scratch in ("submitted", "graded", "feedback"):  # only the result is published
             path = work / scratch
             shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
         try:
@@ -94,11 +104,11 @@ def grade(root: str, assignment: str, student: str, spec: dict, timeout: int | N
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _autograde(config, work: Path, sub: Path, assignment: str, student: str, spec: dict, timeout: int | None) -> dict:
+def _autograde(config, work: Path, sub: Path, assignment: str, student: str, spec: dict, timeout, db: Path) -> dict:
     from nbgrader.api import Gradebook, MissingEntry
 
     start = time.monotonic()
-    db_url = f"sqlite:///{work / 'gradebook.db'}"
+    db_url = f"sqlite:///{db}"
     cfg = with_overrides(
         config,
         submitted_directory=str(work / "submitted"),
@@ -106,9 +116,10 @@ def _autograde(config, work: Path, sub: Path, assignment: str, student: str, spe
         feedback_directory=str(work / "feedback"),
         db_url=db_url,
     )
+    cfg.Autograde.autograde_preprocessors = autograde_steps(config)[0]  # the writer runs the rest, once
     if timeout:  # cells keep their own limit, capped by what is left of the notebook's
         cfg.SandboxedExecute.notebook_timeout = timeout
-    _seeded_gradebook(coursedir_for(config), spec, work / "gradebook.db")
+    _seeded_gradebook(coursedir_for(config), spec, db)
     course_id = coursedir_for(cfg).course_id
     out: dict = {"assignment": assignment, "student": student, "notebooks": {}, "timestamp": None}
     cd = coursedir_for(cfg)  # the notebooks the gradebook knows, their locked cells as the exporter reads them
@@ -128,10 +139,6 @@ def _autograde(config, work: Path, sub: Path, assignment: str, student: str, spe
         try:
             submission = gb.find_submission(assignment, student)
             out["timestamp"] = submission.timestamp.isoformat() if submission.timestamp else None
-            for nb, info in out["notebooks"].items():
-                if info["status"] == "graded":
-                    scored = gb.find_submission_notebook(nb, assignment, student)
-                    info["score"], info["max_score"] = float(scored.score), float(scored.max_score)
         except MissingEntry:
             pass
     graded = work / "graded" / student / assignment

@@ -3,10 +3,11 @@ public API only, idempotently.
 
 For a result of (assignment, student, fingerprint) it creates the student and the submission
 (with the submission's timestamp) with `Gradebook`, puts the autograded notebooks in the course's
-autograded folder (copied beside it, then renamed over it), and replays on each notebook the
+autograded folder (copied beside it, then renamed over it), and runs on each notebook the
 gradebook-writing tail of the course's own `Autograde.autograde_preprocessors`, from nbgrader's
-`SaveAutoGrades` on (the integrity flags, the late penalty): the same stock code that `nbgrader
-autograde` runs, on the same notebook, so the scores are the ones it would write. None of those
+`SaveAutoGrades` on (the integrity flags, the late penalty), which the unit left to it
+(`course.autograde_steps`): the same stock code that `nbgrader autograde` runs, on the same
+notebook, once, so the scores are the ones it would write. None of those
 steps runs student code. A notebook not handed in, or one that cannot be read, scores 0 (as
 stock nbgrader scores a missing one); one whose grading failed keeps its last graded copy and
 scores, and a result that graded nothing changes nothing (no grade is lost by a failed run).
@@ -28,10 +29,9 @@ from pathlib import Path
 from autograder import roster
 from autograder.keep import replace_folder
 
-from .course import TMP_PREFIX, autograded_dir, coursedir_for, results_dir, state_dir
+from .course import TMP_PREFIX, autograde_steps, autograded_dir, coursedir_for, results_dir, state_dir
 from .unit import AUTOGRADED, RESULT
 
-FIRST_WRITER_STEP = "nbgrader.preprocessors.SaveAutoGrades"
 STALE_TMP_S = 24 * 3600  # a `.tmp-*` work folder this old belongs to a killed worker
 
 
@@ -76,10 +76,7 @@ def writer_steps(config) -> list:
     """The course's autograde preprocessors from SaveAutoGrades on, instantiated with its config."""
     from traitlets.utils.importstring import import_item
 
-    names = list(config.Autograde.get("autograde_preprocessors", [FIRST_WRITER_STEP]))
-    names = [n if isinstance(n, str) else f"{n.__module__}.{n.__name__}" for n in names]
-    tail = names[names.index(FIRST_WRITER_STEP) :] if FIRST_WRITER_STEP in names else [FIRST_WRITER_STEP]
-    return [import_item(n)(config=config) for n in tail]
+    return [import_item(n)(config=config) for n in autograde_steps(config)[1]]
 
 
 def apply(config, assignment: str, student: str, fp: str, applied: Applied | None = None) -> list[Result]:
