@@ -54,10 +54,12 @@ def beam_search(
     max_new_tokens: int,
     length_penalty: float = LENGTH_PENALTY,
     use_cache: bool = True,
+    trace: list | None = None,
 ) -> tuple[Tensor, Tensor]:
     """The ``beam_size`` best answers of questions (N, Kq): ids (N, k, 1 + max_new_tokens), BOS
     first, and their scores (N, k), best first. ``use_cache=False`` re-runs each beam's whole prefix
-    at every step (the same beams: tests/test_beam.py)."""
+    at every step (the same beams: tests/test_beam.py); ``trace`` (a list) receives each step's
+    parents and tokens, (N, k) each (chapter 13 prints them)."""
     ques_b, tokens, ans_pos = _start(model, ques_b, max_new_tokens, None)  # (N, Kq), (N, 1), (1, Ka, M)
     N, k, V = ques_b.shape[0], beam_size, model.config.vocab_size
     if not 1 <= k <= V:
@@ -85,6 +87,8 @@ def beam_search(
         cand_score = cand_total / cand_length**length_penalty  # (N, B, V)
         score, idx = cand_score.reshape(N, B * V).topk(k, dim=1)  # (N, k): the k best candidates
         parent, token = idx // V, idx % V  # (N, k): which beam each came from, the token it added
+        if trace is not None:
+            trace.append((parent, token))
         total = cand_total.reshape(N, B * V).gather(1, idx)  # (N, k)
         length = cand_length.reshape(N, B * V).gather(1, idx)  # (N, k)
         done = done.gather(1, parent) | (token == EOS_ID)  # (N, k)

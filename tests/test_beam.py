@@ -84,3 +84,18 @@ def test_on_the_trained_model_beam_never_scores_below_greedy():
     for k in (2, 4):
         _, score = beam_search(model, ques, k, 4)
         assert (score[:, 0] >= greedy - 1e-5).all()
+
+
+def test_the_decoding_table_compares_every_decoder_with_greedy(monkeypatch, tmp_path):
+    """decoders.decoding_table on a sample of 20 questions (the book's reads 3,921): a row per decoder,
+    greedy changes nothing, and beam search changes no more answers than there are."""
+    import encdec.decoders as D
+
+    monkeypatch.setenv("ENCDEC_CACHE", str(tmp_path))
+    monkeypatch.setattr(D, "STRIDE", 19602 // 20 + 1)
+    table = D.decoding_table("modern")
+    names = [r["decoder"] for r in table["rows"]]
+    assert names == ["greedy", "beam, k = 2", "beam, k = 4", *(f"sampling, {s}" for s in D.SAMPLING)]
+    assert table["questions"] == 20 and table["rows"][0]["changed"] == 0
+    assert all(0 <= r["right"] <= 20 and 0 <= r["changed"] <= 20 for r in table["rows"])
+    assert list(tmp_path.glob("decoding_table-modern-*.json")), "cached, for the page to read"
