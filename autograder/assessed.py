@@ -41,6 +41,7 @@ ELSEWHERE = {
     "encdec.sampling.sampling_probs": ("warmup",),  # part 4, the same function
     "encdec.padding.padding_mask": ("warmup",),  # part 3's padding mask, for a (N, K) `real`
     "encdec.sampling.sample_decode": ("kv_cache",),  # greedy_decode's cached loop with another pick
+    "encdec.beam.beam_search": ("kv_cache",),  # part 4, the same function
     # scaled_dot_product_attention with the mask after the softmax: the answer but for one swap
     "encdec.broken.attention_mask_after_softmax": ("decoder_block", "warmup"),
 }

@@ -65,7 +65,7 @@ def cached(name: str, preset: str, modules: tuple[ModuleType, ...], compute: Cal
 
 
 # Every whole-space result a page reads: (module, function of one preset), made by ``warm``.
-RESULTS = (("encdec.widgets.break_it", "mistake_table"),)
+RESULTS = (("encdec.widgets.break_it", "mistake_table"), ("encdec.decoders", "decoding_table"))
 
 
 def warm(presets: tuple[str, ...] | None = None) -> None:

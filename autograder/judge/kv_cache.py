@@ -14,7 +14,7 @@ from encdec.grading.compare import cache_blame
 from encdec.grading.words import words
 
 from . import decode_draws as D
-from . import kv_update
+from . import kv_beam, kv_update
 from . import stages as St
 from . import variants as Var
 from .cases import agreeing
@@ -361,3 +361,7 @@ for _cid, _hidden, _seed, _title in (
     # the tokens of one run decide (a prefix is no answer to replay); a mistake is named over every run
     _c.judge = _judge_runs(_c, _judge_tokens(_c, lambda inputs: {}), _prefill_variants)
     CHECKS.append(_c)
+
+
+# --- the stretch part 4: beam search with the KV cache (kv_beam.py) ------------------------------------
+CHECKS += kv_beam.CHECKS

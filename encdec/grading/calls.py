@@ -249,6 +249,13 @@ def call_decode(impl, meta, a, prefix: Tensor | None = None) -> dict:
     }
 
 
+def call_beam(impl, meta, a) -> dict:
+    """The stretch part 4, beam search (its own module: calls_beam.py)."""
+    from .calls_beam import call_beam
+
+    return call_beam(impl, meta, a)
+
+
 def call_prefill(impl, meta, a) -> dict:
     """The stretch: cached greedy decoding that continues a decoder prefix (N, P), instrumented as
     ``call_decode``."""
@@ -375,6 +382,7 @@ CALLS: dict[str, Callable[[Any, dict, dict], dict]] = {
     "sampling": call_sampling,
     "prefill": call_prefill,
     "sdpa_mask": call_sdpa_mask,
+    "beam": call_beam,
 }
 
 

@@ -152,6 +152,20 @@ MISCONCEPTIONS = {
         "token fed t steps after the prefill (index P + t - 1) sits at position P + t - 1, "
         "ans_pos[:, P+t-1:P+t]."
     ),
+    # the stretch part 4: beam search with the KV cache
+    "beam_cache_not_reordered": (
+        "the caches were not reordered: a kept beam may extend another beam than the one in its row, "
+        "so each decoder layer's self-attention cache must follow it (cache.k.index_select(0, rows), "
+        "rows = each kept beam's parent row); otherwise a beam reads another beam's past."
+    ),
+    "beam_no_length_norm": (
+        "no length normalisation: a beam's score is its sum of log-probs divided by "
+        "length ** length_penalty (the tokens up to and including EOS); the plain sum favours short answers."
+    ),
+    "beam_finished_extended": (
+        "finished beams were extended: a beam that produced EOS stays a candidate with its score and "
+        "length unchanged and is padded with EOS (its one continuation is EOS at no cost), never extended."
+    ),
     "mask_transposed": (
         "the mask is transposed: True must sit above the diagonal (j > i, reader i's future); this one "
         "forbids the positions below it, the past, and lets every reader see what comes after it."
