@@ -142,7 +142,7 @@ def kernel_cgroups() -> set[Path]:
 def sandbox_pids(course: Path) -> list[int]:
     """Processes working in `course` under a sandbox uid (root's mode) or, without root, in
     another pid namespace (other graders may run beside the test). Written apart from the
-    grader's own `sandbox._pids_working_in` on purpose: the test does not trust what it tests."""
+    grader's own `processes._pids_working_in` on purpose: the test does not trust what it tests."""
     from autograder.sandbox.sandbox import UID_BASE, UID_SLOTS, privileged
 
     own_ns = os.readlink("/proc/self/ns/pid")

@@ -18,7 +18,7 @@ from pathlib import Path
 import zmq
 
 from autograder.sandbox.execute import SandboxedExecute
-from autograder.sandbox.sandbox import tree_cpu_seconds
+from autograder.sandbox.processes import tree_cpu_seconds
 
 from ._shared import OUTPUTS_KEY, check_ids, deliver, graded_inputs, withdraw, workdir
 

@@ -34,12 +34,12 @@ from . import mounts, relay, safefs
 from .cgroups import Cgroup
 from .fork_server import SOCKET_PATH_MAX, SOCKET_TAIL, Zygote, _sweep, socket_base  # noqa: F401 (SOCKET_*: re-exported)
 from .policy import SOCK_FILES, Policy
+from .processes import end_kernel_processes
 from .sandbox import (
     Limits,
     SandboxUnavailable,
     UidSlot,
     check_available,
-    end_kernel_processes,
     kernel_cgroup,
     package_path,
     privileged,
