@@ -7,6 +7,7 @@ question's cross-attention maps at stored epochs of the ``modern`` recipe's run;
 pages read the JSON (``encdec/checkpoints/experiments/``) and never train.
 """
 
+import json
 from pathlib import Path
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "checkpoints" / "experiments"
@@ -15,3 +16,11 @@ EXPERIMENTS = Path(__file__).resolve().parents[1] / "checkpoints" / "experiments
 def significant(x: float, digits: int = 4) -> float:
     """A float cut to ``digits`` significant digits: the records stay a few tens of kB."""
     return float(f"{x:.{digits}g}")
+
+
+def write(path: str | Path, record: dict) -> dict:
+    """``record`` as one line of compact JSON at ``path`` (its folder made): a record stays small."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, separators=(",", ":")) + "\n")
+    return record

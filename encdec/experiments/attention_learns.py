@@ -14,9 +14,7 @@ the maps and what the model answered then are kept, not the weights.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from pathlib import Path
 
 import torch
 
@@ -24,7 +22,7 @@ from ..data import decode, encode_answer, encode_question
 from ..generate import greedy_decode
 from ..presets import get_preset
 from ..train import load_run, train
-from . import EXPERIMENTS, significant
+from . import EXPERIMENTS, significant, write
 
 PRESET = "modern"
 QUESTION = "BOS NEGATIVE 30 subtract NEGATIVE 34 EOS"  # chapters 11 and 12's question
@@ -81,10 +79,7 @@ def main(argv: list[str] | None = None) -> dict:
         "shipped_train_loss": [significant(r["train_loss"]) for r in shipped_metrics["history"][: EPOCHS[-1]]],
         "snapshots": [snapshots[e] for e in sorted(snapshots)],
     }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, separators=(",", ":")) + "\n")
-    return record
+    return write(args.out, record)
 
 
 if __name__ == "__main__":

@@ -12,17 +12,15 @@ clipping (what the clip sees), read through hooks from ``encdec.train.train``'s 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import asdict, replace
-from pathlib import Path
 
 import torch
 
 from ..config import ModelConfig, TrainConfig
 from ..model import sequence_loss
 from ..train import train
-from . import EXPERIMENTS, significant
+from . import EXPERIMENTS, significant, write
 
 NORMS = ("post", "pre")
 MODEL = ModelConfig(  # the historical shape: deep and narrow, where the norm's place should matter most
@@ -136,10 +134,7 @@ def main(argv: list[str] | None = None) -> dict:
     }
     record |= settings()
     record["runs"] = {norm: {name: run(norm, tc) for name, tc in RECIPES.items()} for norm in NORMS}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, separators=(",", ":")) + "\n")
-    return record
+    return write(args.out, record)
 
 
 if __name__ == "__main__":
