@@ -24,6 +24,7 @@ from autograder.judge.core import randomize_
 from autograder.preprocessors import deliver, withdraw
 from encdec import attention as A
 from encdec import model as M
+from encdec.beam import beam_search
 from encdec.generate import greedy_decode
 from encdec.grading import wire
 from encdec.grading.misconceptions import MISCONCEPTIONS
@@ -89,11 +90,12 @@ REFERENCE = {
     "warmup.sampling": sampling_probs,
     "warmup.sdpa_mask": lambda mask: ~mask,  # SDPA's attn_mask: True = may attend
     "kv_cache.prefill": lambda model, ques, prefix, n: greedy_decode(model, ques, n, prefix=prefix),
+    "kv_cache.beam": beam_search,
 }
 # visible checks whose exercise is not in any graded kernel's package (no target to call by name):
-# the shapes are numbers, SDPA's mask is the course's inverted, and encdec.padding and encdec.sampling
-# are left out of every edition
-NO_PACKAGE_TARGET = {"warmup.shapes", "warmup.padding_mask", "warmup.sampling", "warmup.sdpa_mask"}
+# the shapes are numbers, SDPA's mask is the course's inverted, and encdec.padding, encdec.sampling and
+# encdec.beam are left out of every edition
+NO_PACKAGE_TARGET = {"warmup.shapes", "warmup.padding_mask", "warmup.sampling", "warmup.sdpa_mask", "kv_cache.beam"}
 
 
 def warmup_padding(L, Tq, Tk):
