@@ -17,7 +17,7 @@ import torch
 from torch import Tensor, nn
 
 from encdec.grading import language
-from encdec.grading.calls import as_array
+from encdec.grading.arguments import as_array
 from encdec.grading.compare import ATOL, error_match, mismatch_details, same
 from encdec.grading.misconceptions import MISCONCEPTIONS, base_name
 from encdec.grading.words import Words, as_words, words

@@ -15,36 +15,21 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from .arguments import as_array, config_of, state_of, tensor_of
 from .by_hand import KINDS as BY_HAND
 from .by_hand import no_ready_made_attention
+from .calls_beam import call_beam
 from .stages import BLOCK, MODEL, recording
 from .wire import case, section
 
 
-def _t(a: np.ndarray) -> Tensor:
-    return torch.from_numpy(np.array(a))
-
-
-def as_array(x: Any, what: str) -> np.ndarray:
-    """Student output -> numpy, with a clear message when it is not a tensor."""
-    if isinstance(x, Tensor):
-        return x.detach().cpu().numpy()
-    if isinstance(x, (np.ndarray, float, int, bool)):
-        return np.asarray(x)
-    raise TypeError(f"{what} must be a torch.Tensor, got {type(x).__name__}")
-
-
-def _state(arrays: dict) -> dict[str, Tensor]:
-    return {k: _t(v) for k, v in section(arrays, "state").items()}
-
-
 def call_mask(impl, meta, a) -> dict:
-    out = impl(_t(a["seq"]))
+    out = impl(tensor_of(a["seq"]))
     return {"mask": as_array(out, "get_subsequent_mask(seq)")}  # its dtype is judged with its values
 
 
 def call_softmax(impl, meta, a) -> dict:
-    out = impl(_t(a["scores"]), _t(a["mask"]))
+    out = impl(tensor_of(a["scores"]), tensor_of(a["mask"]))
     return {"weights": as_array(out, "masked_softmax(scores, mask)").astype(np.float32)}
 
 
@@ -67,41 +52,39 @@ def _traced(module, name: str, out: dict[str, np.ndarray], run, given) -> torch.
 def call_block(impl, meta, a) -> dict:
     d = meta["dims"]
     block = impl(d["H"], d["M"], d["F"], 0.1)
-    block.load_state_dict(_state(a))
+    block.load_state_dict(state_of(a))
     block.eval()
     out: dict[str, np.ndarray] = {}
     for name in meta["cases"]:  # e.g. "out", then "out_changed" (later answer positions changed)
         case = section(a, f"case/{name}")
         y = _traced(
-            block, name, out, lambda case=case: block(_t(case["dec"]), _t(case["enc"]), _t(case["mask"])), BLOCK
+            block,
+            name,
+            out,
+            lambda case=case: block(tensor_of(case["dec"]), tensor_of(case["enc"]), tensor_of(case["mask"])),
+            BLOCK,
         )
         out[name] = as_array(y, "DecoderBlock.forward(dec_inp, enc_inp, mask)").astype(np.float32)
     return out
 
 
 def call_shift(impl, meta, a) -> dict:
-    out = impl(_t(a["ans"]))
+    out = impl(tensor_of(a["ans"]))
     if not isinstance(out, tuple) or len(out) != 2:
         raise TypeError(f"shift_targets must return a pair (dec_in_b, labels_b), got {type(out).__name__}")
     return {"dec_in": as_array(out[0], "dec_in_b"), "labels": as_array(out[1], "labels_b")}
 
 
-def _config(meta):
-    from ..config import ModelConfig
-
-    return ModelConfig(**meta["config"])
-
-
 def call_forward(impl, meta, a) -> dict:
-    m = impl(_config(meta))
-    m.load_state_dict(_state(a))
+    m = impl(config_of(meta))
+    m.load_state_dict(state_of(a))
     m.eval()
     out: dict[str, np.ndarray] = {}
     for name, ques_key, ans_key in meta["cases"]:  # e.g. ["logits", "ques", "ans"]
-        q, ans = _t(a[ques_key]), _t(a[ans_key])
+        q, ans = tensor_of(a[ques_key]), tensor_of(a[ans_key])
         # the positions the grader drew, where it did (a forward must add the ones it is given)
-        qpos = _t(a["ques_pos"]) if "ques_pos" in a else m.positions(q.shape[1])  # (1, Kq, M)
-        apos = _t(a["ans_pos"]) if "ans_pos" in a else m.positions(ans.shape[1])  # (1, Ka, M)
+        qpos = tensor_of(a["ques_pos"]) if "ques_pos" in a else m.positions(q.shape[1])  # (1, Kq, M)
+        apos = tensor_of(a["ans_pos"]) if "ans_pos" in a else m.positions(ans.shape[1])  # (1, Ka, M)
         y = _traced(m, name, out, lambda q=q, qpos=qpos, ans=ans, apos=apos: m(q, qpos, ans, apos), MODEL)
         out[name] = as_array(y, "Transformer.forward(...)").astype(np.float32)
     return out
@@ -110,7 +93,7 @@ def call_forward(impl, meta, a) -> dict:
 def call_loss(impl, meta, a) -> dict:
     out = {}
     for i in range(int(meta.get("cases", 1))):  # the plain case, then the grader's probes
-        y = impl(_t(a[case("logits", i)]), _t(a[case("ans", i)]))
+        y = impl(tensor_of(a[case("logits", i)]), tensor_of(a[case("ans", i)]))
         out[case("loss", i)] = as_array(y, "next_token_loss(logits, ans_b)").astype(np.float64).reshape(-1)
     return out
 
@@ -119,7 +102,7 @@ def call_update(impl, meta, a) -> dict:
     cache = impl()
     out = {}
     for i in range(meta["steps"]):
-        res = cache.update(_t(a[f"k/{i}"]), _t(a[f"v/{i}"]))
+        res = cache.update(tensor_of(a[f"k/{i}"]), tensor_of(a[f"v/{i}"]))
         if not isinstance(res, tuple) or len(res) != 2:
             raise TypeError(f"KVCache.update must return (keys, values), got {type(res).__name__}")
         out[f"k{i}"] = as_array(res[0], "keys returned by update")
@@ -177,8 +160,8 @@ def call_decode(impl, meta, a, prefix: Tensor | None = None) -> dict:
     """
     from ..model import Transformer
 
-    model = Transformer(_config(meta))
-    model.load_state_dict(_state(a))
+    model = Transformer(config_of(meta))
+    model.load_state_dict(state_of(a))
     model.eval()
     counts: dict = {"enc": 0, "dec": [], "logits": [], "fed": [], "held": {}}
 
@@ -220,7 +203,7 @@ def call_decode(impl, meta, a, prefix: Tensor | None = None) -> dict:
     ]
     try:
         with torch.no_grad():
-            given = (_t(a["ques"]),) if prefix is None else (_t(a["ques"]), prefix)
+            given = (tensor_of(a["ques"]),) if prefix is None else (tensor_of(a["ques"]), prefix)
             tokens = impl(model, *given, int(meta["n"]))
     except NotImplementedError:
         raise
@@ -249,17 +232,10 @@ def call_decode(impl, meta, a, prefix: Tensor | None = None) -> dict:
     }
 
 
-def call_beam(impl, meta, a) -> dict:
-    """The stretch part 4, beam search (its own module: calls_beam.py)."""
-    from .calls_beam import call_beam
-
-    return call_beam(impl, meta, a)
-
-
 def call_prefill(impl, meta, a) -> dict:
     """The stretch: cached greedy decoding that continues a decoder prefix (N, P), instrumented as
     ``call_decode``."""
-    return call_decode(impl, meta, a, prefix=_t(a["prefix"]))
+    return call_decode(impl, meta, a, prefix=tensor_of(a["prefix"]))
 
 
 _MAX_STEPS = 64  # steps whose decoder input is recorded
@@ -318,7 +294,7 @@ def call_causal_mask(impl, meta, a) -> dict:
 
 def call_causal_softmax(impl, meta, a) -> dict:
     return {
-        case("weights", i): as_array(impl(_t(a[case("scores", i)])), "causal_softmax(scores)").astype(np.float32)
+        case("weights", i): as_array(impl(tensor_of(a[case("scores", i)])), "causal_softmax(scores)").astype(np.float32)
         for i in range(int(meta["cases"]))
     }
 
@@ -335,7 +311,7 @@ def _as_used(mask: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 def call_padding_mask(impl, meta, a) -> dict:
     out = {}
     for i, (Tq, Tk) in enumerate(meta["sizes"]):
-        L = _t(a[case("lengths", i)])
+        L = tensor_of(a[case("lengths", i)])
         m = as_array(impl(L, int(Tq), int(Tk)), "padding_mask(key_lengths, Tq, Tk)")
         out[case("mask", i)] = _as_used(m, (len(L), 1, int(Tq), int(Tk)))
     return out
@@ -344,7 +320,7 @@ def call_padding_mask(impl, meta, a) -> dict:
 def call_combined_mask(impl, meta, a) -> dict:
     out = {}
     for i, T in enumerate(meta["sizes"]):
-        L = _t(a[case("lengths", i)])
+        L = tensor_of(a[case("lengths", i)])
         m = as_array(impl(L, int(T)), "causal_padding_mask(key_lengths, T)")
         out[case("mask", i)] = _as_used(m, (len(L), 1, int(T), int(T)))
     return out
@@ -352,7 +328,7 @@ def call_combined_mask(impl, meta, a) -> dict:
 
 def call_sdpa_mask(impl, meta, a) -> dict:
     return {
-        case("attn_mask", i): as_array(impl(_t(a[case("mask", i)])), "sdpa_mask(mask)")
+        case("attn_mask", i): as_array(impl(tensor_of(a[case("mask", i)])), "sdpa_mask(mask)")
         for i in range(int(meta["cases"]))
     }
 
@@ -360,7 +336,7 @@ def call_sdpa_mask(impl, meta, a) -> dict:
 def call_sampling(impl, meta, a) -> dict:
     out = {}
     for i, settings in enumerate(meta["settings"]):  # temperature, top_k, top_p (None: not used)
-        y = impl(_t(a[case("logits", i)]), **settings)
+        y = impl(tensor_of(a[case("logits", i)]), **settings)
         out[case("probs", i)] = as_array(y, "sampling_probs(logits, ...)").astype(np.float32)
     return out
 

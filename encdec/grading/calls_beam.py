@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .calls import _config, _state, _t, as_array
+from .arguments import as_array, config_of, state_of, tensor_of
 from .wire import case
 
 
@@ -18,12 +18,12 @@ def call_beam(impl, meta, a) -> dict[str, np.ndarray]:
     """Each case: ``impl(model, ques_b, beam_size, max_new_tokens, length_penalty)`` -> (tokens, scores)."""
     from ..model import Transformer
 
-    model = Transformer(_config(meta))
-    model.load_state_dict(_state(a))
+    model = Transformer(config_of(meta))
+    model.load_state_dict(state_of(a))
     model.eval()
     out = {}
     for i, (k, n, alpha) in enumerate(meta["cases"]):
-        res = impl(model, _t(a[case("ques", i)]), int(k), int(n), float(alpha))
+        res = impl(model, tensor_of(a[case("ques", i)]), int(k), int(n), float(alpha))
         if not isinstance(res, tuple) or len(res) != 2:
             raise TypeError(f"beam_search must return (tokens, scores), got {type(res).__name__}")
         out[case("tokens", i)] = as_array(res[0], "the beams' tokens (N, beam_size, 1 + max_new_tokens)")
