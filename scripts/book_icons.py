@@ -15,6 +15,7 @@ stylesheet does not know (``fa-solid``, ``fa-lg``: styles, not glyphs) keeps not
 
 from __future__ import annotations
 
+import logging
 import re
 import sys
 from pathlib import Path
@@ -56,6 +57,7 @@ def cut(site: Path) -> list[tuple[str, int, int]]:
     (file, bytes before, bytes after) of each."""
     from fontTools import subset
 
+    logging.getLogger("fontTools").setLevel(logging.WARNING)  # its subsetter says every table it prunes
     points = used_points(site)
     done = []
     for font_file in sorted((site / FONTS).glob("*.woff2")):
@@ -76,9 +78,13 @@ def cut(site: Path) -> list[tuple[str, int, int]]:
 
 
 def _finished(app, exception) -> None:
+    from sphinx.util import logging as sphinx_logging
+
     if exception is None and app.builder.format == "html" and (Path(app.outdir) / FONTS).is_dir():
         for name, before, after in cut(Path(app.outdir)):
-            app.builder.info(f"book_icons: {name} cut to the site's icons, {before:,} -> {after:,} bytes")
+            sphinx_logging.getLogger(__name__).info(
+                f"book_icons: {name} cut to the site's icons, {before:,} -> {after:,} bytes"
+            )
 
 
 def setup(app):
