@@ -42,6 +42,8 @@ ELSEWHERE = {
     "encdec.padding.padding_mask": ("warmup",),  # part 3's padding mask, for a (N, K) `real`
     "encdec.sampling.sample_decode": ("kv_cache",),  # greedy_decode's cached loop with another pick
     "encdec.beam.beam_search": ("kv_cache",),  # part 4, the same function
+    # DecoderBlock.forward with its norms moved before the sublayers: the answer but for that order
+    "encdec.model.PreNormDecoderBlock.forward": ("decoder_block",),
     # scaled_dot_product_attention with the mask after the softmax: the answer but for one swap
     "encdec.broken.attention_mask_after_softmax": ("decoder_block", "warmup"),
 }
