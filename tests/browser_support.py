@@ -50,6 +50,8 @@ def site_pages() -> list[str]:
 
 # The gallery's interactions are tested one by one; every other page is loaded and checked.
 GALLERY = "book/widgets_gallery"
+# One widget per gallery cell that imports from encdec.widgets (every figure, and a quick check).
+GALLERY_WIDGETS = (ROOT / f"{GALLERY}.md").read_text(encoding="utf-8").count("\nfrom encdec.widgets import ")
 CHAPTERS = [page for page in toc_pages() if page != GALLERY]
 
 

@@ -16,6 +16,7 @@ from browser_support import (
     CHAPTERS,
     DARK_TONE,
     GALLERY,
+    GALLERY_WIDGETS,
     ROOT,
     WIDGET_TONES_JS,
     PageLog,
@@ -31,8 +32,6 @@ from encdec.widgets._base import text
 
 pytestmark = pytest.mark.browser
 SCREENSHOTS = ROOT / "build" / "test-artifacts" / "screenshots"
-# One widget per gallery cell that imports from encdec.widgets (eleven: ten figures, a quick check).
-GALLERY_WIDGETS = (ROOT / f"{GALLERY}.md").read_text(encoding="utf-8").count("\nfrom encdec.widgets import ")
 
 
 def test_missing_build_fails_with_a_clear_message(tmp_path):

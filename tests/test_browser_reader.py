@@ -13,6 +13,7 @@ import pytest
 from book_published import published_book
 from browser_support import (
     DARK_TONE,
+    GALLERY_WIDGETS,
     ROOT,
     WIDGET_TONES_JS,
     Opened,
@@ -227,7 +228,7 @@ def test_a_dark_page_is_dark_behind_the_widgets_too(chromium, served):
           [w.dataset.widget, ...({WIDGET_TONES_JS})(w)])""")
     finally:
         opened.context.close()
-    assert len(colours) == 10
+    assert len(colours) == GALLERY_WIDGETS
     for name, background, text in colours:
         assert background < DARK_TONE < text, (
             f"{name} in the dark theme: background {background:.0f}, text {text:.0f} (0-255)"
