@@ -7,6 +7,7 @@ question's cross-attention maps at stored epochs of the ``modern`` recipe's run;
 pages read the JSON (``encdec/checkpoints/experiments/``) and never train.
 """
 
+import argparse
 import json
 from pathlib import Path
 
@@ -24,3 +25,17 @@ def write(path: str | Path, record: dict) -> dict:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, separators=(",", ":")) + "\n")
     return record
+
+
+def arguments(doc: str, out: Path, argv: list[str] | None) -> argparse.Namespace:
+    """An experiment's command line: where its record goes (``out`` by default, as the repository
+    names it) and torch's CPU threads, which are set here."""
+    import torch
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--out", default=str(out.relative_to(out.parents[3])), help="the record's JSON file")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    return args

@@ -13,7 +13,6 @@ the maps and what the model answered then are kept, not the weights.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import torch
@@ -22,7 +21,7 @@ from ..data import decode, encode_answer, encode_question
 from ..generate import greedy_decode
 from ..presets import get_preset
 from ..train import load_run, train
-from . import EXPERIMENTS, significant, write
+from . import EXPERIMENTS, arguments, significant, write
 
 PRESET = "modern"
 QUESTION = "BOS NEGATIVE 30 subtract NEGATIVE 34 EOS"  # chapters 11 and 12's question
@@ -48,12 +47,7 @@ def snapshot(model) -> dict:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(OUT.relative_to(OUT.parents[3])), help="the record's JSON file")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
-    args = parser.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = arguments(__doc__, OUT, argv)
     snapshots: dict[int, dict] = {}
 
     def watch(epoch: int, model) -> bool:

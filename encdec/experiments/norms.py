@@ -11,16 +11,13 @@ clipping (what the clip sees), read through hooks from ``encdec.train.train``'s 
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import asdict, replace
-
-import torch
 
 from ..config import ModelConfig, TrainConfig
 from ..model import sequence_loss
 from ..train import train
-from . import EXPERIMENTS, significant, write
+from . import EXPERIMENTS, arguments, significant, write
 
 NORMS = ("post", "pre")
 MODEL = ModelConfig(  # the historical shape: deep and narrow, where the norm's place should matter most
@@ -123,12 +120,7 @@ def settings() -> dict:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(OUT.relative_to(OUT.parents[3])), help="the record's JSON file")
-    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
-    args = parser.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = arguments(__doc__, OUT, argv)
     record = {
         "command": " ".join(["python -m encdec.experiments.norms", *(argv if argv is not None else sys.argv[1:])])
     }
