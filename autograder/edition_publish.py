@@ -47,25 +47,29 @@ def publish(assignment: str, out_root: Path, stamp: str, generate, force: bool) 
         try:
             os.rename(tmp, version)
         except OSError:  # that edition is there already: another grader built it first
-            if force:
-                old = version.with_name(f"{version.name}-old-{secrets.token_hex(4)}")
-                os.rename(version, old)
+            if force:  # rebuilt beside it, never over it: a kernel may be reading it now
+                version = version.with_name(f"{version.name}-{secrets.token_hex(4)}")
                 os.rename(tmp, version)
-                shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    previous = os.readlink(link) if link.is_symlink() else None
     swap = out_root / f".{assignment}-link-{os.getpid()}-{secrets.token_hex(4)}"
     os.symlink(version.name, swap)  # relative: the zygote reads it under another mount point
     if link.is_dir() and not link.is_symlink():
         shutil.rmtree(link)  # a plain folder from elsewhere: a link replaces it
     os.replace(swap, link)
+    if previous not in (None, version.name):
+        try:  # superseded now: kept KEEP_OLD_S from this moment, however old its files are
+            os.utime(out_root / previous)
+        except OSError:
+            pass  # pruned already, or another grader's
     _prune(assignment, out_root, keep=version.name)
     return link
 
 
 def _prune(assignment: str, out_root: Path, keep: str) -> None:
     """Remove superseded editions and abandoned builds of ``assignment`` (old enough)."""
-    pattern = re.compile(rf"\.{re.escape(assignment)}-([0-9a-f]{{20}}(-old-.*)?|tmp-.*|link-.*)")
+    pattern = re.compile(rf"\.{re.escape(assignment)}-([0-9a-f]{{20}}(-[0-9a-f]{{8}})?|tmp-.*|link-.*)")
     for entry in out_root.iterdir():
         if entry.name == keep or not pattern.fullmatch(entry.name):
             continue

@@ -15,12 +15,13 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 import torch
 
-from autograder import edition
+from autograder import edition, edition_publish
 from encdec.attention import get_subsequent_mask
 from encdec.config import ModelConfig
 from encdec.model import MultiHeadAttention, Transformer
@@ -238,6 +239,22 @@ def test_unchanged_stamp_means_no_rebuild_and_a_change_rebuilds(tmp_path):
     assert rebuilt == first and rebuilt.resolve() != before[0]  # same path, new edition under it
     assert (rebuilt.parent / "STAMP").read_text() != before[2]
     assert (rebuilt / "data.py").read_text().endswith("# changed\n")
+
+
+def test_a_forced_rebuild_leaves_the_edition_a_kernel_resolved(tmp_path):
+    """`python -m autograder.edition` (always a rebuild) while a kernel reads the current edition: its
+    folder stays whole, beside the new one, and is kept KEEP_OLD_S from being superseded."""
+    out = tmp_path / "out"
+    running = edition.ensure("decoder_block", out).resolve()  # what a kernel started now mounts
+    files = sorted(p.relative_to(running) for p in running.rglob("*.py"))
+    old = time.time() - 2 * edition_publish.KEEP_OLD_S
+    os.utime(running.parent, (old, old))  # built long ago
+    rebuilt = edition.build("decoder_block", out).resolve()
+    assert rebuilt != running and rebuilt.parent.parent == running.parent.parent
+    assert sorted(p.relative_to(running) for p in running.rglob("*.py")) == files  # nothing removed under it
+    assert (out / "decoder_block" / "encdec").resolve() == rebuilt
+    edition.build("decoder_block", out)  # a third build prunes only what is KEEP_OLD_S past superseded
+    assert running.is_dir()
 
 
 def test_graders_building_at_once_agree(tmp_path):
