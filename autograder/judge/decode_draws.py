@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import Tensor
+from torch.nn import functional as F
 
 from encdec import attention as A
 from encdec import model as Mdl
@@ -69,8 +71,9 @@ def build_decode(seed: int, hidden: bool) -> dict:
         for attempt in range(_ATTEMPTS):
             model = _drawn_model(cfg, seed, attempt)
             ques = torch.randint(0, 16, (N, 9), generator=g)
-            _sharpen_readout(model, ques, n, g)
-            found = _set_eos_readout(model, ques, n, g)  # (the reference tokens, the clear gap) or None
+            drawn = _Drawn.of(model, ques)
+            _sharpen_readout(drawn, n, g)
+            found = _set_eos_readout(drawn, n, g)  # (the reference tokens, the clear gap) or None
             if found is not None and _apart(Var.decode_variants(model, ques, n), *found):
                 return {"model": model, "config": cfg, "ques": ques, "n": n, "dims": {"N": N, "n": n}}
     raise RuntimeError(
@@ -97,12 +100,40 @@ _TIE = 1e-3  # the smallest gap between the best and second-best logit a greedy 
 _SPLIT = 1.0  # how far the EOS logit is set from the best other logit where a row must finish or not
 
 
+@dataclass
+class _Drawn:
+    """One attempt's model (float32), its questions, and what every step of the draw reads again:
+    the question's encoding, in float32 and in float64 (``model64``, the model's float64 copy). A draw
+    changes only ``proj_to_vocab`` after the model is made, so both encodings and the copy's
+    encoder and decoder stay the model's own; float64 logits read the model's current readout
+    (``logits64``). Each is bit for bit what encoding again, or copying again, would give."""
+
+    model: object
+    ques: Tensor  # (N, Kq)
+    memory: Tensor  # (N, Kq, M)
+    model64: object
+    memory64: Tensor  # (N, Kq, M), float64
+
+    @classmethod
+    @torch.no_grad()
+    def of(cls, model, ques) -> _Drawn:
+        model64 = in_double(model)
+        return cls(model, ques, model.encode(ques), model64, model64.encode(ques))
+
+    def logits64(self, h64: Tensor) -> Tensor:
+        """The model's readout, in float64, of float64 decoder states (..., M) -> (..., V)."""
+        proj = self.model.proj_to_vocab
+        return F.linear(h64, proj.weight.double(), proj.bias.double())
+
+
 @torch.no_grad()
-def _states(model, ques, tokens) -> Tensor:
-    """Decoder outputs (N, n, M) of each decoding step, computed uncached along ``tokens`` (N, 1+n)."""
+def _states(model, ques, tokens, memory: Tensor | None = None) -> Tensor:
+    """Decoder outputs (N, n, M) of each decoding step, computed uncached along ``tokens`` (N, 1+n)
+    (``memory``: the question's encoding, when made already)."""
     n = tokens.shape[1] - 1
+    memory = model.encode(ques) if memory is None else memory  # (N, Kq, M)
     x = model.emb_layer(tokens[:, :-1]) + model.positions(1 + n)[:, :n]  # (N, n, M)
-    return model.decoder(x, model.encode(ques), A.get_subsequent_mask(tokens[:, :-1]))  # (N, n, M)
+    return model.decoder(x, memory, A.get_subsequent_mask(tokens[:, :-1]))  # (N, n, M)
 
 
 def _best_other(logits: Tensor) -> Tensor:
@@ -111,7 +142,7 @@ def _best_other(logits: Tensor) -> Tensor:
 
 
 @torch.no_grad()
-def _set_eos_readout(model, ques, n, g) -> tuple[Tensor, float] | None:
+def _set_eos_readout(drawn: _Drawn, n, g) -> tuple[Tensor, float] | None:
     """Choose the EOS row of ``proj_to_vocab`` (which ``_sharpen_readout`` left losing everywhere)
     so that EOS wins at one step of one row, before the last step, and nowhere else on the greedy
     path, nor at the step after that EOS (the model would go on with another token there: only
@@ -121,24 +152,25 @@ def _set_eos_readout(model, ques, n, g) -> tuple[Tensor, float] | None:
     path that never picks EOS stays as it was. Returns the greedy tokens (N, 1 + n) with that row
     and the gap a choice needs to be clear on this model (``_clear``); None (row restored) when no
     step works."""
+    model, ques = drawn.model, drawn.ques
     proj = model.proj_to_vocab
     w0, b0 = proj.weight[EOS_ID].clone(), proj.bias[EOS_ID].clone()
     path = greedy_decode(model, ques, n, use_cache=False)  # (N, 1 + n): EOS never wins yet
     # the EOS row divides by a small gap between states: computed in float64 and rounded coarsely,
     # so that every machine builds the same row (draws.py)
-    model64 = in_double(model)
-    h = _states(model64, ques, path)  # (N, n, M)
-    top = _best_other(model64.proj_to_vocab(h))  # (N, n)
+    model64, memory64 = drawn.model64, drawn.memory64
+    h = _states(model64, ques, path, memory64)  # (N, n, M)
+    top = _best_other(drawn.logits64(h))  # (N, n)
     N = h.shape[0]
     for flat in torch.randperm(N * (n - 1), generator=g)[:16].tolist():
         r, s = divmod(flat, n - 1)  # the early row and its EOS step
         fed = path.clone()
         fed[r, s + 1] = EOS_ID
-        after = _states(model64, ques, fed)[r, s + 1]  # (M,): the step after that EOS
+        after = _states(model64, ques, fed, memory64)[r, s + 1]  # (M,): the step after that EOS
         others = torch.ones(N, n, dtype=torch.bool)  # every other state on the path...
         others[r, s:] = False  # ... but the early row's from its EOS on (pick_next keeps EOS there)
         rest = torch.cat([h[others], after[None]])  # (k, M): with the step after the EOS
-        rest_top = torch.cat([top[others], _best_other(model64.proj_to_vocab(after))[None]])  # (k,)
+        rest_top = torch.cat([top[others], _best_other(drawn.logits64(after))[None]])  # (k,)
         u = h[r, s] - rest.mean(dim=0)
         u = u / u.norm()  # (M,)
         gap = float(h[r, s] @ u - (rest @ u).max())
@@ -152,9 +184,9 @@ def _set_eos_readout(model, ques, n, g) -> tuple[Tensor, float] | None:
         k = 2.0 ** math.ceil(math.log2(k))
         proj.weight[EOS_ID], proj.bias[EOS_ID] = coarse(k * u), coarse(torch.tensor(-k * c))
         tokens = greedy_decode(model, ques, n, use_cache=False)  # (N, 1 + n): the reference now
-        logits = teacher_forced_logits(model, ques, tokens)  # (n, N, V)
+        logits = teacher_forced_logits(model, ques, tokens, drawn.memory)  # (n, N, V)
         # a near-tie would let a correct cached decoder, which rounds in another order, pick another token
-        clear = _clear(model, ques, tokens, logits)
+        clear = _clear(drawn, tokens, logits)
         if _exercises_eos(tokens, logits) and _min_margins(logits).min() >= clear:
             return tokens, clear
     proj.weight[EOS_ID], proj.bias[EOS_ID] = w0, b0
@@ -162,20 +194,25 @@ def _set_eos_readout(model, ques, n, g) -> tuple[Tensor, float] | None:
 
 
 @torch.no_grad()
-def rounding(model, ques, tokens, single: Tensor) -> Tensor:
+def rounding(model, ques, tokens, single: Tensor, drawn: _Drawn | None = None) -> Tensor:
     """How far the float32 step logits ``single`` (n, N, V) along ``tokens`` (N, 1 + n) are from
-    the same model's in float64: (n, N, V), the model's own rounding."""
-    double = teacher_forced_logits(in_double(model), ques, tokens)  # (n, N, V)
+    the same model's in float64: (n, N, V), the model's own rounding (``drawn``: its float64 copy
+    and encoding, when made already)."""
+    if drawn is None:
+        double = teacher_forced_logits(in_double(model), ques, tokens)  # (n, N, V)
+    else:
+        h64 = _states(drawn.model64, ques, tokens, drawn.memory64)  # (N, n, M)
+        double = drawn.logits64(h64).transpose(0, 1)  # (N, n, V) -> (n, N, V)
     return (single.double() - double).abs()
 
 
 @torch.no_grad()
-def _clear(model, ques, tokens, single) -> float:
+def _clear(drawn: _Drawn, tokens, single) -> float:
     """The smallest gap between the best and second-best logit that counts as a clear choice on
     this model: _TIE, or ten times the model's own float rounding along the greedy ``tokens``
     (N, 1 + n) (their float32 logits ``single`` (n, N, V) against float64, the tokens other than
     EOS), whichever is larger."""
-    off = rounding(model, ques, tokens, single)  # (n, N, V)
+    off = rounding(drawn.model, drawn.ques, tokens, single, drawn)  # (n, N, V)
     off[..., EOS_ID] = 0  # EOS is kept _SPLIT away from the best other logit on the path (_set_eos_readout)
     return max(_TIE, 10 * float(off.max()))
 
@@ -224,23 +261,22 @@ def _min_margins(logits: Tensor) -> Tensor:
 
 
 @torch.no_grad()
-def teacher_forced_logits(model, ques, tokens) -> Tensor:
-    """Logits (n, N, V) of each decoding step, computed uncached along ``tokens`` (N, 1+n)."""
-    n = tokens.shape[1] - 1
-    pos = model.positions(1 + n)
-    x = model.emb_layer(tokens[:, :-1]) + pos[:, :n]
-    h = model.decoder(x, model.encode(ques), A.get_subsequent_mask(tokens[:, :-1]))
+def teacher_forced_logits(model, ques, tokens, memory: Tensor | None = None) -> Tensor:
+    """Logits (n, N, V) of each decoding step, computed uncached along ``tokens`` (N, 1+n)
+    (``memory``: the question's encoding, when made already)."""
+    h = _states(model, ques, tokens, memory)  # (N, n, M)
     return model.proj_to_vocab(h).transpose(0, 1)  # (N, n, V) -> (n, N, V)
 
 
 @torch.no_grad()
-def _sharpen_readout(model, ques, n, g) -> None:
+def _sharpen_readout(drawn: _Drawn, n, g) -> None:
     """proj_to_vocab reads the decoder state's deviation from its mean (over random prefixes), with
     a gain that puts the logits' spread at about 3: the greedy token then changes with the state."""
+    model, ques = drawn.model, drawn.ques
     M = model.config.emb_dim
     tokens = torch.randint(0, 16, (ques.shape[0], n + 1), generator=g)  # (N, 1 + n)
     # in float64, rounded coarsely: the same weights on every machine (draws.py)
-    h = _states(in_double(model), ques, tokens).reshape(-1, M)  # (N * n, M)
+    h = _states(drawn.model64, ques, tokens, drawn.memory64).reshape(-1, M)  # (N * n, M)
     mean, spread = h.mean(0), (h - h.mean(0)).std()
     W = coarse(normal(g, model.config.vocab_size, M).double() * (3.0 / (spread * math.sqrt(M))))  # (V, M)
     model.proj_to_vocab.weight.copy_(W)
@@ -298,12 +334,13 @@ def build_run(part: str, seed: int, prefix: bool = False) -> dict:
         for attempt in range(_ATTEMPTS):
             model = _drawn_model(cfg, seed, attempt)
             ques = torch.randint(0, 16, (N, Kq), generator=g)
-            _sharpen_readout(model, ques, P + n - 1, g)
+            drawn = _Drawn.of(model, ques)
+            _sharpen_readout(drawn, P + n - 1, g)
             words = torch.randint(0, min(BOS_ID, EOS_ID), (N, P - 1), generator=g)  # (N, P - 1)
             start = torch.cat([torch.full((N, 1), BOS_ID, dtype=torch.long), words], dim=1)  # (N, P)
             tokens = greedy_decode(model, ques, n, prefix=start)  # (N, P + n)
-            logits = teacher_forced_logits(model, ques, tokens)  # (P + n - 1, N, V)
-            if _min_margins(logits[P - 1 :]).min() >= _clear(model, ques, tokens, logits):
+            logits = teacher_forced_logits(model, ques, tokens, drawn.memory)  # (P + n - 1, N, V)
+            if _min_margins(logits[P - 1 :]).min() >= _clear(drawn, tokens, logits):
                 # the reference tokens: every choice clear of float rounding, so float64 chooses alike
                 inputs = {
                     "model": model,
@@ -341,10 +378,11 @@ def build_prefill(seed: int, hidden: bool) -> dict:
             prefix = torch.cat([torch.full((N, 1), BOS_ID, dtype=torch.long), words], dim=1)  # (N, P)
             if not hidden:
                 prefix[0] = torch.tensor(encode("BOS POSITIVE 0")[:P])
-            _sharpen_readout(model, ques, P + n - 1, g)
+            drawn = _Drawn.of(model, ques)
+            _sharpen_readout(drawn, P + n - 1, g)
             tokens = greedy_decode(model, ques, n, use_cache=False, prefix=prefix)  # (N, P + n)
-            logits = teacher_forced_logits(model, ques, tokens)  # (P + n - 1, N, V)
-            clear = _clear(model, ques, tokens, logits)
+            logits = teacher_forced_logits(model, ques, tokens, drawn.memory)  # (P + n - 1, N, V)
+            clear = _clear(drawn, tokens, logits)
             variants = {
                 k: (t[:, P - 1 :], s) for k, (t, s) in Var.prefill_variants(model, ques, prefix, n).items()
             }  # from the last prefix token
