@@ -14,6 +14,8 @@ most ``LISTED`` names), and for each hand-in not seen before
   one hand-in of a student and assignment at a time;
 - queues one grading unit (``taskqueue.jobs.enqueue``: the key is the student, the assignment and the
   hand-in's fingerprint) for the queue's workers (``--workers`` starts simple workers beside it);
+- before any of that, and every ``AHEAD_EVERY_S``, draws the roster's graded inputs ahead
+  (``judge/ahead.py``, at a low priority): a kv_cache hand-in then waits for no drawing;
 - once the unit is published, applies it to the gradebook with the queue's writer, then runs
   nbgrader's own ``generate_feedback`` and ``release_feedback`` for that student (``NbGraderAPI``).
 
@@ -50,6 +52,8 @@ from autograder.taskqueue.course import coursedir_for, fingerprint, load_config,
 ASSIGNMENTS = "ENCDEC_FEEDBACK_AT_SUBMISSION"  # the assignments graded at submission, comma-separated
 ATTEMPTS = "ENCDEC_ATTEMPTS"  # graded hand-ins per student and assignment
 DEFAULT_ATTEMPTS = 5
+STUDENTS_GROUP = "ENCDEC_STUDENTS_GROUP"  # the hub's students: their inputs are drawn before they hand in
+AHEAD_EVERY_S = 600.0  # the roster looked at again (students added to the gradebook or the group)
 LISTED = 10_000  # names of the inbound folder looked at per poll: a flood is taken in turns
 QUIET_S = 2.0  # a hand-in is taken once nothing in it changed for this long (submit writes it in steps)
 RECORD = "ontime.json"  # in the queue's state folder: every hand-in seen, its attempt and outcome
@@ -241,6 +245,17 @@ class Service:
         os.replace(tmp, self.record_path)
 
 
+def draw_ahead(assignments: set[str]) -> subprocess.Popen:
+    """The roster's graded inputs of ``assignments`` drawn before they hand in (``judge/ahead.py``:
+    the gradebook's students and the hub's students group), in the background, at a low priority."""
+    group = os.environ.get(STUDENTS_GROUP)
+    return subprocess.Popen(
+        [sys.executable, "-m", "autograder.judge.ahead", *sorted(assignments), "--nice", "10"]
+        + (["--group", group] if group else []),
+        start_new_session=True,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     from autograder.taskqueue.jobs import DEFAULT_URL
 
@@ -271,15 +286,20 @@ def main(argv: list[str] | None = None) -> int:
         )
         for i in range(args.workers)
     ]
+    ahead, ahead_at = None, 0.0
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         while wanted:
             if any(w.poll() is not None for w in workers):  # the hub starts the service (and them) again
                 raise SystemExit("autograder.ontime: a queue worker stopped (its log is above)")
+            if (ahead is None or ahead.poll() is not None) and time.monotonic() >= ahead_at:
+                ahead, ahead_at = draw_ahead(wanted), time.monotonic() + AHEAD_EVERY_S
             if not service.step():
                 time.sleep(args.poll)
         return 0
     finally:
+        if ahead is not None and ahead.poll() is None:
+            os.killpg(ahead.pid, signal.SIGTERM)
         for w in workers:
             if w.poll() is None:
                 os.killpg(w.pid, signal.SIGTERM)

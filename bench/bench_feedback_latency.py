@@ -8,6 +8,9 @@ assignment graded at submission), and makes ``--students`` Linux accounts (``ebe
 no shell; removed at the end: the service checks that each hand-in is its student's own). Then, in
 the same run:
 
+0. the service draws the roster's graded inputs ahead (``judge/ahead.py``: the students are the
+   members of a group, as on the hub; ``--no-ahead``: none), as it does long before a deadline;
+   the time it took is printed;
 1. the floor: one hand-in alone, the queue's workers warm, from its folder in the inbound to its
    feedback released (the service's own record: the server's ctime of the folder, the time it
    released); and the plain kernel floor of bench_grading (a kernel started, ``import torch, encdec``,
@@ -51,6 +54,7 @@ from autograder.fixtures.make import graded_notebook
 CLASS_NOTEBOOKS, CLASS_MINUTES, P95_S = 1500, 20, 90  # the issue's targets
 HOSTILE = ["notebook_link", "fifo", "too_many_bytes", "folder_swapped", "other_owner"]  # inbound.py rows
 PREFIX = "ebench-s"
+GROUP = "ebench-students"  # the roster the service draws ahead for (ENCDEC_STUDENTS_GROUP)
 
 
 def mix(n: int, rng: random.Random) -> list[tuple[str, str, str | None]]:
@@ -113,6 +117,9 @@ def main() -> int:
     parser.add_argument("--window", type=float, default=60.0, help="seconds the hand-ins are spread over")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=52)
+    parser.add_argument(
+        "--no-ahead", action="store_true", help="put the students in no group: nothing drawn before they hand in"
+    )
     args = parser.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("run as root: it makes the students' accounts and gives them their hand-ins")
@@ -132,9 +139,10 @@ def main() -> int:
         secret = tmp / "solutions.ipynb"  # what no hand-in may bring in (the hostile rows aim at it)
         secret.write_text("SOLUTIONS\n")
         students = mix(args.students + 1, rng)  # the first one is the floor's
+        subprocess.run(["groupadd", "--system", GROUP], check=True, capture_output=True)
         for student, _, _ in students:
             subprocess.run(
-                ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", student],
+                ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", "-G", GROUP, student],
                 check=True,
                 capture_output=True,
             )
@@ -148,6 +156,7 @@ def main() -> int:
                 ENCDEC_EXCHANGE=str(course / "exchange"),
                 ENCDEC_FEEDBACK_AT_SUBMISSION=",".join(ASSIGNMENTS),
                 ENCDEC_ATTEMPTS="5",
+                ENCDEC_STUDENTS_GROUP="" if args.no_ahead else GROUP,
             )
             log = open(tmp / "service.log", "w")  # noqa: SIM115 (the service writes it until the run ends)
             service = subprocess.Popen(
@@ -164,6 +173,7 @@ def main() -> int:
                     raise SystemExit("the workers did not start:\n" + (tmp / "service.log").read_text()[-3000:])
                 time.sleep(0.5)
             print(f"service and {args.workers} simple workers ready in {time.monotonic() - t:.1f} s")
+            ahead_s = None if args.no_ahead else wait_drawn_ahead(tmp / "service.log", service, t)
 
             # 1. the floor: one honest hand-in alone
             first = students[0]
@@ -199,6 +209,12 @@ def main() -> int:
         )
         print(f"rush: {len(rush)} students handed in within {args.window:.0f} s; outcomes {outcomes}")
         print(
+            "inputs drawn ahead: none (--no-ahead)"
+            if ahead_s is None
+            else f"inputs drawn ahead for the roster of {len(students)} in {ahead_s:.0f} s from the service's start, "
+            "before the rush (the graders draw nothing at hand-in)"
+        )
+        print(
             f"floor: one hand-in alone, hand-in to feedback {floor_s:.1f} s; plain kernel floor "
             f"(start, import torch, encdec, shut down) {plain:.2f} s"
         )
@@ -232,7 +248,20 @@ def main() -> int:
             service.wait(60)
         for student in made:
             subprocess.run(["userdel", student], capture_output=True)
+        subprocess.run(["groupdel", GROUP], capture_output=True)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def wait_drawn_ahead(log: Path, service, start: float) -> float:
+    """Seconds from ``start`` until the service's draw ahead (judge/ahead.py) said it was done with
+    every assignment: a class's roster is drawn long before its deadline."""
+    while True:
+        said = [line for line in log.read_text().splitlines() if "students; inputs drawn" in line]
+        if len(said) >= len(ASSIGNMENTS):
+            return time.monotonic() - start
+        if service.poll() is not None or time.monotonic() - start > 3600:
+            raise SystemExit("the draw ahead did not finish:\n" + log.read_text()[-3000:])
+        time.sleep(1.0)
 
 
 def graded_notebook_name(student_row) -> str | None:

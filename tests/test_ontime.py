@@ -1,6 +1,7 @@
 """Feedback at submission (autograder/ontime.py), the service's loop on a real inbound folder and a
 real queue (Redis on 127.0.0.1, tests/redis_server.py; the worker RQ's own, run in this process):
-the hand-ins of autograder/fixtures/inbound.py's ``HAND_INS``, made one after the other with a limit
+the roster's inputs drawn ahead (judge/ahead.py); the hand-ins of autograder/fixtures/inbound.py's
+``HAND_INS``, made one after the other with a limit
 of one graded hand-in, each get the outcome their row names; the graded one's feedback is released
 where ``nbgrader fetch_feedback`` looks for it and scores what stock ``nbgrader autograde`` gives the
 same notebook (the session's stock batch); a hand-in past the limit gets a page that says so, even
@@ -21,7 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
-from grading_course import MANIFEST, ROOT, scores, scratch_course
+from grading_course import MANIFEST, ROOT, coursedir, scores, scratch_course
 from nbgrader.utils import notebook_hash
 from redis_server import redis_server
 from test_sandbox_hostile import course_base
@@ -29,6 +30,7 @@ from test_sandbox_hostile import course_base
 from autograder import assignments
 from autograder.fixtures.inbound import HAND_INS
 from autograder.fixtures.make import graded_notebook
+from autograder.state import grading_state
 
 pytestmark = [
     pytest.mark.grading,
@@ -85,6 +87,17 @@ def test_hand_ins_are_graded_at_submission_within_the_limit(stock_batch, monkeyp
     monkeypatch.chdir(course)  # the worker reads the course from where it runs
     names, keys = {}, {}
     try:
+        # the roster's inputs drawn before anyone hands in (judge/ahead.py), as the service's main does
+        from nbgrader.api import Gradebook
+
+        from autograder.judge import ahead
+
+        cd = coursedir(course)
+        with Gradebook(cd.db_url, cd.course_id) as gb:
+            gb.add_student(STUDENT)
+        assert ontime.draw_ahead({A}).wait(300) == 0
+        checks = set(assignments.checks(A).values())
+        assert len(list(grading_state(course).root.joinpath(ahead.FOLDER).glob("*.pt"))) == len(checks)
         with redis_server() as url:
             service = ontime.Service(course, url, {A}, attempts=1)
             for i, row in enumerate(HAND_INS):

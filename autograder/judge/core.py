@@ -133,6 +133,7 @@ def randomize_(module: nn.Module, seed: int) -> nn.Module:
                 p.copy_(r * (1.5 / math.sqrt(p.shape[1])))  # (out, in): outputs of order 1
             else:
                 p.copy_(0.3 * r)
+    module.randomized_from = seed  # so a record drawn ahead keeps only what differs (ahead.py)
     return module.eval()
 
 

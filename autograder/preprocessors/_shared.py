@@ -1,6 +1,6 @@
 """What the course's nbgrader preprocessors share: where a kernel works, which checks a test cell
 calls, the keys they keep in nbgrader's resources, and a submission's graded inputs (drawn once,
-kept in the grader's memory)."""
+or read from the records drawn ahead, kept in the grader's memory)."""
 
 from __future__ import annotations
 
@@ -48,13 +48,15 @@ def check_ids(cell: NotebookNode, resources: dict) -> list[str]:
 def graded_inputs(preprocessor, resources: dict, check_id: str) -> dict:
     """The inputs of ``check_id`` for this submission: drawn once, kept in the grader's memory."""
     from autograder import judge
+    from autograder.judge import ahead
 
     cache = resources.setdefault("nbgrader", {}).setdefault(INPUTS_KEY, {})
     if check_id not in cache:
         nbg = resources["nbgrader"]
-        secret = judge.load_secret(TrustedGrading(parent=preprocessor).secret_file)
+        secret_file = TrustedGrading(parent=preprocessor).secret_file
+        secret = judge.load_secret(secret_file)
         seed = judge.check_seed(secret, str(nbg.get("student", "")), str(nbg.get("assignment", "")), check_id)
-        cache[check_id] = judge.graded_inputs(check_id, seed)
+        cache[check_id] = judge.graded_inputs(check_id, seed, drawn_ahead=ahead.folder_of(secret_file))
     return cache[check_id]
 
 

@@ -150,7 +150,13 @@ def feedback_service(grader: str) -> dict:
         raise ValueError(f"ENCDEC_GRADER={grader}: an instructor of the course, never root")
     checkout = Path(account.pw_dir) / S["ENCDEC_CHECKOUT"]
     venv = (checkout / ".venv").resolve() / "bin"  # where it is: the sandbox shows kernels that path, not the home's
-    keep = ("ENCDEC_FEEDBACK_AT_SUBMISSION", "ENCDEC_ATTEMPTS", "ENCDEC_REDIS_URL", "ENCDEC_COURSE_ID")
+    keep = (
+        "ENCDEC_FEEDBACK_AT_SUBMISSION",
+        "ENCDEC_ATTEMPTS",
+        "ENCDEC_REDIS_URL",
+        "ENCDEC_COURSE_ID",
+        "ENCDEC_STUDENTS_GROUP",
+    )
     return {
         "name": "feedback-at-submission",
         "user": grader,

@@ -1,0 +1,127 @@
+"""Draws made ahead (autograder/judge/ahead.py): a record read back is the draw, bit for bit; a record
+that cannot be trusted is drawn again; grading reads the record instead of drawing."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from autograder import judge
+from autograder.judge import ahead
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED = 424242
+KV = [c.id for c in judge.CHECKS.values() if c.id.startswith("kv_cache.")]
+
+
+def _wire(check_id: str, inputs: dict) -> list[bytes]:
+    runs = inputs.get("runs")
+    return [judge.wire_bytes(check_id, i) for i in (runs.values() if runs else [inputs])]
+
+
+@pytest.fixture(scope="module")
+def drawn():
+    torch.set_num_threads(1)
+    return {c: judge.graded_inputs(c, SEED) for c in KV}
+
+
+@pytest.mark.parametrize("check_id", KV)
+def test_a_record_read_back_is_the_draw_bit_for_bit(check_id, drawn, tmp_path):
+    assert ahead.save(tmp_path, check_id, SEED, drawn[check_id])
+    kept = ahead.load(tmp_path, check_id, SEED)
+    assert _wire(check_id, kept) == _wire(check_id, drawn[check_id])
+    check = judge.CHECKS[check_id]
+    for mine, theirs in zip(
+        (kept["runs"].values() if check.runs else [kept]),
+        (drawn[check_id]["runs"].values() if check.runs else [drawn[check_id]]),
+    ):
+        ours, ref = judge.reference(check, mine), judge.reference(check, theirs)
+        assert ours.keys() == ref.keys() and all(np.array_equal(ours[k], ref[k]) for k in ours)
+
+
+def test_a_record_is_small_beside_its_weights(drawn, tmp_path):
+    ahead.save(tmp_path, "kv_cache.structure_hidden", SEED, drawn["kv_cache.structure_hidden"])
+    (record,) = tmp_path.iterdir()
+    weights = sum(
+        sum(v.numel() * v.element_size() for v in run["model"].state_dict().values())
+        for run in drawn["kv_cache.structure_hidden"]["runs"].values()
+    )
+    assert record.stat().st_size < weights / 10, (record.stat().st_size, weights)
+
+
+def test_grading_reads_the_record_and_draws_nothing(drawn, tmp_path, monkeypatch):
+    ahead.save(tmp_path, "kv_cache.tokens_hidden", SEED, drawn["kv_cache.tokens_hidden"])
+    check = judge.CHECKS["kv_cache.tokens_hidden"]
+    monkeypatch.setattr(check, "build", lambda seed: pytest.fail("drawn again"))
+    got = judge.graded_inputs("kv_cache.tokens_hidden", SEED, drawn_ahead=tmp_path)
+    assert _wire("kv_cache.tokens_hidden", got) == _wire("kv_cache.tokens_hidden", drawn["kv_cache.tokens_hidden"])
+
+
+class Payload:
+    def __reduce__(self):
+        return (os.system, ("touch /tmp/encdec-ahead-ran",))
+
+
+def _tamper(path: Path, how: str) -> None:
+    if how == "other_owner":
+        os.chown(path, 65534, 65534)
+    elif how == "group_writable":
+        path.chmod(0o664)
+    elif how == "link":
+        target = path.with_name("elsewhere.pt")
+        path.rename(target)
+        path.symlink_to(target)
+    elif how == "torn":
+        path.write_bytes(path.read_bytes()[:100])
+    elif how == "code":
+        buf = io.BytesIO()
+        torch.save(
+            {"version": ahead.version(), "check": "kv_cache.tokens_hidden", "seed": SEED, "inputs": Payload()}, buf
+        )
+        path.write_bytes(buf.getvalue())
+    elif how == "other_seed":
+        other = path.with_name("other.pt")
+        ahead.save(path.parent, "kv_cache.tokens_hidden", SEED + 1, {"n": 3})
+        newest = max(path.parent.glob("*.pt"), key=lambda p: p.stat().st_mtime_ns)
+        newest.rename(other)
+        other.replace(path)
+    elif how == "too_large":
+        with open(path, "ab") as f:
+            f.truncate(ahead.MAX_BYTES + 1)
+
+
+@pytest.mark.parametrize("how", ["other_owner", "group_writable", "link", "torn", "code", "other_seed", "too_large"])
+def test_a_record_that_cannot_be_trusted_is_drawn_again(how, drawn, tmp_path):
+    if how == "other_owner" and os.geteuid() != 0:
+        pytest.skip("giving a file to another user needs root")
+    Path("/tmp/encdec-ahead-ran").unlink(missing_ok=True)
+    ahead.save(tmp_path, "kv_cache.tokens_hidden", SEED, drawn["kv_cache.tokens_hidden"])
+    (path,) = tmp_path.glob("*.pt")
+    _tamper(path, how)
+    assert ahead.load(tmp_path, "kv_cache.tokens_hidden", SEED) is None
+    assert not Path("/tmp/encdec-ahead-ran").exists()
+    got = judge.graded_inputs("kv_cache.tokens_hidden", SEED, drawn_ahead=tmp_path)
+    assert _wire("kv_cache.tokens_hidden", got) == _wire("kv_cache.tokens_hidden", drawn["kv_cache.tokens_hidden"])
+
+
+def test_the_command_draws_the_roster_once(tmp_path):
+    """`python -m autograder.judge.ahead`, from a course root, for two named students: the
+    assignment's checks drawn, then kept (a second run draws nothing), in a folder only its user reads."""
+    from grading_course import scratch_course
+
+    (tmp_path / "course").mkdir()
+    course = scratch_course(tmp_path / "course", [])
+    cmd = [sys.executable, "-m", "autograder.judge.ahead", "target_slicing", "--student", "ann", "--student", "bo"]
+    first = subprocess.run(cmd, cwd=course, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr[-2000:]
+    second = subprocess.run(cmd, cwd=course, capture_output=True, text=True, timeout=300)
+    assert "drawn 0" in second.stdout and "drawn 0" not in first.stdout, (first.stdout, second.stdout)
+    folders = list(course.rglob(ahead.FOLDER))
+    assert len(folders) == 1 and folders[0].stat().st_mode & 0o777 == 0o700
