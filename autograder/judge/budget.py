@@ -5,8 +5,9 @@ per decoder step" and "the prefill is one call" are judged by what the kernel ha
 grader reads the kernel's CPU time from outside it (its cgroup, else its process tree:
 ``GradedExecute._cpu``) around the test cell, on inputs where the wrong structure
 costs ten times the lesson's or more (``decode_draws.RUNS``; ``bench/bench_structure.py`` prints the
-ratios). The bound is calibrated in the same run: just before the cell, the grader times the
-package's own structure on the same inputs, through the kernel's own path (the inputs file read,
+ratios). The bound is calibrated in the same run: just before the first run of its sizes in the
+notebook, the grader times the package's own structure on those inputs (the cost is the sizes':
+EOS is never chosen, every row decodes every token), through the kernel's own path (the inputs file read,
 the model built, the counters, the outputs packed), on one thread, in CPU time, and allows
 ``FACTOR`` times that plus ``SLACK``. CPU time, not wall time: a loaded machine changes little, and
 threads and child processes the kernel starts are counted with it.
