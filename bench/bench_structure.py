@@ -1,4 +1,4 @@
-"""The kv_cache structure runs' costs: for each run (autograder/judge/decode_draws.RUNS), the CPU time
+"""The kv_cache structure runs' costs: for each run (autograder/judge/run_draws.RUNS), the CPU time
 of honest decodings in other styles and of each wrong structure, over the package's own structure,
 on the run's inputs, on one thread (the bound, autograder/judge/budget.py, allows FACTOR of it
 plus SLACK). The wrong structures must cost ten times the lesson's or more; the honest styles stay
@@ -15,7 +15,8 @@ import time
 import torch
 
 from autograder.judge import budget
-from autograder.judge.decode_draws import RUNS, build_run, one_thread
+from autograder.judge.decode_draws import one_thread
+from autograder.judge.run_draws import RUNS, build_run
 from encdec import attention as A
 from encdec.generate import greedy_decode, new_caches
 

@@ -4,7 +4,7 @@ A cached and an uncached decoder return the same tokens, so "the encoder runs on
 per decoder step" and "the prefill is one call" are judged by what the kernel had to compute: the
 grader reads the kernel's CPU time from outside it (its cgroup, else its process tree:
 ``GradedExecute._cpu``) around the test cell, on inputs where the wrong structure
-costs ten times the lesson's or more (``decode_draws.RUNS``; ``bench/bench_structure.py`` prints the
+costs ten times the lesson's or more (``run_draws.RUNS``; ``bench/bench_structure.py`` prints the
 ratios). The bound is calibrated in the same run: just before the first run of its sizes in the
 notebook, the grader times the package's own structure on those inputs (the cost is the sizes':
 EOS is never chosen, every row decodes every token), through the kernel's own path (the inputs file read,

@@ -15,6 +15,7 @@ from encdec.grading.words import words
 
 from . import decode_draws as D
 from . import kv_beam, kv_update
+from . import run_draws as R
 from . import stages as St
 from . import variants as Var
 from .cases import agreeing
@@ -35,7 +36,7 @@ def _wire_decode(inputs):
 
 def _ref_decode(inputs):
     """The reference: the tokens alone (the score is decided on them, in the grader and in the
-    student's own run alike); a structure run's, drawn with it (decode_draws.build_run)."""
+    student's own run alike); a structure run's, drawn with it (run_draws.build_run)."""
     return {"tokens": inputs["tokens"].numpy() if "tokens" in inputs else D.reference_tokens(inputs)}
 
 
@@ -171,7 +172,7 @@ def _failed_decode(check):
 
 
 # --- the structure: encoder once, one token per step, prefill in one call: judged by cost ----------
-# Each part is a run of the test cell on inputs where the wrong structure is dear (decode_draws.RUNS);
+# Each part is a run of the test cell on inputs where the wrong structure is dear (run_draws.RUNS);
 # it passes when the tokens are the reference's and the kernel's CPU time, read outside it, stays
 # within the bound timed on the package's own structure in the same run (judge/budget.py).
 
@@ -300,7 +301,7 @@ for _cid, _hidden, _seed, _parts, _title in (
         variants=_decode_variants,
         expected=_expected_counts(_parts) if _parts else None,
         when_larger={"encoder_calls": "encoder_every_step", "decoder_lengths": "no_cache"},
-        runs={p: (lambda s, p=p: D.build_run(p, s)) for p in _parts},
+        runs={p: (lambda s, p=p: R.build_run(p, s)) for p in _parts},
         lesson=_lesson_decode,
     )
     _c.judge_failed = _failed_decode(_c)
@@ -326,7 +327,7 @@ def _wire_prefill(inputs):
 
 def _ref_prefill(inputs):
     """The reference: the package's greedy decoding that continues the prefix (its tokens); a
-    structure run's, drawn with it (decode_draws.build_run)."""
+    structure run's, drawn with it (run_draws.build_run)."""
     if "tokens" in inputs:
         return {"tokens": inputs["tokens"].numpy()}
     return {"tokens": greedy_decode(inputs["model"], inputs["ques"], inputs["n"], prefix=inputs["prefix"]).numpy()}
@@ -354,7 +355,7 @@ for _cid, _hidden, _seed, _title in (
         variants=_prefill_variants,
         expected=_expected_counts(("cache",)),
         when_larger={"decoder_lengths": "no_cache"},
-        runs={p: (lambda s, p=p: D.build_run(p, s, prefix=True)) for p in ("prefill", "cache")},
+        runs={p: (lambda s, p=p: R.build_run(p, s, prefix=True)) for p in ("prefill", "cache")},
         lesson=_lesson_prefill,
     )
     _c.judge_failed = _failed_decode(_c)

@@ -1,0 +1,80 @@
+"""The inputs of the kv_cache structure runs (chapter 13): a structure item is judged by the CPU time
+the kernel spends on a run (``budget.py``), so each run's sizes make its wrong structure dear
+(``RUNS``). The model is drawn as the decoding checks' are (``decode_draws.py``), with EOS never
+chosen and every greedy choice clear."""
+
+from __future__ import annotations
+
+import torch
+
+from encdec.config import ModelConfig
+from encdec.data import BOS_ID, EOS_ID
+from encdec.generate import greedy_decode
+
+from .core import gen
+from .decode_draws import (
+    _ATTEMPTS,
+    _clear,
+    _Drawn,
+    _drawn_model,
+    _min_margins,
+    _sharpen_readout,
+    one_thread,
+    teacher_forced_logits,
+)
+
+# The structure runs: inputs on which the lesson's structure is cheap and each wrong one dear.
+# A structure item is judged by the CPU time the kernel spends on a run (judge/budget.py), so each
+# run's sizes make its wrong structure cost ten times the lesson's or more (bench/bench_structure.py
+# prints the ratios), with two rows only, so that decoding row by row costs about the lesson's:
+# "encoder", a long question and a short answer (the encoder dominates: running it at every step
+# multiplies the cost by about n); "cache", one head per model dimension (re-running the prefix
+# computes (N, H, t, t) attention weights at step t where the cache computes (N, H, 1, t));
+# "prefill", a long decoder prefix and some new tokens (fed one token a call, the prefix costs P
+# calls where the lesson makes one).
+RUNS = {  # part -> (width M, MLP width, encoder and decoder layers, heads H), (N, Kq, n, P)
+    "encoder": ((64, 256, 3, 1, 2), (2, 1024, 32, 1)),
+    "cache": ((128, 256, 1, 2, 128), (2, 4, 160, 8)),
+    "prefill": ((32, 64, 1, 2, 2), (2, 4, 16, 1024)),
+}
+
+
+def build_run(part: str, seed: int, prefix: bool = False) -> dict:
+    """A structure run's model and inputs: random weights, a readout that follows the decoder's
+    state, EOS never chosen (every row decodes all its tokens: the cost is the structure's), drawn
+    until every greedy choice of the reference is clear. ``prefix``: the stretch's inputs, with a
+    decoder prefix (N, P) of words after BOS."""
+    (M, F, Le, Ld, H), (N, Kq, n, P) = RUNS[part]
+    cfg = ModelConfig(
+        emb_dim=M,
+        num_heads=H,
+        feedforward_dim=F,
+        num_enc_layers=Le,
+        num_dec_layers=Ld,
+        dropout=0.1,
+        position_encoding="sinusoid",
+    )
+    g = gen(seed + 7919 * (1 + list(RUNS).index(part)))
+    P = P if prefix else 1
+    with one_thread():
+        for attempt in range(_ATTEMPTS):
+            model = _drawn_model(cfg, seed, attempt)
+            ques = torch.randint(0, 16, (N, Kq), generator=g)
+            drawn = _Drawn.of(model, ques)
+            _sharpen_readout(drawn, P + n - 1, g)
+            words = torch.randint(0, min(BOS_ID, EOS_ID), (N, P - 1), generator=g)  # (N, P - 1)
+            start = torch.cat([torch.full((N, 1), BOS_ID, dtype=torch.long), words], dim=1)  # (N, P)
+            tokens = greedy_decode(model, ques, n, prefix=start)  # (N, P + n)
+            logits = teacher_forced_logits(model, ques, tokens, drawn.memory)  # (P + n - 1, N, V)
+            if _min_margins(logits[P - 1 :]).min() >= _clear(drawn, tokens, logits):
+                # the reference tokens: every choice clear of float rounding, so float64 chooses alike
+                inputs = {
+                    "model": model,
+                    "config": cfg,
+                    "ques": ques,
+                    "n": n,
+                    "tokens": tokens,
+                    "dims": {"N": N, "n": n},
+                }
+                return {**inputs, "prefix": start, "dims": {"N": N, "n": n, "P": P}} if prefix else inputs
+    raise RuntimeError(f"kv_cache run {part}, seed {seed}: no model with clear greedy choices in {_ATTEMPTS} draws")
