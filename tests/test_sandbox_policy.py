@@ -349,7 +349,7 @@ def test_no_cgroup_warns_once_and_falls_back(monkeypatch, capsys):
     assert cgroups.probe(MiB, 1, 1.0) is None
     err = capsys.readouterr().err.splitlines()
     assert err == [cgroups.FALLBACK.format(why="no cgroup v1 memory")]
-    assert "falling back to per-process limits only" in err[0]
+    assert "falling back to per-process limits" in err[0]
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,20 +1,17 @@
 """One cgroup per kernel: the memory, processes and CPU of everything a kernel starts, together.
 
-Resource limits (`setrlimit`) are per process: a kernel could hold more memory than its address
-space limit in memfds or shared memory (they are not mapped while it writes them), spread
-memory over several children, or run four children on four CPUs. A cgroup counts all of that
-against one budget: the memory limit charges anonymous memory, page cache, tmpfs, shared memory
-and memfds of every process in it; the pids limit counts its processes and threads; the CPU
-quota shares one CPU (by default) among all of them. The rlimits stay as a second layer.
+Resource limits (`setrlimit`) are per process: a kernel could hold memory in memfds or shared
+memory, spread it over children, or run children on every CPU. A cgroup counts all of that against
+one budget (memory of every kind, processes and threads, one CPU's time by default); the rlimits
+stay as a second layer.
 
 Both hierarchies are supported, chosen at run time (`hierarchy`):
 
 - cgroup v2, when a unified hierarchy offers memory, pids and cpu: one folder per kernel,
   `<mount>/encdec-sandbox/<slot>-<grader pid>-<random>` (`memory.max`, `memory.swap.max`,
   `pids.max`, `cpu.max`; killed with `cgroup.kill`);
-- cgroup v1 otherwise, one folder per controller hierarchy (`memory.limit_in_bytes` and
-  `memory.memsw.limit_in_bytes`, `pids.max`, `cpu.cfs_quota_us`; plus `freezer` where mounted,
-  to stop every process at once before killing them).
+- cgroup v1 otherwise, one folder per controller hierarchy (`memory.limit_in_bytes`,
+  `memory.memsw.limit_in_bytes`, `pids.max`, `cpu.cfs_quota_us`; `freezer` where mounted).
 
 The course parent sits at the top of each hierarchy as this machine mounts it (on v2 a cgroup
 that holds processes, such as the grader's own, cannot hand controllers to children). The
@@ -38,14 +35,11 @@ from pathlib import Path
 
 PARENT = "encdec-sandbox"
 CONTROLLERS = ("memory", "pids", "cpu")
-# v1 hierarchies used where mounted: freezer (stop every process at once before the kill) and
-# cpuacct, where it is not mounted with cpu (the kernel's CPU time, `Cgroup.cpu_seconds`)
+# v1 hierarchies used where mounted: freezer (every process stopped at once before the kill), and
+# cpuacct where it is not mounted with cpu (`Cgroup.cpu_seconds`)
 OPTIONAL_V1 = ("freezer", "cpuacct")
 CPU_PERIOD_US = 100_000
-FALLBACK = (
-    "grading sandbox: no cgroup ({why}): falling back to per-process limits only; memory in memfds "
-    "and across processes is not capped"
-)
+FALLBACK = "grading sandbox: no cgroup ({why}): falling back to per-process limits; memfds, shared memory uncapped"
 
 
 @dataclasses.dataclass(frozen=True)
