@@ -142,14 +142,22 @@ def _ended(converter) -> None:
                 _finished(dest_root, kind, *key)
 
 
+def failed(assignment: str, student: str, **_) -> None:
+    """A submission's conversion failed: put back its last good run. nbgrader's ``failure_hook`` as
+    the course proposes it upstream (``upstream/nbgrader-failure-hook.patch``)."""
+    with _LOCK:
+        run = _RUNNING.get((student, assignment))
+    if run is not None:
+        _finished(run[0], run[1], student, assignment)
+
+
 def _install() -> None:
     """Wrap nbgrader's ``BaseConverter.convert_notebooks`` once per process, so that the end of every
     conversion, finished or failed, is known where it happens: on the command line, in the
-    formgrader's server (its API converts in-process), in the driver and the queue. nbgrader has a
-    hook for a conversion that finished (``post_convert_hook``), none for one that failed. (A watcher
-    thread that looked for the converter in other threads' frames did this before: holding those
-    frames moved their locals' release into the watcher's thread, and with torch in the grader
-    that deadlocked a queue worker.)"""
+    formgrader's server (its API converts in-process), in the driver and the queue. nbgrader 0.9 has
+    a hook for a conversion that finished (``post_convert_hook``), none for one that failed: this
+    shim stands in for the ``failure_hook`` proposed upstream (``failed`` is that hook), and goes
+    when a release has it."""
     from nbgrader.converters.base import BaseConverter
 
     convert = BaseConverter.convert_notebooks
