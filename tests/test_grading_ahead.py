@@ -125,3 +125,10 @@ def test_the_command_draws_the_roster_once(tmp_path):
     assert "drawn 0" in second.stdout and "drawn 0" not in first.stdout, (first.stdout, second.stdout)
     folders = list(course.rglob(ahead.FOLDER))
     assert len(folders) == 1 and folders[0].stat().st_mode & 0o777 == 0o700
+
+
+def test_records_of_other_judges_are_pruned(drawn, tmp_path):
+    ahead.save(tmp_path, "kv_cache.tokens_hidden", SEED, drawn["kv_cache.tokens_hidden"])
+    (tmp_path / "0123456789ab-old.pt").write_bytes(b"a record of judges since changed")
+    assert ahead.prune(tmp_path) == 1
+    assert [p.name.split("-")[0] for p in tmp_path.iterdir()] == [ahead.version()[:12]]

@@ -53,7 +53,17 @@ def folder_of(secret_file: str | os.PathLike) -> Path:
 
 def _path(folder: Path, check_id: str, seed: int) -> Path:
     key = hashlib.sha256(f"{version()}\0{check_id}\0{seed}".encode()).hexdigest()[:32]
-    return folder / f"{key}.pt"
+    return folder / f"{version()[:12]}-{key}.pt"
+
+
+def prune(folder: Path) -> int:
+    """Remove the records other judges made (their names start with another version): how many."""
+    gone = 0
+    for path in folder.glob("*.pt") if folder.is_dir() else ():
+        if not path.name.startswith(f"{version()[:12]}-"):
+            path.unlink(missing_ok=True)
+            gone += 1
+    return gone
 
 
 # --- inputs <-> plain tensors, lists and dicts (what the weights-only reader loads) -----------------
@@ -155,13 +165,14 @@ def held(folder: Path, check_id: str, seed: int) -> bool:
 
 def draw(folder: Path, secret: bytes, assignment: str, students: list[str]) -> dict[str, int]:
     """Draw and keep the graded inputs of ``assignment``'s checks for each of ``students`` not kept yet:
-    {"drawn": n, "kept": n already, "not_kept": n whose inputs are not kept ahead (drawn at grading)}."""
+    {"drawn": n, "kept": n already, "not_kept": n whose inputs are not kept ahead (drawn at grading),
+    "pruned": n records of other judges removed}."""
     from autograder import assignments
 
     from . import checks, graded_inputs
     from .seeds import check_seed
 
-    counts = {"drawn": 0, "kept": 0, "not_kept": 0}
+    counts = {"drawn": 0, "kept": 0, "not_kept": 0, "pruned": prune(folder)}
     for student in students:
         for check_id in sorted(set(assignments.checks(assignment).values()) & set(checks())):
             seed = check_seed(secret, student, assignment, check_id)
