@@ -1,7 +1,8 @@
 """How a grading edition is put in place (``edition.py``: the package's, per assignment, and torch's):
 built in a private folder, renamed into place under its digest, and ``<out>/<name>`` a link swapped
-atomically onto it, so graders running side by side never see half an edition; superseded ones are
-pruned once no kernel started from them can still be reading them."""
+atomically onto it, so graders running side by side never see half an edition; a forced rebuild
+keeps an intact edition where it is, and puts a damaged one's replacement beside it; superseded ones
+are pruned once no kernel started from them can still be reading them."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def publish(assignment: str, out_root: Path, stamp: str, generate, force: bool) 
         try:
             os.rename(tmp, version)
         except OSError:  # that edition is there already: another grader built it first
-            if force:  # rebuilt beside it, never over it: a kernel may be reading it now
+            if force and not _same_files(tmp, version):  # damaged: rebuilt beside it (a kernel may read it)
                 version = version.with_name(f"{version.name}-{secrets.token_hex(4)}")
                 os.rename(tmp, version)
     finally:
@@ -65,6 +66,18 @@ def publish(assignment: str, out_root: Path, stamp: str, generate, force: bool) 
             pass  # pruned already, or another grader's
     _prune(assignment, out_root, keep=version.name)
     return link
+
+
+def _same_files(a: Path, b: Path) -> bool:
+    """Two folders hold the same files, byte for byte (a forced rebuild of an intact edition keeps it)."""
+
+    def files(root: Path) -> dict[str, bytes]:
+        return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+    try:
+        return files(a) == files(b)
+    except OSError:
+        return False
 
 
 def _prune(assignment: str, out_root: Path, keep: str) -> None:

@@ -2,7 +2,7 @@
 of honest decodings in other styles and of each wrong structure, over the package's own structure,
 on the run's inputs, on one thread (the bound, autograder/judge/budget.py, allows FACTOR of it
 plus SLACK). The wrong structures must cost ten times the lesson's or more; the honest styles stay
-well under FACTOR.
+under FACTOR with room for a busy machine.
 
     .venv/bin/python bench/bench_structure.py [--seed 5]
 """

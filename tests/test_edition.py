@@ -242,15 +242,19 @@ def test_unchanged_stamp_means_no_rebuild_and_a_change_rebuilds(tmp_path):
 
 
 def test_a_forced_rebuild_leaves_the_edition_a_kernel_resolved(tmp_path):
-    """`python -m autograder.edition` (always a rebuild) while a kernel reads the current edition: its
-    folder stays whole, beside the new one, and is kept KEEP_OLD_S from being superseded."""
+    """`python -m autograder.edition` (always a rebuild) while a kernel reads the current edition:
+    an intact one stays where it is (a kernel or zygote keeps its paths); a damaged one's replacement
+    goes beside it, its folder stays whole, and is kept KEEP_OLD_S from being superseded."""
     out = tmp_path / "out"
     running = edition.ensure("decoder_block", out).resolve()  # what a kernel started now mounts
+    assert edition.build("decoder_block", out).resolve() == running  # intact: kept
+    (running / "data.py").write_text("# damaged\n")
     files = sorted(p.relative_to(running) for p in running.rglob("*.py"))
     old = time.time() - 2 * edition_publish.KEEP_OLD_S
     os.utime(running.parent, (old, old))  # built long ago
     rebuilt = edition.build("decoder_block", out).resolve()
     assert rebuilt != running and rebuilt.parent.parent == running.parent.parent
+    assert (rebuilt / "data.py").read_text() != "# damaged\n"
     assert sorted(p.relative_to(running) for p in running.rglob("*.py")) == files  # nothing removed under it
     assert (out / "decoder_block" / "encdec").resolve() == rebuilt
     edition.build("decoder_block", out)  # a third build prunes only what is KEEP_OLD_S past superseded
@@ -407,6 +411,7 @@ def test_graded_kernel_sees_the_edition_not_the_package(tmp_path, prefork):
     code = f"EDITIONS = {str(edition.DEFAULT_OUT)!r}\n" + INSIDE
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
     ex = SandboxedExecute(config=Config({"SandboxKernelManager": {"prefork": prefork}}))
+    Zygote.stop_all()  # none left by an earlier test of this worker (another edition's paths start another)
     try:
         ex.preprocess(nb, {"nbgrader": {"assignment": "decoder_block"}, "metadata": {"path": str(work)}})
     finally:
