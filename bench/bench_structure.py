@@ -1,8 +1,8 @@
 """The kv_cache structure runs' costs: for each run (autograder/judge/run_draws.RUNS), the CPU time
 of honest decodings in other styles and of each wrong structure, over the package's own structure,
-on the run's inputs, on one thread (the bound, autograder/judge/budget.py, allows FACTOR of it
+on the run's inputs, on one thread (the bound, autograder/judge/budget.py, allows FACTORS[run] of it
 plus SLACK). The wrong structures must cost ten times the lesson's or more; the honest styles stay
-under FACTOR with room for a busy machine.
+under the bound with room for a busy machine.
 
     .venv/bin/python bench/bench_structure.py [--seed 5]
 """
@@ -77,7 +77,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=5)
     args = parser.parse_args()
-    print(f"bound: {budget.FACTOR:g} x the lesson's CPU time + {budget.SLACK:g} s")
+    print(f"bound: FACTORS[run] x the lesson's CPU time + {budget.SLACK:g} s, FACTORS = {budget.FACTORS}")
     for part in RUNS:
         inputs = build_run(part, args.seed, prefix=True)
         model, ques, prefix, n = inputs["model"], inputs["ques"], inputs["prefix"], inputs["n"]
@@ -87,7 +87,11 @@ def main() -> None:
             twin = type(model)(model.config).eval().requires_grad_(False)
             twin.load_state_dict(model.state_dict())
             cells.append(f"{name} {_cpu(fn, twin, ques, prefix, n) / lesson:.1f}")
-        print(f"{part} (lesson {lesson * 1000:.0f} ms; x the lesson's): " + ", ".join(cells), flush=True)
+        allowed = budget.bound(lesson, part) / lesson
+        print(
+            f"{part} (lesson {lesson * 1000:.0f} ms, bound {allowed:.1f}; x the lesson's): " + ", ".join(cells),
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -136,7 +136,7 @@ def saved(name: str, workdir: Path) -> tuple[str, bytes | dict | None, dict]:
     if "runs" in inputs:
         return (
             check_id,
-            {p: in_process.measured_run(check_id, impl, workdir, one) for p, one in inputs["runs"].items()},
+            {p: in_process.measured_run(check_id, impl, workdir, one, p) for p, one in inputs["runs"].items()},
             inputs,
         )
     return check_id, in_process.run_once(check_id, impl, workdir, inputs)[0], inputs

@@ -160,9 +160,9 @@ def test_the_prefill_stretch_asks_for_one_call_and_one_position_per_step(name, w
 
 def test_a_run_that_was_not_measured_or_ran_over_its_bound_fails(workdir):
     inputs = J.graded_inputs("kv_cache.encoder_once", 3)
-    saved = {"encoder": {"saved": None, "cpu": None, "lesson": 0.1, "bound": budget.bound(0.1)}}
+    saved = {"encoder": {"saved": None, "cpu": None, "lesson": 0.1, "bound": budget.bound(0.1, "encoder")}}
     assert J.verify("kv_cache.encoder_once", saved, inputs).label == "did_not_run"
-    over = {"encoder": {"saved": None, "cpu": 10.0, "lesson": 0.1, "bound": budget.bound(0.1)}}
+    over = {"encoder": {"saved": None, "cpu": 10.0, "lesson": 0.1, "bound": budget.bound(0.1, "encoder")}}
     verdict = J.verify("kv_cache.encoder_once", over, inputs)
     assert not verdict.ok and verdict.label == "encoder_every_step" and "100.0" in verdict.message
 

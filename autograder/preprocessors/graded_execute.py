@@ -69,7 +69,7 @@ class GradedExecute(SandboxedExecute):
                 if sizes not in timed:
                     timed[sizes] = budget.lesson_cpu(check, inputs)
                 lesson = timed[sizes]
-                limit, name = budget.bound(lesson), f"check_{secrets.token_hex(8)}"
+                limit, name = budget.bound(lesson, part), f"check_{secrets.token_hex(8)}"
                 before = self._cpu()
                 self._hand_over(self._kernel_folder(resources), name, check.id, inputs)
                 cell.source = _as_run(source, {check.id: name})
