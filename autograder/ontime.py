@@ -245,12 +245,13 @@ class Service:
         os.replace(tmp, self.record_path)
 
 
-def draw_ahead(assignments: set[str]) -> subprocess.Popen:
+def draw_ahead(assignments: set[str], jobs: int = 1) -> subprocess.Popen:
     """The roster's graded inputs of ``assignments`` drawn before they hand in (``judge/ahead.py``:
-    the gradebook's students and the hub's students group), in the background, at a low priority."""
+    the gradebook's students and the hub's students group), in the background, at a low priority, in
+    ``jobs`` processes (as many as the queue's workers, idle until the hand-ins come)."""
     group = os.environ.get(STUDENTS_GROUP)
     return subprocess.Popen(
-        [sys.executable, "-m", "autograder.judge.ahead", *sorted(assignments), "--nice", "10"]
+        [sys.executable, "-m", "autograder.judge.ahead", *sorted(assignments), "--nice", "10", "--jobs", str(jobs)]
         + (["--group", group] if group else []),
         start_new_session=True,
     )
@@ -293,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
             if any(w.poll() is not None for w in workers):  # the hub starts the service (and them) again
                 raise SystemExit("autograder.ontime: a queue worker stopped (its log is above)")
             if (ahead is None or ahead.poll() is not None) and time.monotonic() >= ahead_at:
-                ahead, ahead_at = draw_ahead(wanted), time.monotonic() + AHEAD_EVERY_S
+                ahead, ahead_at = draw_ahead(wanted, max(1, args.workers)), time.monotonic() + AHEAD_EVERY_S
             if not service.step():
                 time.sleep(args.poll)
         return 0

@@ -118,7 +118,18 @@ def test_the_command_draws_the_roster_once(tmp_path):
 
     (tmp_path / "course").mkdir()
     course = scratch_course(tmp_path / "course", [])
-    cmd = [sys.executable, "-m", "autograder.judge.ahead", "target_slicing", "--student", "ann", "--student", "bo"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "autograder.judge.ahead",
+        "target_slicing",
+        "--student",
+        "ann",
+        "--student",
+        "bo",
+        "--jobs",
+        "2",
+    ]
     first = subprocess.run(cmd, cwd=course, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stderr[-2000:]
     second = subprocess.run(cmd, cwd=course, capture_output=True, text=True, timeout=300)

@@ -185,6 +185,22 @@ def draw(folder: Path, secret: bytes, assignment: str, students: list[str]) -> d
     return counts
 
 
+def _one_thread() -> None:
+    torch.set_num_threads(1)
+
+
+def _draw_in(jobs: int, folder: Path, secret: bytes, assignment: str, students: list[str]) -> dict[str, int]:
+    """``draw`` over ``jobs`` processes, each a share of the students."""
+    if jobs <= 1 or len(students) <= 1:
+        return draw(folder, secret, assignment, students)
+    from concurrent.futures import ProcessPoolExecutor
+
+    shares = [students[i::jobs] for i in range(jobs)]
+    with ProcessPoolExecutor(jobs, initializer=_one_thread) as pool:
+        done = list(pool.map(draw, [folder] * jobs, [secret] * jobs, [assignment] * jobs, shares))
+    return {k: sum(d[k] for d in done) for k in done[0]}
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m autograder.judge.ahead ASSIGNMENT... [--student ID...]``, from the course root, as
     the grader's user: the roster's inputs drawn now (default: every student of the gradebook)."""
@@ -201,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--group", help="and the members of this Linux group (the hub's students)")
     parser.add_argument("--course", type=Path, default=Path("."), help="the course root (default: here)")
     parser.add_argument("--nice", type=int, default=0, help="run at this niceness (a service's background work)")
+    parser.add_argument("--jobs", type=int, default=1, help="processes drawing side by side, one thread each")
     args = parser.parse_args(argv)
     os.nice(args.nice)
     config = load_config(args.course)
@@ -222,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     secret_file = TrustedGrading(config=config).secret_file
     torch.set_num_threads(1)
     for a in args.assignments:
-        counts = draw(folder_of(secret_file), load_secret(secret_file), a, students)
+        counts = _draw_in(args.jobs, folder_of(secret_file), load_secret(secret_file), a, students)
         print(
             f"{a}: {len(students)} students; inputs drawn {counts['drawn']}, kept already {counts['kept']}, "
             f"drawn at grading instead {counts['not_kept']}"
