@@ -132,9 +132,9 @@ c.SandboxedExecute.private_folders = [str(GRADING.root), str(ROOT / "solutions")
 # Validation: the release records its test cells (RecordTestCells), and `nbgrader validate`
 # reports one that is missing before the notebook runs (encdec/grading/validation.py; each exercise
 # folder's own nbgrader_config.py sets the same hook for a student who validates there).
-from nbgrader.converters import GenerateAssignment  # noqa: E402
+from nbgrader.converters import GenerateAssignment  # noqa: E402 (this file's validation settings come after the steps above)
 
-from encdec.grading.validation import configure as _validation  # noqa: E402
+from encdec.grading.validation import configure as _validation  # noqa: E402 (this file's validation settings come after the steps above)
 
 c.GenerateAssignment.preprocessors = [
     *GenerateAssignment.class_traits()["preprocessors"].default(),

@@ -26,10 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_grading import make_course, scores, submit  # noqa: E402
+from bench_grading import make_course, scores, submit  # noqa: E402 (after the sys.path line that lets it be found)
 
-from autograder.fixtures import table  # noqa: E402
-from autograder.fixtures.make import graded_notebook  # noqa: E402
+from autograder.fixtures import table  # noqa: E402 (after the sys.path line that lets it be found)
+from autograder.fixtures.make import graded_notebook  # noqa: E402 (after the sys.path line that lets it be found)
 
 TARGET_MB = 1024
 

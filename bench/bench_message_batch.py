@@ -31,13 +31,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_grader_batch import status_mb  # noqa: E402
-from bench_grading import make_course, scores, submit  # noqa: E402
+from bench_grader_batch import status_mb  # noqa: E402 (after the sys.path line that lets it be found)
+from bench_grading import make_course, scores, submit  # noqa: E402 (after the sys.path line that lets it be found)
 from bench_message_cap import stopped  # noqa: E402 (the same assignment's record of a cut)
 
-from autograder.fixtures import table  # noqa: E402
-from autograder.fixtures.big_messages import MESSAGES  # noqa: E402
-from autograder.fixtures.make import graded_notebook  # noqa: E402
+from autograder.fixtures import table  # noqa: E402 (after the sys.path line that lets it be found)
+from autograder.fixtures.big_messages import MESSAGES  # noqa: E402 (after the sys.path line that lets it be found)
+from autograder.fixtures.make import graded_notebook  # noqa: E402 (after the sys.path line that lets it be found)
 
 A = "decoder_block"
 TARGET_MB = 1024

@@ -27,11 +27,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_grader_batch import status_mb  # noqa: E402
-from bench_grading import make_course, scores, submit  # noqa: E402
+from bench_grader_batch import status_mb  # noqa: E402 (after the sys.path line that lets it be found)
+from bench_grading import make_course, scores, submit  # noqa: E402 (after the sys.path line that lets it be found)
 
-from autograder.fixtures import table  # noqa: E402
-from autograder.fixtures.make import graded_notebook  # noqa: E402
+from autograder.fixtures import table  # noqa: E402 (after the sys.path line that lets it be found)
+from autograder.fixtures.make import graded_notebook  # noqa: E402 (after the sys.path line that lets it be found)
 
 HOSTILE = ["hostile_message_buffers", "hostile_message_frames"]
 HONEST = "db_pass_all"

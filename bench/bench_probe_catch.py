@@ -26,10 +26,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autograder import judge  # noqa: E402
-from autograder.fixtures import in_process  # noqa: E402
-from autograder.fixtures.mistakes import PASSED, build, held_out, tuned  # noqa: E402
-from autograder.fixtures.mistakes.evaluate import CHECKS  # noqa: E402
+from autograder import judge  # noqa: E402 (after the sys.path line that lets it be found)
+from autograder.fixtures import in_process  # noqa: E402 (after the sys.path line that lets it be found)
+from autograder.fixtures.mistakes import PASSED, build, held_out, tuned  # noqa: E402 (after the sys.path line that lets it be found)
+from autograder.fixtures.mistakes.evaluate import CHECKS  # noqa: E402 (after the sys.path line that lets it be found)
 
 SECRET = b"bench: a course secret"
 

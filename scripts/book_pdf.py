@@ -156,7 +156,7 @@ def radical_ideographs(family: str) -> dict[str, str]:
 def _cmap_entries(cmap: bytes) -> dict[int, str]:
     """code -> text of a ToUnicode CMap (its bfchar and bfrange entries)."""
     entries: dict[int, str] = {}
-    text = lambda h: bytes.fromhex(h.decode()).decode("utf-16-be", "replace")  # noqa: E731
+    text = lambda h: bytes.fromhex(h.decode()).decode("utf-16-be", "replace")  # noqa: E731 (a one-line helper named where it is used)
     for block in re.findall(rb"beginbfchar(.*?)endbfchar", cmap, re.S):
         hexes = re.findall(rb"<([0-9a-fA-F]+)>", block)
         for src, dst in zip(hexes[::2], hexes[1::2]):

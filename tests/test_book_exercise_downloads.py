@@ -16,10 +16,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book"))
 
-import exercise_downloads  # noqa: E402
+import exercise_downloads  # noqa: E402 (after the sys.path line that lets it be found)
 
-from autograder import assignments  # noqa: E402
-from autograder.fixtures.make import solution_sources  # noqa: E402
+from autograder import assignments  # noqa: E402 (after the sys.path line that lets it be found)
+from autograder.fixtures.make import solution_sources  # noqa: E402 (after the sys.path line that lets it be found)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
-import book_pdf  # noqa: E402
+import book_pdf  # noqa: E402 (after the sys.path line that lets it be found)
 
 
 @pytest.mark.parametrize("name", ["WIDGETS_DRAWN_JS", "SETTLE_JS"])

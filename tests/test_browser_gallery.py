@@ -114,7 +114,7 @@ def test_cross_attention_explorer_hover_and_swap(open_page, gallery):
     A = example_weights(4, 9)  # the grid holds A's numbers, each row a distribution
     assert w.locator("td.encdec-acell").all_inner_texts() == [fmt(x, 2) for row in A for x in row]
     w.locator("td[data-row='3'][data-col='7']").hover()
-    token = lambda t: text("cross_attention.token", lang, token=t)  # noqa: E731
+    token = lambda t: text("cross_attention.token", lang, token=t)  # noqa: E731 (a one-line helper named where it is used)
     assert w.locator("[data-testid='hover-info']").inner_text() == text(
         "cross_attention.hover", lang, i=3, j=7, w=fmt(A[3][7], 2), answer=token("4"), question=token("4")
     )

@@ -14,11 +14,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from autograder import grade_fixtures  # noqa: E402
-from autograder.fixtures import table  # noqa: E402
-from autograder.fixtures.big_messages import SAMPLE  # noqa: E402
-from autograder.fixtures.make import built, graded_notebook, hostile_folder  # noqa: E402
-from autograder.state import grading_state  # noqa: E402
+from autograder import grade_fixtures  # noqa: E402 (after the sys.path line that lets it be found)
+from autograder.fixtures import table  # noqa: E402 (after the sys.path line that lets it be found)
+from autograder.fixtures.big_messages import SAMPLE  # noqa: E402 (after the sys.path line that lets it be found)
+from autograder.fixtures.make import built, graded_notebook, hostile_folder  # noqa: E402 (after the sys.path line that lets it be found)
+from autograder.state import grading_state  # noqa: E402 (after the sys.path line that lets it be found)
 
 pytestmark = pytest.mark.grading
 MANIFEST = table.grading()

@@ -23,7 +23,7 @@ from encdec.grading.words import words
 from . import labels
 from .core import Check, Verdict, diagnosis, format_patterns
 from .draws import in_double, in_single
-from .seeds import check_seed, load_secret  # noqa: F401
+from .seeds import check_seed, load_secret  # noqa: F401 (re-exported: judge.check_seed, judge.load_secret)
 
 # The errors a graded run raises where a part calls what it may not (the class's name, as the kernel
 # records it beside the message): the package's own target (autograder/edition.py), torch's

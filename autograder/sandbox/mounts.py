@@ -43,7 +43,7 @@ def check(ret: int, what: str) -> None:
 
 
 def mount(src, dst, fstype, flags: int, data=None) -> None:
-    enc = lambda s: None if s is None else s.encode()  # noqa: E731
+    enc = lambda s: None if s is None else s.encode()  # noqa: E731 (a one-line helper named where it is used)
     check(libc.mount(enc(src), enc(dst), enc(fstype), ctypes.c_ulong(flags), enc(data)), f"mount {dst}")
 
 

@@ -251,9 +251,9 @@ def _supervise(conn, req, cgroup_fds):
 
 def serve(control):
     # torch is the point of the zygote; never encdec (see the module docstring)
-    import ipykernel.kernelapp  # noqa: F401
-    import numpy  # noqa: F401
-    import torch  # noqa: F401
+    import ipykernel.kernelapp  # noqa: F401 (imported before the fork: each kernel inherits it)
+    import numpy  # noqa: F401 (imported before the fork: each kernel inherits it)
+    import torch  # noqa: F401 (imported before the fork: each kernel inherits it)
 
     if threading.active_count() != 1:
         raise RuntimeError("the zygote must not fork with threads running")

@@ -208,7 +208,7 @@ def preload() -> None:
     it before its first fork, so that each job inherits it instead of importing it again. The judges
     import torch and the model (about 2 s a job on this course's machine), the integrity scan
     IPython's input transformer, the gradebook SQLite's dialect."""
-    from IPython.core.inputtransformer2 import TransformerManager  # noqa: F401
+    from IPython.core.inputtransformer2 import TransformerManager  # noqa: F401 (imported before the fork: each job inherits it)
     from nbgrader.api import Gradebook
 
     from autograder import judge

@@ -10,4 +10,4 @@ wording both sides share.
 Nothing in this package computes an expected answer.
 """
 
-from .language import set_language  # noqa: F401
+from .language import set_language  # noqa: F401 (re-exported: encdec.grading.set_language)
