@@ -65,11 +65,16 @@ def test_grading_reads_the_record_and_draws_nothing(drawn, tmp_path, monkeypatch
 
 
 class Payload:
+    """Code a pickle runs when it is loaded: it leaves ``marker`` behind."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
     def __reduce__(self):
-        return (os.system, ("touch /tmp/encdec-ahead-ran",))
+        return (os.system, (f"touch {self.marker}",))
 
 
-def _tamper(path: Path, how: str) -> None:
+def _tamper(path: Path, how: str, marker: Path) -> None:
     if how == "other_owner":
         os.chown(path, 65534, 65534)
     elif how == "group_writable":
@@ -83,7 +88,8 @@ def _tamper(path: Path, how: str) -> None:
     elif how == "code":
         buf = io.BytesIO()
         torch.save(
-            {"version": ahead.version(), "check": "kv_cache.tokens_hidden", "seed": SEED, "inputs": Payload()}, buf
+            {"version": ahead.version(), "check": "kv_cache.tokens_hidden", "seed": SEED, "inputs": Payload(marker)},
+            buf,
         )
         path.write_bytes(buf.getvalue())
     elif how == "other_seed":
@@ -101,12 +107,12 @@ def _tamper(path: Path, how: str) -> None:
 def test_a_record_that_cannot_be_trusted_is_drawn_again(how, drawn, tmp_path):
     if how == "other_owner" and os.geteuid() != 0:
         pytest.skip("giving a file to another user needs root")
-    Path("/tmp/encdec-ahead-ran").unlink(missing_ok=True)
+    marker = tmp_path / "payload-ran"
     ahead.save(tmp_path, "kv_cache.tokens_hidden", SEED, drawn["kv_cache.tokens_hidden"])
     (path,) = tmp_path.glob("*.pt")
-    _tamper(path, how)
+    _tamper(path, how, marker)
     assert ahead.load(tmp_path, "kv_cache.tokens_hidden", SEED) is None
-    assert not Path("/tmp/encdec-ahead-ran").exists()
+    assert not marker.exists()
     got = judge.graded_inputs("kv_cache.tokens_hidden", SEED, drawn_ahead=tmp_path)
     assert _wire("kv_cache.tokens_hidden", got) == _wire("kv_cache.tokens_hidden", drawn["kv_cache.tokens_hidden"])
 

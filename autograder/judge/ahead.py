@@ -2,14 +2,14 @@
 
 A graded check's inputs are drawn from a seed only the grader can compute (``seeds.check_seed``:
 the course secret, the student, the assignment, the check), so the roster gives every seed before
-the deadline. kv_cache's are dear (its structure runs: some 5 CPU-s a student), and a class hands in
+the deadline. kv_cache's are dear (its eight structure runs: some 12 CPU-s a student), and a class hands in
 within minutes; drawn ahead, the grader only reads them. A record is bit for bit what
 ``judge.graded_inputs`` would draw at grading (``tests/test_grading_ahead.py``), so a score never
 depends on whether its inputs were drawn ahead.
 
 The records live beside the course secret they derive from (``<grading>/draws/``, mode 0700, the
 grader's own): a record is read only when it is a regular file of the grader's, within ``MAX_BYTES``,
-loaded by torch's weights-only reader, and made by these very judges (``VERSION``: their sources,
+loaded by torch's weights-only reader, and made by these very judges (``version()``: their sources,
 the package's and torch's version), for this check and seed; anything else is drawn again.
 
 A drawn model is stored as what it differs by from the weights ``core.randomize_`` gives its seed
@@ -103,7 +103,6 @@ def _decode(value):
             state = model.state_dict()
             for k, v in value["diff"].items():
                 state[k].copy_(v)
-        model.randomized_from = value["seed"]
         return model.train(value["training"])
     if isinstance(value, dict) and "__config__" in value:
         return ModelConfig(**value["__config__"])
