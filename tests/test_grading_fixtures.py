@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from autograder import grade_fixtures
+from autograder.fixtures import table
+from autograder.fixtures.big_messages import SAMPLE
+from autograder.fixtures.make import built, graded_notebook, hostile_folder
+from autograder.state import grading_state
 
-from autograder import grade_fixtures  # noqa: E402 (after the sys.path line that lets it be found)
-from autograder.fixtures import table  # noqa: E402 (after the sys.path line that lets it be found)
-from autograder.fixtures.big_messages import SAMPLE  # noqa: E402 (after the sys.path line that lets it be found)
-from autograder.fixtures.make import built, graded_notebook, hostile_folder  # noqa: E402 (after the sys.path line that lets it be found)
-from autograder.state import grading_state  # noqa: E402 (after the sys.path line that lets it be found)
+ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.grading
 MANIFEST = table.grading()
