@@ -214,3 +214,23 @@ def test_each_prefill_mistake_loses_the_item_and_a_stepwise_prefill_misses_one_p
             )
         else:  # the graded runs' inputs are drawn for their cost: the tokens fail both parts (named where they can be)
             assert not verdict.ok and verdict.credit == 0, (student, verdict.message)
+
+
+# Seeds on which the "prefill" run, drawn for its cost alone, let a prefill mistake return the
+# reference tokens (a 1,024-token prefix averages a missing mask away): kv_bug_prefill_no_mask scored
+# half the item on a fresh clone's secret. Found by search over seeds 0-39, kept as fixtures.
+PREFILL_RUN_SEEDS = {10: ("prefill_no_mask", "prefill_last_only"), 11: ("prefill_no_mask", "prefill_pos_restarted")}
+
+
+@pytest.mark.parametrize("seed", sorted(PREFILL_RUN_SEEDS))
+def test_each_prefill_mistake_changes_the_tokens_of_every_structure_run(seed):
+    """A structure run's tokens decide its part of the prefill item, so each run is drawn until every
+    known prefill mistake returns other tokens than the reference (run_draws.build_run)."""
+    from autograder.judge import run_draws as R
+    from autograder.judge import variants as Var
+
+    drawn = R.build_run("prefill", seed, prefix=True)
+    mistakes = Var.prefill_variants(drawn["model"], drawn["ques"], drawn["prefix"], drawn["n"])
+    assert set(mistakes) == set(Var.PREFILL)
+    for name, (tokens, _) in mistakes.items():
+        assert not torch.equal(tokens, drawn["tokens"]), (seed, name, PREFILL_RUN_SEEDS[seed])

@@ -11,9 +11,11 @@ from encdec.config import ModelConfig
 from encdec.data import BOS_ID, EOS_ID
 from encdec.generate import greedy_decode
 
+from . import variants as Var
 from .core import gen
 from .decode_draws import (
     _ATTEMPTS,
+    _apart,
     _clear,
     _Drawn,
     _drawn_model,
@@ -43,7 +45,8 @@ def build_run(part: str, seed: int, prefix: bool = False) -> dict:
     """A structure run's model and inputs: random weights, a readout that follows the decoder's
     state, EOS never chosen (every row decodes all its tokens: the cost is the structure's), drawn
     until every greedy choice of the reference is clear. ``prefix``: the stretch's inputs, with a
-    decoder prefix (N, P) of words after BOS."""
+    decoder prefix (N, P) of words after BOS, drawn until every known prefill mistake returns other
+    tokens (the run's tokens decide its part of the item, as the check's own draw's do)."""
     (M, F, Le, Ld, H), (N, Kq, n, P) = RUNS[part]
     cfg = ModelConfig(
         emb_dim=M,
@@ -66,7 +69,10 @@ def build_run(part: str, seed: int, prefix: bool = False) -> dict:
             start = torch.cat([torch.full((N, 1), BOS_ID, dtype=torch.long), words], dim=1)  # (N, P)
             tokens = greedy_decode(model, ques, n, prefix=start)  # (N, P + n)
             logits = teacher_forced_logits(model, ques, tokens, drawn.memory)  # (P + n - 1, N, V)
-            if _min_margins(logits[P - 1 :]).min() >= _clear(drawn, tokens, logits):
+            clear = _clear(drawn, tokens, logits)
+            if _min_margins(logits[P - 1 :]).min() >= clear and (
+                not prefix or _tells_prefills(model, ques, start, tokens, clear)
+            ):
                 # the reference tokens: every choice clear of float rounding, so float64 chooses alike
                 inputs = {
                     "model": model,
@@ -77,4 +83,18 @@ def build_run(part: str, seed: int, prefix: bool = False) -> dict:
                     "dims": {"N": N, "n": n},
                 }
                 return {**inputs, "prefix": start, "dims": {"N": N, "n": n, "P": P}} if prefix else inputs
-    raise RuntimeError(f"kv_cache run {part}, seed {seed}: no model with clear greedy choices in {_ATTEMPTS} draws")
+    raise RuntimeError(
+        f"kv_cache run {part}, seed {seed}: no model with clear greedy choices"
+        + (" on which every prefill mistake changes the tokens" if prefix else "")
+        + f" in {_ATTEMPTS} draws"
+    )
+
+
+def _tells_prefills(model, ques, prefix, tokens, clear) -> bool:
+    """Every known prefill mistake (``Var.PREFILL``) returns other tokens than the reference and than
+    each other on these inputs, at a clear choice (``decode_draws._apart``): a long prefix averages a
+    missing mask or a restarted position away on some draws (one in ten of the "prefill" run's)."""
+    P = prefix.shape[1]  # prefix (N, P); tokens, the reference's: (N, P + n)
+    n = tokens.shape[1] - P
+    variants = {k: (t[:, P - 1 :], s) for k, (t, s) in Var.prefill_variants(model, ques, prefix, n).items()}
+    return _apart(variants, tokens[:, P - 1 :], clear)
