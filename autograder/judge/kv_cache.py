@@ -45,13 +45,8 @@ def _decode_variants(inputs) -> dict:
     return {k: {"tokens": v[0].numpy()} for k, v in out.items()}
 
 
-# On a structure run: no EOS wins (a decoder that ignores it returns the lesson's tokens), and a prefix
-# re-fed into the cache is over the bound long before its tokens could be read (and dear to replay)
-_ON_RUNS = tuple(m for m in Var.DECODE if m not in ("ignores_done", "prefix_refed_into_cache"))
-
-
 def _run_variants(inputs) -> dict:
-    out = Var.decode_variants(inputs["model"], inputs["ques"], inputs["n"], _ON_RUNS)
+    out = Var.decode_variants(inputs["model"], inputs["ques"], inputs["n"], R.ON_RUNS)
     return {k: {"tokens": v[0].numpy()} for k, v in out.items()}
 
 

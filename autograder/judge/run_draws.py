@@ -45,8 +45,8 @@ def build_run(part: str, seed: int, prefix: bool = False) -> dict:
     """A structure run's model and inputs: random weights, a readout that follows the decoder's
     state, EOS never chosen (every row decodes all its tokens: the cost is the structure's), drawn
     until every greedy choice of the reference is clear. ``prefix``: the stretch's inputs, with a
-    decoder prefix (N, P) of words after BOS, drawn until every known prefill mistake returns other
-    tokens (the run's tokens decide its part of the item, as the check's own draw's do)."""
+    decoder prefix (N, P) of words after BOS. Drawn until every known mistake the run is judged on
+    returns other tokens (the run's tokens decide its part of the item, as a check's own draw's do)."""
     (M, F, Le, Ld, H), (N, Kq, n, P) = RUNS[part]
     cfg = ModelConfig(
         emb_dim=M,
@@ -70,9 +70,7 @@ def build_run(part: str, seed: int, prefix: bool = False) -> dict:
             tokens = greedy_decode(model, ques, n, prefix=start)  # (N, P + n)
             logits = teacher_forced_logits(model, ques, tokens, drawn.memory)  # (P + n - 1, N, V)
             clear = _clear(drawn, tokens, logits)
-            if _min_margins(logits[P - 1 :]).min() >= clear and (
-                not prefix or _tells_prefills(model, ques, start, tokens, clear)
-            ):
+            if _min_margins(logits[P - 1 :]).min() >= clear and _tells_mistakes(model, ques, start, tokens, clear):
                 # the reference tokens: every choice clear of float rounding, so float64 chooses alike
                 inputs = {
                     "model": model,
@@ -85,16 +83,32 @@ def build_run(part: str, seed: int, prefix: bool = False) -> dict:
                 return {**inputs, "prefix": start, "dims": {"N": N, "n": n, "P": P}} if prefix else inputs
     raise RuntimeError(
         f"kv_cache run {part}, seed {seed}: no model with clear greedy choices"
-        + (" on which every prefill mistake changes the tokens" if prefix else "")
+        + " on which every known mistake changes the tokens"
         + f" in {_ATTEMPTS} draws"
     )
 
 
-def _tells_prefills(model, ques, prefix, tokens, clear) -> bool:
-    """Every known prefill mistake (``Var.PREFILL``) returns other tokens than the reference and than
-    each other on these inputs, at a clear choice (``decode_draws._apart``): a long prefix averages a
-    missing mask or a restarted position away on some draws (one in ten of the "prefill" run's)."""
+# The known mistakes whose tokens a run's part is judged on (kv_cache.py): on a run no EOS wins (a
+# decoder that ignores it returns the lesson's tokens), and a prefix re-fed into the cache is over the
+# bound long before its tokens could be read (and dear to replay).
+ON_RUNS = tuple(m for m in Var.DECODE if m not in ("ignores_done", "prefix_refed_into_cache"))
+FIRST_STEPS = 16  # the mistakes are decoded this far first: most are told apart within it
+
+
+def _tells_mistakes(model, ques, prefix, tokens, clear) -> bool:
+    """Every known mistake a run is judged on (``ON_RUNS``; with a prefix, ``Var.PREFILL``) returns
+    other tokens than the reference and than each other on these inputs, at a clear choice
+    (``decode_draws._apart``): a long prefix averages a missing mask or a restarted position away on
+    about one draw in ten of the "prefill" run's. Greedy decoding is causal, so mistakes told apart
+    within the first steps are told apart on the whole run; the whole run is decoded only when not."""
     P = prefix.shape[1]  # prefix (N, P); tokens, the reference's: (N, P + n)
     n = tokens.shape[1] - P
-    variants = {k: (t[:, P - 1 :], s) for k, (t, s) in Var.prefill_variants(model, ques, prefix, n).items()}
-    return _apart(variants, tokens[:, P - 1 :], clear)
+    for m in sorted({min(n, FIRST_STEPS), n}):
+        if P > 1:
+            made = Var.prefill_variants(model, ques, prefix, m)  # name -> (N, P + m), (m, N, V)
+        else:
+            made = Var.decode_variants(model, ques, m, ON_RUNS)
+        variants = {k: (t[:, P - 1 :], steps) for k, (t, steps) in made.items()}  # (N, 1 + m), (m, N, V)
+        if _apart(variants, tokens[:, P - 1 : P + m], clear):
+            return True
+    return False
