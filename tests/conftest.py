@@ -28,10 +28,11 @@ ROOT = Path(__file__).resolve().parents[1]
 SETUP_TIMES = ROOT / "build" / "make-test-blocks.txt"
 # Modules that share a session fixture or a fixed port, or must not run beside each other: each
 # group runs in one worker, one module after another. The stock batch (`stock_batch` below) is made
-# once for the modules that read it; the hostile fixtures connect to payloads.LISTEN_PORTS, where one
-# listener at a time counts them; and the sandbox's batch tests beside the stock batch once saw a
-# fork server fail to start (exit 1) and a memory fixture's outcome change, so the two batches take
-# turns.
+# once for the modules that read it (a session fixture is made once a worker: a module that reads
+# it outside the group has a second worker grade the whole batch again); the hostile fixtures
+# connect to payloads.LISTEN_PORTS, where one listener at a time counts them; and the sandbox's batch
+# tests beside the stock batch once saw a fork server fail to start (exit 1) and a memory fixture's
+# outcome change, so the two batches take turns.
 GROUPS = {
     "grading-batches": [
         "tests/test_sandbox.py",
@@ -42,6 +43,7 @@ GROUPS = {
         "tests/test_message_cap.py",
         "tests/test_exercises_zh.py",
         "tests/test_report.py",
+        "tests/test_ontime.py",
         "tests/test_hub.py",
     ]
 }

@@ -58,39 +58,59 @@ class StockBatch:
         return self.state(student).autograded / student
 
 
+# A notebook's grading time, in units of the plainest assignment's (some 3 s): a kv_cache notebook
+# draws and times eight structure runs (some 17 s on this machine's cores)
+COST = {"kv_cache": 6}
+
+
 def stock_batch(work: Path, names: list[str], zh_names: list[str] = ()) -> StockBatch:
-    """Fixture submissions graded by stock `nbgrader autograde`, one run per assignment for all of
-    them (autograder/grade_fixtures.py): `names` handed in from the English release, `zh_names`
-    from the Chinese one as students `<name>_zh` (`zh_submission`, with that release's references).
-    The assignments are graded side by side, one per core: each kernel is held to one CPU
-    (sandbox/policy.py), so one `nbgrader autograde` at a time leaves a core idle."""
+    """Fixture submissions graded by stock `nbgrader autograde`, one run per batch folder
+    (autograder/grade_fixtures.py): `names` handed in from the English release, `zh_names` from the
+    Chinese one as students `<name>_zh` (`zh_submission`, with that release's references).
+    The folders are graded side by side, one per core (each kernel is held to one CPU:
+    sandbox/policy.py); a dear assignment's fixtures are split over several folders (`units`), so
+    that no core waits on one long assignment."""
     from nbgrader.api import Gradebook
 
     from autograder import edition, grade_fixtures
 
-    by_assignment: dict[str, list[str]] = {}
-    for name in sorted({*names, *zh_names}):
-        by_assignment.setdefault(MANIFEST[name]["assignment"], []).append(name)
+    lanes = max(1, os.cpu_count() or 1)
     empty = work / "empty-gradebook.db"
-    with Gradebook(f"sqlite:///{empty}"):  # made once (alembic takes seconds); each assignment's is a copy
+    with Gradebook(f"sqlite:///{empty}"):  # made once (alembic takes seconds); each folder's is a copy
         pass
-    folders = {}
-    for a, fixtures in by_assignment.items():
-        GradingState(work / a).root.mkdir(parents=True)
-        shutil.copy(empty, GradingState(work / a).gradebook)
-        folders.update(dict.fromkeys(fixtures, work / a))
+    folders, plan = {}, units(sorted({*names, *zh_names}), lanes)
+    for folder, (a, fixtures) in plan.items():
+        GradingState(work / folder).root.mkdir(parents=True)
+        shutil.copy(empty, GradingState(work / folder).gradebook)
+        folders.update(dict.fromkeys(fixtures, work / folder))
         for name in set(fixtures) & set(zh_names):
-            dest = GradingState(work / a).submitted / f"{name}_zh" / a
+            dest = GradingState(work / folder).submitted / f"{name}_zh" / a
             dest.mkdir(parents=True)
             (dest / graded_notebook(name).name).write_text(zh_submission(name), encoding="utf-8")
             shutil.copytree(ZH / a / "reference", dest / "reference")
-            folders[f"{name}_zh"] = work / a
+            folders[f"{name}_zh"] = work / folder
+    for a in {a for a, _ in plan.values()}:
         edition.ensure(a, edition.DEFAULT_OUT)  # made here, not by two graders at once
-    largest_first = sorted(by_assignment, key=lambda a: -len(by_assignment[a]))
-    with ThreadPoolExecutor(max(1, min(len(by_assignment), os.cpu_count() or 1))) as lanes:
-        graded = [lanes.submit(grade_fixtures.grade, work / a, only=by_assignment[a]) for a in largest_first]
+    dearest_first = sorted(plan, key=lambda f: -len(plan[f][1]) * COST.get(plan[f][0], 1))
+    with ThreadPoolExecutor(min(len(plan), lanes)) as pool:
+        graded = [pool.submit(grade_fixtures.grade, work / f, only=plan[f][1]) for f in dearest_first]
         rows = {r.name: r for done in graded for r in done.result()}
     return StockBatch(folders, rows)
+
+
+def units(names: list[str], lanes: int) -> dict[str, tuple[str, list[str]]]:
+    """The batch's folders: folder -> (assignment, fixtures). An assignment whose notebooks cost more
+    than half a lane's share of the batch (`COST`) is split into folders `<assignment>-<i>`."""
+    by_assignment: dict[str, list[str]] = {}
+    for name in names:
+        by_assignment.setdefault(MANIFEST[name]["assignment"], []).append(name)
+    cost = {a: len(f) * COST.get(a, 1) for a, f in by_assignment.items()}
+    piece = max(1.0, sum(cost.values()) / (2 * lanes))
+    plan = {}
+    for a, fixtures in by_assignment.items():
+        k = min(len(fixtures), max(1, round(cost[a] / piece)))
+        plan.update({a if k == 1 else f"{a}-{i}": (a, fixtures[i::k]) for i in range(k)})
+    return plan
 
 
 def scratch_course(dest: Path, assignments: list[str], db_url: str | None = None) -> Path:
