@@ -77,6 +77,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=5)
     args = parser.parse_args()
+    budget.steady_allocator()  # as the grader times the lesson and every graded kernel starts
     print(f"bound: FACTORS[run] x the lesson's CPU time + {budget.SLACK:g} s, FACTORS = {budget.FACTORS}")
     for part in RUNS:
         inputs = build_run(part, args.seed, prefix=True)

@@ -422,3 +422,58 @@ def test_socket_folders_go_where_their_addresses_fit(tmp_path, monkeypatch):
             s.bind(str(address))
     finally:
         shutil.rmtree(base)
+
+
+def test_kernels_and_the_grader_share_one_steady_allocator():
+    """A graded kernel starts with glibc's allocator held at fixed thresholds (GLIBC_TUNABLES), and
+    the grader sets the same ones where it times the lesson (judge/budget.py): a fresh process shows
+    glibc took them (mallinfo2's free heap stays after a 16 MB temporary is freed, as the settings
+    keep it; by default glibc hands a block that large back with munmap)."""
+    import platform
+
+    from autograder.judge import budget
+    from autograder.sandbox.policy import MALLOC, kernel_environment, malloc_tunables
+
+    env = kernel_environment(dataclasses.asdict(Limits()), sys.prefix)
+    assert env["GLIBC_TUNABLES"] == malloc_tunables()
+    assert dict(kv.removeprefix("glibc.malloc.").split("=") for kv in env["GLIBC_TUNABLES"].split(":")) == {
+        k: str(v) for k, v in MALLOC.items()
+    }
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("not glibc: the settings are glibc's")
+    assert budget.steady_allocator()
+    probe = textwrap.dedent(
+        """
+        import ctypes
+        class Info(ctypes.Structure):
+            _fields_ = [(n, ctypes.c_size_t) for n in
+                        "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+        libc = ctypes.CDLL(None)
+        libc.mallinfo2.restype = Info
+        libc.malloc.restype = ctypes.c_void_p
+        libc.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+        libc.free.argtypes = [ctypes.c_void_p]
+        mapped = libc.mallinfo2().hblkhd
+        block = libc.malloc(16 * 2**20)
+        libc.memset(block, 1, 16 * 2**20)
+        mapped = libc.mallinfo2().hblkhd - mapped >= 16 * 2**20
+        libc.free(block)
+        print(mapped, libc.mallinfo2().fordblks >= 16 * 2**20)
+        """
+    )
+    steady = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "GLIBC_TUNABLES": env["GLIBC_TUNABLES"]},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    default = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert steady == ["False", "True"], steady  # from the heap, and kept there once freed
+    assert default == ["True", "False"], default  # glibc's default: mapped for itself, unmapped when freed

@@ -307,6 +307,20 @@ def _chain(path: str) -> list[tuple[str, ...]]:
     return rows + [("ro-bind", here, here)]
 
 
+# glibc's allocator, held steady in every graded kernel (GLIBC_TUNABLES, read at its start) and in
+# the grader where it times the lesson's structure (judge/budget.py). Left to adapt, it returns a
+# run's large temporaries (the prefill run's (N, H, P, P) scores: 16 MB) to the system after each call
+# in some processes and not in others: the same call cost 46 ms in one process and 90 ms in the next,
+# for its whole life. A bound timed in a slow grader let a wrong structure through; a fast grader's
+# failed an honest kernel that happened to be slow. Fixed thresholds keep such temporaries in the heap.
+MALLOC = {"mmap_threshold": 32 * 2**20, "trim_threshold": 128 * 2**20}  # 32 MiB: glibc's largest mmap threshold
+
+
+def malloc_tunables() -> str:
+    """``MALLOC`` as glibc reads it at a process's start (GLIBC_TUNABLES)."""
+    return ":".join(f"glibc.malloc.{k}={v}" for k, v in MALLOC.items())
+
+
 def kernel_environment(limits: dict, prefix: str, package: Path | None = None) -> dict[str, str]:
     """The whole environment of a sandboxed kernel (nothing is inherited from the grader).
 
@@ -327,6 +341,8 @@ def kernel_environment(limits: dict, prefix: str, package: Path | None = None) -
         "OMP_NUM_THREADS": str(limits["threads"]),
         "MKL_NUM_THREADS": str(limits["threads"]),
         "PYTHONHASHSEED": "0",
+        # the allocator the grader times the lesson's structure under (judge/budget.py: MALLOC)
+        "GLIBC_TUNABLES": malloc_tunables(),
         # pid 1 is the sandbox's init: ipykernel then neither polls a parent nor prints the
         # "Ctrl-C will not work" banner meant for terminals.
         "JPY_PARENT_PID": "1",
