@@ -73,7 +73,8 @@ unit: venv
 # `matrix`); it closes with its slowest tests and its time by block (tests/conftest.py), where the
 # 25-minute budget is watched. `make test-all` runs the matrices too, and every fixture of the
 # named checks (zh-check, queue-check, gradescope-check) and every warm-up fixture through stock
-# nbgrader (ENCDEC_FIXTURES_ALL): the scheduled workflow runs it.
+# nbgrader (ENCDEC_FIXTURES_ALL), and the page's broken models on every question of the task, not
+# every third (ENCDEC_SPACE_ALL): the scheduled workflow runs it.
 # The suite runs on two pytest-xdist workers (TEST_WORKERS=0: one process): a module, or the
 # modules of one of GROUPS, is one unit of work, the long ones handed out first (tests/conftest.py).
 TEST_WORKERS ?= 2
@@ -88,7 +89,7 @@ test:
 	ENCDEC_SETUP_TIMED=1 $(PY) -m pytest -q $(XDIST) -m "not matrix" --durations=25 tests
 
 test-all: venv system book
-	ENCDEC_ZH_ALL=1 ENCDEC_QUEUE_ALL=1 ENCDEC_GRADESCOPE_ALL=1 ENCDEC_FIXTURES_ALL=1 $(PY) -m pytest -q $(XDIST) --durations=25 tests
+	ENCDEC_ZH_ALL=1 ENCDEC_SPACE_ALL=1 ENCDEC_QUEUE_ALL=1 ENCDEC_GRADESCOPE_ALL=1 ENCDEC_FIXTURES_ALL=1 $(PY) -m pytest -q $(XDIST) --durations=25 tests
 
 bench: venv
 	$(PY) bench/run_all.py
