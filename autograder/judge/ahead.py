@@ -2,7 +2,7 @@
 
 A graded check's inputs are drawn from a seed only the grader can compute (``seeds.check_seed``:
 the course secret, the student, the assignment, the check), so the roster gives every seed before
-the deadline. kv_cache's are dear (its eight structure runs: some 12 CPU-s a student), and a class hands in
+the deadline. kv_cache's are dear (its eight structure runs: some 5 to 7 CPU-s a student), and a class hands in
 within minutes; drawn ahead, the grader only reads them. A record is bit for bit what
 ``judge.graded_inputs`` would draw at grading (``tests/test_grading_ahead.py``), so a score never
 depends on whether its inputs were drawn ahead.
