@@ -83,9 +83,8 @@ def build_run(part: str, seed: int, prefix: bool = False) -> dict:
                 }
                 return {**inputs, "prefix": start, "dims": {"N": N, "n": n, "P": P}} if prefix else inputs
     raise RuntimeError(
-        f"kv_cache run {part}, seed {seed}: no model with clear greedy choices"
-        + " on which every known mistake changes the tokens"
-        + f" in {_ATTEMPTS} draws"
+        f"kv_cache run {part}, seed {seed}: no model with clear greedy choices on which every known "
+        f"mistake changes the tokens in {_ATTEMPTS} draws"
     )
 
 
