@@ -1,0 +1,125 @@
+"""The grader's kernel manager on jupyter_client's public hooks: its client (autograder/sandbox/client.py),
+ready on the kernel's answer with no fixed wait after it, and still ready when IOPub missed the first
+answer's idle status; its provisioner (autograder/sandbox/provisioner.py), named by the kernelspec and
+found through the entry point, which leaves nothing behind when a launch fails."""
+
+import asyncio
+from queue import Empty
+
+import pytest
+from jupyter_client.provisioning import KernelProvisionerFactory
+
+from autograder.sandbox.client import SandboxKernelClient
+from autograder.sandbox.kernel import SandboxKernelManager
+from autograder.sandbox.provisioner import SandboxProvisioner
+
+
+class Channel:
+    def __init__(self):
+        self.queue: list[dict] = []
+        self.waits: list[float] = []
+
+    async def get_msg(self, timeout=None):
+        self.waits.append(timeout)
+        if not self.queue:
+            raise Empty
+        return self.queue.pop(0)
+
+
+def status(parent: str, state: str) -> dict:
+    return {"msg_type": "status", "parent_header": {"msg_id": parent}, "content": {"execution_state": state}}
+
+
+class FakeKernel(SandboxKernelClient):
+    """Answers each kernel_info on shell; IOPub hears the first `lost` answers' statuses not at all."""
+
+    def __init__(self, lost: int = 0, alive: bool = True, answers: bool = True):
+        super().__init__()
+        self.shell, self.iopub = Channel(), Channel()
+        self.asked: list[str] = []
+        self.lost, self.alive, self.answers = lost, alive, answers
+        self.handled: dict | None = None
+
+    shell_channel = property(lambda self: self.shell)
+    iopub_channel = property(lambda self: self.iopub)
+
+    def kernel_info(self):
+        msg_id = f"ki-{len(self.asked)}"
+        self.asked.append(msg_id)
+        if self.answers:
+            self.shell.queue.append(
+                {"msg_type": "kernel_info_reply", "parent_header": {"msg_id": msg_id}, "content": {}}
+            )
+            if len(self.asked) > self.lost:
+                self.iopub.queue += [status(msg_id, "busy"), status(msg_id, "idle")]
+        return msg_id
+
+    async def _async_is_alive(self):
+        return self.alive
+
+    def _handle_kernel_info_reply(self, msg):
+        self.handled = msg
+
+
+def test_ready_on_the_idle_after_its_answer_and_reads_no_further():
+    kc = FakeKernel()
+    kc.iopub.queue.append(status("ki-0", "starting"))  # before the answer's own statuses: read past
+    asyncio.run(kc.wait_for_ready(timeout=5))
+    kc.iopub.queue.append({"msg_type": "stream", "parent_header": {}, "content": {}})
+    assert kc.asked == ["ki-0"]
+    assert kc.handled["parent_header"]["msg_id"] == "ki-0"
+    assert len(kc.iopub.queue) == 1  # nothing after the idle was read: no flush that waits for silence
+
+
+def test_a_lost_idle_asks_again_and_the_next_answer_tells():
+    kc = FakeKernel(lost=2)
+    asyncio.run(kc.wait_for_ready(timeout=5))
+    assert kc.asked == ["ki-0", "ki-1", "ki-2"]
+    assert kc.handled is not None
+
+
+def test_a_dead_kernel_is_an_error_not_a_wait():
+    kc = FakeKernel(alive=False, answers=False)
+    with pytest.raises(RuntimeError, match="died"):
+        asyncio.run(kc.wait_for_ready(timeout=5))
+
+
+def test_a_silent_kernel_times_out():
+    kc = FakeKernel(answers=False)
+    with pytest.raises(RuntimeError, match="didn't respond"):
+        asyncio.run(kc.wait_for_ready(timeout=0))
+
+
+def test_the_sandbox_manager_makes_this_client():
+    assert SandboxKernelManager().client_factory is SandboxKernelClient
+
+
+def test_the_kernelspec_names_the_sandbox_provisioner_and_jupyter_client_finds_it():
+    km = SandboxKernelManager()
+    factory = KernelProvisionerFactory.instance()
+    assert km.kernel_spec.metadata["kernel_provisioner"]["provisioner_name"] == "encdec-sandbox"
+    assert factory.is_provisioner_available(km.kernel_spec)
+    made = factory.create_provisioner_instance("k", km.kernel_spec, parent=km)
+    assert type(made) is SandboxProvisioner
+
+
+@pytest.mark.grading
+def test_a_failed_launch_leaves_no_folder_and_no_uid(tmp_path, monkeypatch):
+    """The launcher cannot start (here: launch_kernel raises, after pre_launch made the kernel's
+    folders): the start fails, and the scratch, socket and relay folders are gone, the uid given back."""
+    from jupyter_client.provisioning import local_provisioner
+
+    made = {}
+
+    def no_launch(cmd, **kwargs):
+        prov = km.provisioner
+        made.update(scratch=prov._holder, sockets=prov._sockdir, relay=prov._relaydir, slot=prov._slot)
+        raise OSError("no launcher here")
+
+    monkeypatch.setattr(local_provisioner, "launch_kernel", no_launch)
+    km = SandboxKernelManager(assignment="warmup")
+    with pytest.raises(OSError, match="no launcher here"):
+        asyncio.run(km.start_kernel(cwd=str(tmp_path)))
+    assert made["scratch"] is not None and made["sockets"] is not None and made["relay"] is not None
+    assert not any(path.exists() for path in (made["scratch"], made["sockets"], made["relay"]))
+    assert km.provisioner._slot is None and km.kernel_dir is None
