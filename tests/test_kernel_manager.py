@@ -123,3 +123,31 @@ def test_a_failed_launch_leaves_no_folder_and_no_uid(tmp_path, monkeypatch):
     assert made["scratch"] is not None and made["sockets"] is not None and made["relay"] is not None
     assert not any(path.exists() for path in (made["scratch"], made["sockets"], made["relay"]))
     assert km.provisioner._slot is None and km.kernel_dir is None
+
+
+@pytest.mark.grading
+@pytest.mark.parametrize("prefork", [True, False], ids=["zygote", "bwrap"])
+def test_the_kernels_cpu_time_is_read_from_outside_it(tmp_path, prefork):
+    """What the structure items are judged by (judge/budget.py): the CPU time a kernel spends in a cell,
+    read by the grader through the manager (its cgroup, else its launcher's process tree), whether the
+    kernel was forked from the zygote or started in a fresh sandbox."""
+
+    async def run() -> tuple[float | None, float | None]:
+        km = SandboxKernelManager(assignment="warmup", prefork=prefork)
+        await km.start_kernel(cwd=str(tmp_path))
+        kc = km.client()
+        kc.start_channels()
+        try:
+            await kc.wait_for_ready(timeout=120)
+            before = km.kernel_cpu_seconds()
+            await kc.execute_interactive(
+                "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass", timeout=60
+            )
+            return before, km.kernel_cpu_seconds()
+        finally:
+            kc.stop_channels()
+            await km.shutdown_kernel(now=True)
+
+    before, after = asyncio.run(run())
+    assert before is not None and after is not None
+    assert after - before >= 0.45, (before, after)

@@ -18,7 +18,7 @@ from pathlib import Path
 import zmq
 
 from autograder.sandbox.execute import SandboxedExecute
-from autograder.sandbox.processes import tree_cpu_seconds
+from autograder.sandbox.kernel import SandboxKernelManager
 
 from ._shared import OUTPUTS_KEY, check_ids, deliver, graded_inputs, withdraw, workdir
 
@@ -100,15 +100,10 @@ class GradedExecute(SandboxedExecute):
         return cell, resources
 
     def _cpu(self) -> float | None:
-        """CPU seconds the kernel has used, read outside it: its cgroup's (every process and thread it
-        started), else its launcher's process tree's; None when neither can be read."""
+        """CPU seconds the kernel has used, read outside it (its cgroup's, else its launcher's process
+        tree's: ``SandboxProvisioner.cpu_seconds``); None when neither can be read."""
         km = getattr(self, "km", None)
-        cgroup, process = getattr(km, "_cgroup", None), getattr(getattr(km, "provisioner", None), "process", None)
-        try:
-            used = cgroup.cpu_seconds() if cgroup is not None else None
-        except (OSError, ValueError):
-            used = None
-        return used if used is not None or process is None else tree_cpu_seconds(process.pid)
+        return km.kernel_cpu_seconds() if isinstance(km, SandboxKernelManager) else None
 
     def _watch(self, start: float | None, limit: float, done: threading.Event) -> None:
         """Interrupt the kernel once it has used ``limit`` CPU seconds since ``start``: the run is over

@@ -84,6 +84,11 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
         """The kernel's working folder as the grader reaches it (provisioner.py), None without a kernel."""
         return getattr(self.provisioner, "kernel_dir", None)
 
+    def kernel_cpu_seconds(self) -> float | None:
+        """CPU seconds the kernel has used, read outside it (provisioner.py), None without a kernel.
+        (Not ``cpu_seconds``: that is the setting of its CPU limit, a field of ``Limits``.)"""
+        return self.provisioner.cpu_seconds() if self.provisioner is not None else None
+
     def message_cut(self) -> dict | None:
         """The message the relay cut, if it cut one (provisioner.py), None without a kernel."""
         return self.provisioner.message_cut() if self.provisioner is not None else None

@@ -33,7 +33,7 @@ from . import mounts, relay, safefs
 from .cgroups import Cgroup
 from .fork_server import Zygote, _sweep, socket_base
 from .policy import SOCK_FILES, Policy
-from .processes import end_kernel_processes
+from .processes import end_kernel_processes, tree_cpu_seconds
 from .sandbox import (
     UidSlot,
     check_available,
@@ -69,6 +69,15 @@ class SandboxProvisioner(LocalProvisioner):
         if self._scratch is None or privileged():
             return self._scratch
         return None if self.process is None else Path(f"/proc/{self.process.pid}/root{self._scratch}")
+
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds the kernel has used, read outside it: its cgroup's (every process and thread it
+        started), else its launcher's process tree's; None when neither can be read."""
+        try:
+            used = self._cgroup.cpu_seconds() if self._cgroup is not None else None
+        except (OSError, ValueError):
+            used = None
+        return used if used is not None or self.process is None else tree_cpu_seconds(self.process.pid)
 
     def message_cut(self) -> dict | None:
         """The message the relay cut, if it cut one (relay.py's record), while the kernel's folders last."""
