@@ -477,3 +477,23 @@ def test_kernels_and_the_grader_share_one_steady_allocator():
     ).stdout.split()
     assert steady == ["False", "True"], steady  # from the heap, and kept there once freed
     assert default == ["True", "False"], default  # glibc's default: mapped for itself, unmapped when freed
+
+
+def test_a_lessons_timing_serves_its_sizes_for_a_minute_then_is_made_again(monkeypatch):
+    """budget.lesson_cpu: one timing per sizes per grader process within ``FRESH`` seconds (a kv_cache
+    notebook's timings cost about a quarter of its grading), a new one after; without a key, always."""
+    from autograder.judge import budget
+
+    made, now = [], [1000.0]
+    monkeypatch.setattr(budget, "_TIMED", {})
+    monkeypatch.setattr(budget, "_time_lesson", lambda check, inputs: made.append(now[0]) or 0.05 + len(made))
+    monkeypatch.setattr(budget.time, "monotonic", lambda: now[0])
+    first = budget.lesson_cpu(None, {}, key="sizes A")
+    now[0] += budget.FRESH - 1
+    assert budget.lesson_cpu(None, {}, key="sizes A") == first and len(made) == 1
+    assert budget.lesson_cpu(None, {}, key="sizes B") != first and len(made) == 2  # other sizes: timed
+    now[0] += 2
+    assert budget.lesson_cpu(None, {}, key="sizes A") != first and len(made) == 3  # stale: timed again
+    budget.lesson_cpu(None, {})
+    budget.lesson_cpu(None, {})
+    assert len(made) == 5

@@ -63,11 +63,12 @@ class GradedExecute(SandboxedExecute):
         try:
             timed = resources.setdefault("nbgrader", {}).setdefault(LESSONS_KEY, {})
             for part, inputs in graded_inputs(self, resources, check.id)["runs"].items():
-                # the lesson's cost on runs of these sizes, timed once a notebook (its visible and
-                # hidden items' runs have the same sizes: the cost is the sizes', EOS never chosen)
+                # the lesson's cost on runs of these sizes, one timing a notebook (its visible and
+                # hidden items' runs have the same sizes: the cost is the sizes', EOS never chosen),
+                # made in the last minute by this grader (budget.FRESH)
                 sizes = (check.lesson.__qualname__, part, tuple(sorted(inputs["dims"].items())))
                 if sizes not in timed:
-                    timed[sizes] = budget.lesson_cpu(check, inputs)
+                    timed[sizes] = budget.lesson_cpu(check, inputs, key=sizes)
                 lesson = timed[sizes]
                 limit, name = budget.bound(lesson, part), f"check_{secrets.token_hex(8)}"
                 before = self._cpu()
