@@ -74,3 +74,32 @@ def test_nbgraders_failure_hook_applies_and_is_called_on_a_failed_submission(tmp
     assert got["file"] == str(tmp_path / "nbgrader" / "__init__.py")  # the patched copy
     assert got["calls"] == [{"assignment": "ps1", "student": "alice", "notebooks": ["ps1.ipynb"]}]
     assert got["raised"] == "NbGraderException"  # the batch still says it failed
+
+
+def test_keeps_failure_hook_puts_the_last_good_run_back(tmp_path):
+    """What ``keep.failed`` does when the patched nbgrader calls it: the submission's run under way in
+    this process (marked by ``KeepLastGrade``, its folder removed by nbgrader) is ended, its kept folder
+    put back whole, and its mark cleared; a submission with no run under way is left alone."""
+    import weakref
+
+    from autograder import keep
+
+    dest_root = tmp_path / "grading" / "autograded"
+    kept = keep._copy(dest_root, "autograded", "alice", "ps1")
+    kept.mkdir(parents=True)
+    (kept / "ps1.ipynb").write_text("the last good run")
+    mark = keep.begin(dest_root, "autograded", "alice", "ps1")
+
+    class Converter:
+        pass
+
+    converter = Converter()
+    keep._RUNNING[("alice", "ps1")] = (dest_root, "autograded", weakref.ref(converter))
+    try:
+        keep.failed(assignment="ps1", student="bob", notebooks=["ps1.ipynb"])  # another student's: nothing
+        assert mark.is_file() and not (dest_root / "alice" / "ps1").exists()
+        keep.failed(assignment="ps1", student="alice", notebooks=["ps1.ipynb"])
+    finally:
+        keep._RUNNING.pop(("alice", "ps1"), None)
+    assert (dest_root / "alice" / "ps1" / "ps1.ipynb").read_text() == "the last good run"
+    assert not mark.exists() and ("alice", "ps1") not in keep._RUNNING
