@@ -149,3 +149,38 @@ def test_records_of_other_judges_are_pruned(drawn, tmp_path):
     (tmp_path / "0123456789ab-old.pt").write_bytes(b"a record of judges since changed")
     assert ahead.prune(tmp_path) == 1
     assert [p.name.split("-")[0] for p in tmp_path.iterdir()] == [ahead.version()[:12]]
+
+
+def test_the_roster_is_read_from_the_gradebook_without_making_it(tmp_path):
+    """The service draws ahead when it starts, while the instructor's first nbgrader command may be
+    making the gradebook: reading its students never makes a gradebook, nor any of its tables (two
+    makers at once collide: "table solution_cells already exists")."""
+    from nbgrader.api import Gradebook
+
+    db = tmp_path / "gradebook.db"
+    url = f"sqlite:///{db}"
+    assert ahead.gradebook_students(url) == set() and not db.exists()
+    db.touch()  # a gradebook nbgrader has begun to make: the file, no tables yet
+    assert ahead.gradebook_students(url) == set() and db.stat().st_size == 0
+    db.unlink()
+    with Gradebook(url, "c") as gb:
+        gb.add_student("ada")
+        gb.add_student("bo")
+    assert ahead.gradebook_students(url) == {"ada", "bo"}
+
+
+def test_processes_starting_at_once_share_one_course_secret(tmp_path):
+    """The course secret is made on first use, by whichever grader process comes first; the others
+    read the one it made, never a half-written one."""
+    path = tmp_path / "state" / ".course-secret"
+    code = (
+        "import sys\nfrom autograder.judge.seeds import load_secret\nsys.stdout.write(load_secret(sys.argv[1]).hex())"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, str(path)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        for _ in range(12)
+    ]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert len(set(outs)) == 1 and outs[0]
+    assert sorted(os.listdir(path.parent)) == [path.name]  # no half-made file left beside it

@@ -200,12 +200,33 @@ def _draw_in(jobs: int, folder: Path, secret: bytes, assignment: str, students: 
     return {k: sum(d[k] for d in done) for k in done[0]}
 
 
+def gradebook_students(db_url: str) -> set[str]:
+    """The gradebook's students, read only. A gradebook that is not made yet has none, and it is not
+    made here: nbgrader makes one on first use, tables and all, and two processes making it at once
+    collide (the service draws when it starts, as the instructor's first command makes it)."""
+    from sqlalchemy import create_engine, inspect, text
+
+    from autograder.environment import SQLITE
+
+    if db_url.startswith(SQLITE):
+        path = Path(db_url.removeprefix(SQLITE))
+        if not path.is_file():
+            return set()
+        db_url = f"{SQLITE}file:{path}?mode=ro&uri=true"
+    engine = create_engine(db_url)
+    try:
+        if "student" not in inspect(engine).get_table_names():
+            return set()
+        with engine.connect() as conn:
+            return {row[0] for row in conn.execute(text("SELECT id FROM student"))}
+    finally:
+        engine.dispose()
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m autograder.judge.ahead ASSIGNMENT... [--student ID...]``, from the course root, as
     the grader's user: the roster's inputs drawn now (default: every student of the gradebook)."""
     import argparse
-
-    from nbgrader.api import Gradebook
 
     from autograder.preprocessors.trusted_grading import TrustedGrading
     from autograder.taskqueue.course import coursedir_for, load_config
@@ -221,10 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     os.nice(args.nice)
     config = load_config(args.course)
     cd = coursedir_for(config)
-    students = set(args.student)
-    if not students:
-        with Gradebook(cd.db_url, cd.course_id) as gb:
-            students = {s.id for s in gb.students}
+    students = set(args.student) or gradebook_students(cd.db_url)
     if args.group:
         import grp
 

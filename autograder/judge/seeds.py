@@ -21,12 +21,18 @@ def load_secret(path: str | os.PathLike) -> bytes:
         data = p.read_bytes()
     except FileNotFoundError:
         p.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        except FileExistsError:  # another grader process made it first
-            return load_secret(p)
+        # written whole beside it, then linked into place: another process (the feedback service, a
+        # queue worker) never reads it half made, and the first to link wins
+        tmp = p.with_name(f".{p.name}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(secrets.token_hex(32).encode())
+        try:
+            os.link(tmp, p)
+        except FileExistsError:  # another grader process made it first
+            pass
+        finally:
+            tmp.unlink()
         data = p.read_bytes()
     if len(data.strip()) < 16:
         raise ValueError(f"the course secret {p} is shorter than 16 bytes: delete it to make a new one")
