@@ -15,7 +15,7 @@ from autograder.judge import labels as L
 from autograder.preprocessors import verdict_outputs as _verdict_outputs
 from encdec.grading import language
 from encdec.grading.misconceptions import MISCONCEPTIONS
-from encdec.grading.words import Words, words
+from encdec.grading.words import Words, observation, words
 
 
 @pytest.fixture
@@ -82,11 +82,14 @@ def test_text_the_students_code_raised_never_sets_the_label(workdir):
 
 
 def test_unnamed_observations_share_a_label_whatever_their_numbers():
-    """A label is read from the verdict's structure: the table entry of its observation, not its numbers."""
+    """A label is the record its judge set beside the observation (``observation``), not its numbers,
+    nor the table entry that words it."""
     head = words("did_not_match", check_id="kv_cache.tokens", title="t", what="the generated tokens")
-    a = L.of(head + words("observed_step_logits", step=3, row=1, t=2))
-    b = L.of(head + words("observed_step_logits", step=5, row=0, t=4))
+    a = L.of(head + words("observed_step_logits", step=3, row=1, t=2) + observation("step_logits"))
+    b = L.of(head + words("observed_step_logits", step=5, row=0, t=4) + observation("step_logits"))
     assert a == b == "observed:step_logits" and L.kind(a) == "observed"
+    assert L.of(head + words("observed_step_logits", step=3, row=1, t=2)) == "mismatch"  # a line alone decides nothing
+    assert (head + observation("step_logits")).render("en") == head.render("en")  # the record is not worded
     assert L.describe(a).startswith("Observed: the logits of decoding step # (row #)")
     assert L.of(head) == "mismatch"
     random = L.of(words("not_repeatable", check_id="x", title="t", task="f") + J.diagnosis("observed_random"))

@@ -109,7 +109,8 @@ def verify(
 
     The check is judged once; its message is data (``Verdict.words``), worded when shown in any
     language (``Verdict.words.render``), so a submission scores the same in every language. Its ``label``
-    is read from that structure (``labels.of``): the evidence of the grader only. ``lang`` is kept
+    is the record its judge set where it decided (an outcome with the verdict; a misconception's or an
+    observation's beside its line: ``labels.of``): the evidence of the grader only. ``lang`` is kept
     for callers that want ``verdict.message`` in the submission's language. ``undefined``: the object
     the test cell hands to the check when no cell of the notebook defines it (``encdec.grading.cells``):
     a check that saved nothing then says so by name."""

@@ -49,8 +49,9 @@ class Verdict:
     ``parts``: where the item checks several things the lesson teaches separately, each part's
     name and whether it passed; a failed verdict with some parts passed earns their share of the
     item's points (nbgrader's partial credit, ``autograder.preprocessors``). ``label``: what kind of
-    verdict it is, a key (``judge.labels``): ``verify`` reads it from the message's structure (the
-    misconception it names, the observation it makes, the kind of failure) unless a judge set it."""
+    verdict it is, a key (``judge.labels``): the outcome a judge set with the verdict, else the first
+    misconception named or observation made in it, each a record its judge set beside the line that
+    says it (``Diag``, ``Seen``), never its words."""
 
     ok: bool
     words: Words
@@ -221,6 +222,7 @@ def named_by_property(verdict: Verdict, key: str | None) -> Verdict:
     if not verdict.ok and key is not None and not verdict.words.diagnoses():
         first, *rest = verdict.words.parts or ("",)
         verdict.words = Words(first, diagnosis(key), *rest)  # under its first line, as a variant's name
+        verdict.label = base_name(key)  # the misconception it names, whatever kind of failure it was
     return verdict
 
 
@@ -229,7 +231,7 @@ def first_failure(*verdicts: Verdict) -> Verdict:
     bad = [r for r in verdicts if not r.ok]
     if bad:
         more = words("more_failed", n=len(bad) - 1) if len(bad) > 1 else ""
-        return Verdict(False, bad[0].words + more)
+        return Verdict(False, bad[0].words + more, label=bad[0].label)
     return verdicts[0]
 
 

@@ -11,7 +11,7 @@ import torch
 from encdec.data import BOS_ID
 from encdec.generate import greedy_decode, pick_next
 from encdec.grading.compare import cache_blame
-from encdec.grading.words import words
+from encdec.grading.words import observation, words
 
 from . import decode_draws as D
 from . import kv_beam, kv_update
@@ -127,7 +127,7 @@ def _observed(inputs, tok, steps) -> str:
     for t in range(k):
         bad = ~np.isclose(steps[t], own[t], atol=tol, rtol=ATOL).all(axis=-1)  # (N,)
         if bad.any():
-            return words("observed_step_logits", step=t + 1, row=int(np.argmax(bad)), t=t)
+            return words("observed_step_logits", step=t + 1, row=int(np.argmax(bad)), t=t) + observation("step_logits")
     done = torch.zeros(N, dtype=torch.bool)
     for t in range(k):
         greedy, now_done = pick_next(torch.from_numpy(own[t]), done)  # (N,): the package's choice
@@ -136,10 +136,14 @@ def _observed(inputs, tok, steps) -> str:
         if bad.any():
             row = int(np.argmax(bad))
             if done[row]:
-                return words("observed_after_eos", row=row, token=int(tok[row, t + 1]), step=t + 1) + diagnosis(
-                    "ignores_done"
+                return (
+                    words("observed_after_eos", row=row, token=int(tok[row, t + 1]), step=t + 1)
+                    + diagnosis("ignores_done")
+                    + observation("after_eos")
                 )
-            return words("observed_not_argmax", step=t + 1, row=row, token=int(tok[row, t + 1]), best=int(greedy[row]))
+            return words(
+                "observed_not_argmax", step=t + 1, row=row, token=int(tok[row, t + 1]), best=int(greedy[row])
+            ) + observation("not_argmax")
         done = now_done
     return ""
 

@@ -4,9 +4,10 @@ Grader side only. A label is ``passed``; a misconception's key (``no_mask``, ``o
 the named and the observed ones of ``encdec.grading.misconceptions``); ``observed:<what>`` (an
 observation that names no misconception, keyed by the table entry that words it and, for a stage,
 the given part and argument it was about, never by its numbers, so that two students with the
-same kind of mistake share it); or one of the ``OUTCOMES`` below. A label is read from the
-verdict's structure (``of``: the diagnoses and table entries its message is made of), never from
-its words, and never from what the student's code printed or raised.
+same kind of mistake share it); or one of the ``OUTCOMES`` below. A label is the record of a
+decision, set by the judge where it decides: an outcome's with the verdict, a misconception's
+(``Diag``) and an observation's (``Seen``) beside the line that says it; never read from the
+words, nor from what the student's code printed or raised.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections import defaultdict
 
 from encdec.grading import language
 from encdec.grading.misconceptions import MISCONCEPTIONS
-from encdec.grading.words import OBSERVED, Msg, Words
+from encdec.grading.words import Words
 
 PASSED = "passed"
 OUTCOMES = (  # labels that are kinds of outcome (each worded by the table entry "outcome_<label>")
@@ -32,54 +33,18 @@ OUTCOMES = (  # labels that are kinds of outcome (each worded by the table entry
     "unknown_check",
     "unlabelled",
 )
-_HEADS = {  # the table entry a verdict's message starts with -> its outcome, when it names nothing
-    "not_implemented": "not_implemented",
-    "did_not_run": "did_not_run",
-    "deleted": "deleted",
-    "unreadable": "unreadable_outputs",
-    "unjudgeable": "unreadable_outputs",
-    "unknown_check": "unknown_check",
-    "raised": "raised",
-}
 
 
 def of(message: Words) -> str:
-    """The label of a failed verdict's message: the first misconception it names (a diagnosis or a
-    named observation), else its first observation, else the kind of failure."""
+    """The label of a failed verdict's message: the first misconception it names, else the first
+    observation it makes (``observed:<label>``, the record its judge set beside the line:
+    ``words.observation``), else ``mismatch``. Verdicts of another kind of outcome carry their label
+    from where they are made (``judge.loaded``, ``TrustedVerdict``)."""
     named = message.diagnoses()
     if named:
         return named[0]
-    for part in message.walk():
-        if isinstance(part, Msg) and part.key.startswith(OBSERVED):  # an observation line
-            return "observed:" + _observation(part)
-    heads = [p.key for p in message.parts if isinstance(p, Msg)]
-    if heads and heads[0] in _HEADS:
-        return _HEADS[heads[0]]
-    return "mismatch"
-
-
-def _observation(part: Msg) -> str:
-    """``step_logits``; for a stage, ``stage:<finding>[:<module>][:<argument>]`` (e.g.
-    ``stage:argument_was:layer_norm_2:input``)."""
-    if part.key != "stage_observed":
-        return part.key.removeprefix("observed_")
-    stage = dict(part.fields).get("stage")
-    finding = next((p for p in stage.parts if isinstance(p, Msg)), None) if isinstance(stage, Words) else None
-    if finding is None:
-        return "stage"
-    fields = dict(finding.fields)
-    out = ["stage", finding.key]
-    role = fields.get("role")
-    module = fields.get("module")
-    if isinstance(role, Words):
-        module = next(
-            (dict(p.fields).get("module") for p in role.parts if isinstance(p, Msg) and p.key == "role"), module
-        )
-    if isinstance(module, str):
-        out.append(module)
-    if isinstance(fields.get("arg"), str):
-        out.append(fields["arg"])
-    return ":".join(out)
+    seen = message.seen()
+    return "observed:" + seen[0] if seen else "mismatch"
 
 
 def describe(label: str, lang: str = language.DEFAULT) -> str:

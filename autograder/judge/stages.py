@@ -31,7 +31,7 @@ import numpy as np
 
 from encdec.grading.compare import same
 from encdec.grading.stages import MAX_CALLS
-from encdec.grading.words import Words, fill, words
+from encdec.grading.words import Words, fill, observation, words
 
 # (module, out name, {argument: expected tensor name}); a mask argument names the expected mask
 # ("mask": the one passed in) or is None (no mask)
@@ -52,6 +52,13 @@ MODEL_PLAN = (
     ),
     ("proj_to_vocab", "logits", {"input": "dec_out"}),
 )
+
+
+def _seen(finding: str, *where: str) -> Words:
+    """The record of a stage finding, ``stage:<finding>[:<module>][:<argument>]``: what the class
+    report counts when the finding is the verdict's observation (``labels``). Set here, where the
+    finder decides, beside the words that say it."""
+    return observation(":".join(["stage", finding, *where]))
 
 
 def _role(module: str) -> str:
@@ -223,7 +230,7 @@ def _walk(
         mine = [args for name, args in record if name == module]
         role = _role(module)
         if not mine:
-            return None if crashed else words("never_called", role=role, module=module)
+            return None if crashed else words("never_called", role=role, module=module) + _seen("never_called", module)
         args = mine[0]
         for arg, want in expected.items():
             if arg == "mask":
@@ -238,11 +245,11 @@ def _walk(
                         moved=moved,
                         what=what,
                         want=words("no_mask") if want is None else whose,
-                    )
+                    ) + _seen("received_mask", module)
                 continue
             x = args.get(arg)
             if x is None:
-                return words("not_a_tensor", role=role, arg=arg)
+                return words("not_a_tensor", role=role, arg=arg) + _seen("not_a_tensor", module, arg)
             target = _value(want, named)
             if not same(x, target):
                 seen = _identify(x, {**named, **_others(record, plan, named)})
@@ -251,7 +258,8 @@ def _walk(
                     if seen
                     else words("none_of", shape=_shape(x), names=", ".join(named))
                 )
-                return words("argument_was", role=role, arg=arg, seen=seen, what=what, want=want, shape=_shape(target))
+                found = words("argument_was", role=role, arg=arg, seen=seen, what=what, want=want, shape=_shape(target))
+                return found + _seen("argument_was", module, arg)
         if "output" not in args:
             return None  # it raised: the failure message says where
         first = _value(next(w for a, w in expected.items() if a != "mask"), named)  # the lesson's input
@@ -260,7 +268,7 @@ def _walk(
             raise RecordRefused(f"{module} returned {args['output'].shape} for an input of {first.shape}")
         named[out_name] = args["output"]
         if len(mine) > 1:
-            return words("ran_times", role=role, n=len(mine), what=what)
+            return words("ran_times", role=role, n=len(mine), what=what) + _seen("ran_times", module)
     returned, last = got.get(case), plan[-1][1]
     if returned is not None and not same(returned, named[last]):
         seen = _identify(returned, {**named, **_others(record, plan, named)})
@@ -269,7 +277,7 @@ def _walk(
             if seen
             else words("tensor_of_shape", shape=_shape(returned))
         )
-        return words("returned_was", seen=seen, what=what, last=last)
+        return words("returned_was", seen=seen, what=what, last=last) + _seen("returned_was")
     return None
 
 
@@ -348,19 +356,20 @@ def decode_stage(got: dict[str, np.ndarray], tok: np.ndarray, emb: np.ndarray, p
         if x is None or x.ndim != 3 or x.shape[0] != tok.shape[0]:
             return None
         if x.shape[1] != 1:
-            return words("fed_positions", step=t + 1, n=x.shape[1], shape=_shape(x))
+            return words("fed_positions", step=t + 1, n=x.shape[1], shape=_shape(x)) + _seen("fed_positions")
         newest = emb[tok[:, t]][:, None]  # (N, 1, M): token t
         if not same(x, newest + pos[:, t : t + 1]):
             at = [p for p in range(pos.shape[1]) if same(x, newest + pos[:, p : p + 1])]
             if at:
-                return words("fed_at", step=t + 1, t=t, p=at[0], p1=at[0] + 1)
-            return words("fed_nowhere", step=t + 1, t=t)
+                return words("fed_at", step=t + 1, t=t, p=at[0], p1=at[0] + 1) + _seen("fed_at")
+            return words("fed_nowhere", step=t + 1, t=t) + _seen("fed_nowhere")
         if held is None or held.ndim != 2 or t >= len(held):
             return None
         for layer, h in enumerate(held[t]):
             if h != t:
                 cache = words("no_cache") if h < 0 else words("cache_held", held=_positions(int(h)))
-                return words("cache_before_step", step=t + 1, layer=layer, got=cache, held=_positions(t))
+                found = words("cache_before_step", step=t + 1, layer=layer, got=cache, held=_positions(t))
+                return found + _seen("cache_before_step")
     return None
 
 

@@ -130,11 +130,6 @@ def head(kind: str = "diagnosis") -> str:
     return text(kind) + ("：" if _current == "zh" else ":")
 
 
-def names_something(message: str) -> bool:
-    """Whether ``message`` already has a diagnosis or an observation line of its own."""
-    return any(f"\n{head(kind)}" in message for kind in ("diagnosis", "observed"))
-
-
 def diagnosis_line(key: str) -> str:
     """'\\nDiagnosis: ...' (or 'Observed: ...' for an ``observed_`` key), wrapped; key must be known."""
     head = text("observed" if key.startswith("observed_") else "diagnosis")

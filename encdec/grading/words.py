@@ -31,13 +31,21 @@ class Diag:
 
 
 @dataclass(frozen=True)
+class Seen:
+    """What an observation line saw, as the key the class report counts it by (``observed:<label>``),
+    set by the judge that makes the observation. Worded as nothing: the line beside it says it."""
+
+    label: str
+
+
+@dataclass(frozen=True)
 class Fill:
     """Words wrapped to 88 columns once worded (feedback HTML does not wrap)."""
 
     words: Words
 
 
-Part = str | Msg | Diag | Fill
+Part = str | Msg | Diag | Seen | Fill
 
 
 class Words:
@@ -50,7 +58,7 @@ class Words:
         for p in parts:
             if isinstance(p, Words):
                 flat.extend(p.parts)
-            elif isinstance(p, (str, Msg, Diag, Fill)):
+            elif isinstance(p, (str, Msg, Diag, Seen, Fill)):
                 if p != "":
                     flat.append(p)
             else:
@@ -118,12 +126,13 @@ class Words:
         """The message-table keys it uses, in order."""
         return [p.key for p in self.walk() if isinstance(p, Msg)]
 
+    def seen(self) -> list[str]:
+        """The labels of its observation lines, in order."""
+        return [p.label for p in self.walk() if isinstance(p, Seen)]
+
     def names_something(self) -> bool:
         """Whether it already has a diagnosis or an observation line of its own."""
-        return any(isinstance(p, Diag) or (isinstance(p, Msg) and p.key.startswith(OBSERVED)) for p in self.walk())
-
-
-OBSERVED = ("observed_", "stage_observed")  # table entries that are observation lines
+        return any(isinstance(p, Diag | Seen) for p in self.walk())
 
 
 def words(key: str, **fields) -> Words:
@@ -133,6 +142,11 @@ def words(key: str, **fields) -> Words:
 
 def diagnosis(key: str) -> Words:
     return Words(Diag(key))
+
+
+def observation(label: str) -> Words:
+    """The record of an observation (``Seen``), set beside the line that words it."""
+    return Words(Seen(label))
 
 
 def fill(message: Words | str) -> Words:
@@ -157,4 +171,6 @@ def _word(part: Part) -> str:
         return language.text(part.key, **{k: _text(v) if isinstance(v, Words) else v for k, v in part.fields})
     if isinstance(part, Diag):
         return language.diagnosis_line(part.key)
+    if isinstance(part, Seen):
+        return ""
     return language.fill(_text(part.words))
