@@ -151,3 +151,28 @@ def test_the_kernels_cpu_time_is_read_from_outside_it(tmp_path, prefork):
     before, after = asyncio.run(run())
     assert before is not None and after is not None
     assert after - before >= 0.45, (before, after)
+
+
+@pytest.mark.grading
+def test_a_cell_waits_no_longer_than_the_notebook_has_left(tmp_path):
+    """SandboxedExecute through nbclient's public ``timeout_func``: a cell may run for its own limit
+    (``timeout``) or for what is left of the notebook's (``notebook_timeout``), whichever is less, and
+    the cells after the notebook's time are not run."""
+    import time
+
+    import nbformat
+
+    from autograder.sandbox.execute import SandboxedExecute
+
+    work = tmp_path / "autograded" / "alice" / "warmup"
+    work.mkdir(parents=True)
+    cells = ["import time\ntime.sleep(2)", "time.sleep(60)", "print('after the time')"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    ex = SandboxedExecute(timeout=60, notebook_timeout=4)
+    start = time.monotonic()
+    ex.preprocess(nb, {"nbgrader": {"assignment": "warmup"}, "metadata": {"path": str(work)}})
+    took = time.monotonic() - start
+    assert took < 20, took  # the second cell was stopped at the notebook's time, not its own 60 s
+    assert any(o.get("output_type") == "error" for o in nb.cells[1].outputs), nb.cells[1].outputs
+    assert [o.get("ename") for o in nb.cells[2].outputs] == ["CellNotRun"], nb.cells[2].outputs
+    assert "ran out of time" in nb.cells[2].outputs[0]["evalue"]

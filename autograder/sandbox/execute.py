@@ -256,10 +256,15 @@ class SandboxedExecute(Execute):
         km.assignment = getattr(self, "_assignment", "")
         return km
 
-    def _get_timeout(self, cell):
-        timeout = super()._get_timeout(cell)
+    @default("timeout_func")
+    def _timeout_func_default(self):
+        return self.cell_timeout
+
+    def cell_timeout(self, cell) -> int:
+        """nbclient's per-cell timeout (its ``timeout_func``): the cell's limit, or what is left of the
+        notebook's time when that is less."""
         left = max(1, int(self._deadline - monotonic()) + 1)
-        return left if timeout is None else min(timeout, left)
+        return left if not self.timeout or self.timeout < 0 else min(self.timeout, left)
 
     def preprocess_cell(self, cell, resources, index):
         runs = cell.cell_type == "code" and cell.source.strip()
