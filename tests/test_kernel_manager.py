@@ -126,6 +126,26 @@ def test_a_failed_launch_leaves_no_folder_and_no_uid(tmp_path, monkeypatch):
 
 
 @pytest.mark.grading
+def test_a_kernel_started_but_not_reached_is_killed_and_leaves_no_folder(tmp_path, monkeypatch):
+    """The launch succeeded but the manager's next step failed (here: its control socket cannot be
+    made): the start fails, the launcher is gone, and the kernel's folders with it."""
+    made = {}
+
+    def unreachable(self):
+        prov = self.provisioner
+        made.update(scratch=prov._holder, sockets=prov._sockdir, relay=prov._relaydir, process=prov.process)
+        raise OSError("no control socket here")
+
+    monkeypatch.setattr(SandboxKernelManager, "_connect_control_socket", unreachable)
+    km = SandboxKernelManager(assignment="warmup")
+    with pytest.raises(OSError, match="no control socket here"):
+        asyncio.run(km.start_kernel(cwd=str(tmp_path)))
+    assert made["process"] is not None and made["process"].poll() is not None  # the launcher was killed
+    assert not any(path.exists() for path in (made["scratch"], made["sockets"], made["relay"]))
+    assert not km.has_kernel and km.kernel_dir is None
+
+
+@pytest.mark.grading
 @pytest.mark.parametrize("prefork", [True, False], ids=["zygote", "bwrap"])
 def test_the_kernels_cpu_time_is_read_from_outside_it(tmp_path, prefork):
     """What the structure items are judged by (judge/budget.py): the CPU time a kernel spends in a cell,

@@ -122,6 +122,21 @@ class SandboxKernelManager(_limit_settings(), AsyncKernelManager):
         except (edition.EditionError, OSError) as err:
             raise SandboxUnavailable(f"no torch edition, so no kernel is started: {err}") from err
 
+    async def start_kernel(self, **kw):
+        """jupyter_client's start. Its provisioner cleans up after a failed preparation or launch; a
+        kernel that started but could not be reached (the manager's step after the launch failed) is
+        killed and its folders removed here: a failed start leaves nothing behind."""
+        try:
+            await super().start_kernel(**kw)
+        except BaseException:
+            try:
+                if self.has_kernel:  # killed, not asked to stop: its control channel may be what failed
+                    await self.provisioner.kill()
+                    await self.provisioner.wait()
+            finally:
+                await self.cleanup_resources()
+            raise
+
     def client(self, **kwargs):
         """A client whose sockets queue at most `relay.UNREAD` messages unread (RCVHWM: the relay bounds
         the last of them together) and refuse a frame past the message limit (libzmq's MAXMSGSIZE: a
