@@ -136,10 +136,8 @@ def _observed(inputs, tok, steps) -> str:
         if bad.any():
             row = int(np.argmax(bad))
             if done[row]:
-                return (
-                    words("observed_after_eos", row=row, token=int(tok[row, t + 1]), step=t + 1)
-                    + diagnosis("ignores_done")
-                    + observation("after_eos")
+                return words("observed_after_eos", row=row, token=int(tok[row, t + 1]), step=t + 1) + diagnosis(
+                    "ignores_done"
                 )
             return words(
                 "observed_not_argmax", step=t + 1, row=row, token=int(tok[row, t + 1]), best=int(greedy[row])
