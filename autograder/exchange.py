@@ -36,10 +36,11 @@ import stat
 import struct
 from datetime import UTC, datetime
 
+from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.exchange.default.release_assignment import ExchangeReleaseAssignment
 from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback
-from nbgrader.utils import notebook_hash, parse_utc
+from nbgrader.utils import check_mode, notebook_hash, parse_utc
 
 from autograder import collected
 
@@ -97,22 +98,59 @@ def _owner(path: str) -> str | None:
         return None
 
 
-class Collect(ExchangeCollect):
-    """nbgrader's collect, of the submissions each student owns only, their data and no links."""
+def _record(path: str) -> dict:
+    """A submission folder of inbound as nbgrader's collect records it, with ``undated`` for a name
+    that holds no time (nbgrader's own stops the whole collect on one), and timed by the server's
+    clock: the folder's last status change, naive UTC as nbgrader's. The name's time is the
+    student's: read only to know that the name is well formed."""
+    name = os.path.basename(path)
+    parts = name.rsplit("+", 3)
+    record = {"username": parts[0], "filename": name, "timestamp": datetime.min}
+    try:
+        record["timestamp"] = parse_utc(parts[2])
+        record["timestamp"] = datetime.fromtimestamp(os.lstat(path).st_ctime, UTC).replace(tzinfo=None)
+    except (IndexError, ValueError, OverflowError):
+        record["undated"] = True
+    except OSError:  # gone since the listing: refused as no folder
+        pass
+    return record
 
-    def _path_to_record(self, path):
-        try:
-            record = super()._path_to_record(path)
-        except (ValueError, OverflowError):  # no time in the name (nbgrader's own stops the whole collect)
-            name = os.path.basename(path)
-            return {"username": name.rsplit("+", 3)[0], "filename": name, "timestamp": datetime.min, "undated": True}
-        # ranked (newest, before the due date, newer than the one collected) by the server's clock:
-        # the folder's last status change, naive UTC as nbgrader's; the name's time is the student's
-        try:
-            record["timestamp"] = datetime.fromtimestamp(os.lstat(path).st_ctime, UTC).replace(tzinfo=None)
-        except OSError:
-            pass
-        return record
+
+class Collect(ExchangeCollect):
+    """nbgrader's collect, of the submissions each student owns only, their data and no links.
+
+    Through the exchange's public steps (``init_src``, ``do_copy``): for each student, the newest
+    submission that student owns (the newest before the due date when ``before_duedate`` is set and
+    there is one), by the server's clock; every folder left out is said in the log."""
+
+    def init_src(self):
+        if not self.coursedir.course_id:
+            self.fail("No course id specified. Re-run with --course flag.")
+        self.course_path = os.path.join(self.root, self.coursedir.course_id)
+        self.inbound_path = os.path.join(self.course_path, "inbound")
+        if not os.path.isdir(self.inbound_path):
+            self.fail(f"Course not found: {self.inbound_path}")
+        if not check_mode(self.inbound_path, read=True, execute=True):
+            self.fail(f"You don't have read permissions for the directory: {self.inbound_path}")
+        student = self.coursedir.student_id or "*"
+        pattern = os.path.join(self.inbound_path, f"{student}+{self.coursedir.assignment_id}+*")
+        with Gradebook(self.coursedir.db_url, self.coursedir.course_id) as gb:
+            try:
+                self.duedate = gb.find_assignment(self.coursedir.assignment_id).duedate
+            except MissingEntry:
+                self.duedate = None
+        due = self.duedate if self.before_duedate else None
+        ranked = sorted(map(_record, glob.glob(pattern)), key=lambda r: r["timestamp"], reverse=True)
+        owned = []
+        for record in ranked:
+            if why := self._why_not(record):
+                self.log.error("Not collected: %r names %s, but %s", record["filename"], record["username"], why)
+            else:
+                owned.append(record)
+        first = {}
+        for record in sorted(owned, key=lambda r: due is not None and r["timestamp"] > due):  # stable: newest first
+            first.setdefault(record["username"], record)
+        self.src_records = list(first.values())
 
     def _why_not(self, record) -> str | None:
         """Why ``record`` is not collected (None: it is)."""
@@ -124,29 +162,11 @@ class Collect(ExchangeCollect):
         owner = _owner(path)
         return None if owner == record["username"] else f"it is owned by {owner or 'an unknown user'}"
 
-    def _sort_by_timestamp(self, records):
-        # nbgrader keeps the first of each student's records: the newest one the student owns
-        ranked = super()._sort_by_timestamp(records)
-        return sorted(ranked, key=lambda r: self._why_not(r) is not None)  # stable: each group keeps its rank
-
-    def copy_files(self):
-        why = {r["filename"]: self._why_not(r) for r in self.src_records}  # each folder looked at once
-        for record in self.src_records:
-            if why[record["filename"]]:
-                self.log.error(
-                    "Not collected: %r names %s, but %s",
-                    record["filename"],
-                    record["username"],
-                    why[record["filename"]],
-                )
-        self.src_records = [r for r in self.src_records if not why[r["filename"]]]
-        super().copy_files()
-
     def do_copy(self, src, dest, log=None):
         """``src`` (a submission folder in inbound) into ``dest`` as ``autograder/collected.py`` copies:
         checked again on what it opens, so a folder swapped since ``_why_not`` is refused here."""
         name = os.path.basename(src)
-        student = self._path_to_record(src)["username"]
+        student = _record(src)["username"]
         parent = os.open(self.inbound_path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             when, records = collected.collect(

@@ -63,9 +63,10 @@ class Term:
         for path in [self.folder, *self.folder.rglob("*")]:
             os.chown(path, self.user.pw_uid, self.user.pw_gid)
 
-    def collect(self, cls=Collect, into: str = "submitted") -> tuple[Path, list[str]]:
+    def collect(self, cls=Collect, into: str = "submitted", before_duedate=False) -> tuple[Path, list[str]]:
         """``cls`` run as ``nbgrader collect`` runs it; the collected folder and the log's lines."""
         cfg = Config()
+        cfg.ExchangeCollect.before_duedate = before_duedate
         cfg.Exchange.root = str(self.base / "exchange")
         cfg.CourseDirectory.update(
             course_id="course",
@@ -233,7 +234,33 @@ def test_a_folder_with_no_time_in_its_name_stops_no_collect(tmp_path, gradebook)
     (term.inbound / term.folder.name).rename(term.inbound / "elsewhere")  # the undated ones alone
     shutil.rmtree(folder)
     folder, lines = term.collect()
-    assert not folder.exists() and sum("no time in its name" in line for line in lines) == 1
+    assert not folder.exists() and sum("no time in its name" in line for line in lines) == 2  # each said
+
+
+def test_the_newest_submission_the_student_owns_is_collected_late_or_not(tmp_path):
+    """A newer folder in the student's name that the student does not own (put there by another,
+    or by hand) is passed over, and so is one on time when the student's own is late: with
+    ``--before-duedate`` the student's own late one is collected, not nothing."""
+    from nbgrader.api import Gradebook
+
+    url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    term = Term(tmp_path, url)
+    own = (term.folder / "submission_secret.txt").read_text()
+    time.sleep(0.02)
+    planted = term.inbound / f"{STUDENT}+{ASSIGNMENT}+{STAMP}+planted"
+    shutil.copytree(term.folder, planted)  # root's
+    (planted / "submission_secret.txt").write_text("planted")
+    time.sleep(0.02)
+    due = datetime.now(UTC).replace(tzinfo=None)
+    with Gradebook(url, "course") as gb:
+        gb.update_or_create_assignment(ASSIGNMENT, duedate=due)
+    for before_duedate in (False, True):
+        folder, lines = term.collect(before_duedate=before_duedate)
+        assert (folder / "submission_secret.txt").read_text() == own, before_duedate
+        assert sum("owned by root" in line for line in lines) == 1
+        shutil.rmtree(folder)
+        time.sleep(0.02)
+        os.chmod(term.folder, 0o755)  # the student's own: changed after the due date, so late
 
 
 def test_what_is_swapped_after_the_check_is_judged_on_what_is_opened(tmp_path, gradebook, monkeypatch):
