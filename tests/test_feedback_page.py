@@ -146,3 +146,13 @@ def test_hidden_test_markers_mean_something_in_test_cells_only():
         assert hide(nbformat.v4.new_code_cell(answer)) == answer  # a cell of the student's own
     for broken in ("### BEGIN HIDDEN TESTS\nsecret()", "### BEGIN HIDDEN TESTS\n### BEGIN HIDDEN TESTS\nsecret()"):
         assert hide(cell(broken, grade=True, points=1)) == "# (hidden test: its code is not shown)"
+
+
+def test_the_markers_are_those_generate_assignment_cleared():
+    """An instructor who set ClearHiddenTests' markers for the release gets them hidden in feedback."""
+    from traitlets.config import Config
+
+    config = Config({"ClearHiddenTests": {"begin_test_delimeter": "BEGIN SECRET", "end_test_delimeter": "END SECRET"}})
+    source = "for x in xs:\n    # BEGIN SECRET\n    secret(x)\n    # END SECRET\nshown()"
+    c = HideHiddenTests(config=config).preprocess_cell(cell(source, grade=True, points=1), {}, 0)[0]
+    assert c.source == "for x in xs:\n    # (hidden test: its code is not shown)\nshown()"

@@ -12,34 +12,39 @@ from __future__ import annotations
 
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
-from nbgrader.preprocessors import ClearHiddenTests
+from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor
 from traitlets import Unicode
 
 
-class HideHiddenTests(ClearHiddenTests):
-    """ClearHiddenTests on test cells only, leaving ``placeholder`` (indented as the region's first marker) behind."""
+class HideHiddenTests(NbGraderPreprocessor):
+    """Each hidden region of a test cell replaced by ``placeholder``, indented as its first marker;
+    the markers are ``ClearHiddenTests``' as configured (those ``generate_assignment`` cleared)."""
 
     placeholder = Unicode(
         "# (hidden test: its code is not shown)", help="The line left where a hidden test region was."
     ).tag(config=True)
 
+    def preprocess(self, nb: NotebookNode, resources: dict):
+        nb.metadata.pop("celltoolbar", None)
+        return super().preprocess(nb, resources)
+
     def preprocess_cell(self, cell: NotebookNode, resources: dict, index: int):
         if cell.cell_type != "code" or not utils.is_grade(cell) or utils.is_solution(cell):
             return cell, resources
-        try:
-            return super().preprocess_cell(cell, resources, index)
-        except RuntimeError:  # nested or unclosed regions: nothing of the cell is shown
-            cell.source = self.placeholder
-            return cell, resources
-
-    def _remove_hidden_test_region(self, cell: NotebookNode) -> bool:
-        lines = []
+        stock = ClearHiddenTests(config=self.config)
+        begin, end = stock.begin_test_delimeter, stock.end_test_delimeter
+        lines, inside, hidden, paired = [], False, False, True
         for line in cell.source.split("\n"):
-            if self.begin_test_delimeter in line:
+            if begin in line:
+                paired = paired and not inside  # a region in a region
+                inside = hidden = True
                 lines.append(line[: len(line) - len(line.lstrip())] + self.placeholder)
-            lines.append(line)
-        original, cell.source = cell.source, "\n".join(lines)
-        if not super()._remove_hidden_test_region(cell):
-            cell.source = original  # no region: the cell as it was
-            return False
-        return True
+            elif end in line:
+                inside = False
+            elif not inside:
+                lines.append(line)
+        if not paired or inside:  # nested or unclosed: nothing of the cell is shown
+            cell.source = self.placeholder
+        elif hidden:
+            cell.source = "\n".join(lines)
+        return cell, resources
