@@ -1,6 +1,6 @@
-"""``HideHiddenTests`` (in ``GenerateFeedback``): nbgrader's ``ClearHiddenTests``, with its own
-delimiter settings, leaving a placeholder where each hidden region was, so the feedback says that
-a hidden test ran there without showing its code.
+"""``HideHiddenTests`` (in ``GenerateFeedback``): what nbgrader's ``ClearHiddenTests`` does to a
+release, done to feedback with the same markers, leaving a placeholder where each hidden region
+was, so the feedback says that a hidden test ran there without showing its code.
 
 The delimiters mean something in the release's test cells only (their source is the release's: the
 grader puts it back); anywhere else, an answer cell that says ``### BEGIN HIDDEN TESTS`` included,
