@@ -91,6 +91,23 @@ def test_display_updates_of_an_earlier_cell_count_once_per_output_they_rewrite()
     assert "output cut by the grader" in nb.cells[1].outputs[-1]["text"]
 
 
+def test_an_update_is_charged_once_per_output_it_rewrites_and_no_more():
+    """One update that fits once, of 100 outputs (90 MB written), is refused; once the cell that
+    held them cleared its output, the same update rewrites one output, and arrives."""
+    ex, nb = executor(max_output_bytes=1_000_000, max_notebook_output_bytes=2_000_000)
+    for _ in range(100):
+        send(ex, nb, 0, _display("small", "d"))
+    send(ex, nb, 1, _display("u" * 900_000, "d", update=True))
+    assert size(nb) < 200_000 and {o["data"]["text/plain"] for o in nb.cells[0].outputs} == {"small"}
+    ex, nb = executor(max_output_bytes=1_000_000, max_notebook_output_bytes=2_000_000)
+    for _ in range(100):
+        send(ex, nb, 0, _display("small", "d"))
+    send(ex, nb, 0, _msg("clear_output", {"wait": False}))
+    send(ex, nb, 0, _display("small", "d"))
+    send(ex, nb, 1, _display("u" * 900_000, "d", update=True))
+    assert [o["data"]["text/plain"] for o in nb.cells[0].outputs] == ["u" * 900_000]
+
+
 def test_a_small_update_of_a_display_still_arrives():
     ex, nb = executor()
     send(ex, nb, 0, _display("0 %", "progress"))

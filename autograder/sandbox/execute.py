@@ -199,6 +199,20 @@ class SandboxedExecute(Execute):
         self._notebook_bytes = 0  # bytes charged to the whole notebook
         self._cut_noticed: set[int] = set()
         self._error_kept: set[int] = set()
+        self._displays: dict[str, dict[int, int]] = {}  # display id -> cell -> its outputs there
+
+    def output(self, outs, msg, display_id, cell_index):
+        """nbclient's, counting the outputs of each display id that a display update rewrites."""
+        out = super().output(outs, msg, display_id, cell_index)
+        if display_id and out is not None:
+            cells = self._displays.setdefault(display_id, {})
+            cells[cell_index] = cells.get(cell_index, 0) + 1
+        return out
+
+    def clear_display_id_mapping(self, cell_index: int) -> None:
+        super().clear_display_id_mapping(cell_index)
+        for cells in self._displays.values():
+            cells.pop(cell_index, None)
 
     def process_message(self, msg, cell, cell_index):
         """Charge every message that changes the notebook to its cell's and the notebook's budget
@@ -216,7 +230,7 @@ class SandboxedExecute(Execute):
         content = msg.get("content") if isinstance(msg.get("content"), dict) else {}
         transient = content.get("transient") if isinstance(content.get("transient"), dict) else {}
         display_id = transient.get("display_id")
-        rewrites = sum(len(v) for v in self._display_id_map.get(display_id, {}).values()) if display_id else 0
+        rewrites = sum(self._displays.get(display_id, {}).values()) if display_id else 0
         copies = rewrites + (msg_type != "update_display_data")
         cell_left = self.max_output_bytes - self._output_bytes.get(cell_index, 0)
         notebook_left = self.max_notebook_output_bytes - self._notebook_bytes
