@@ -3,7 +3,8 @@
 Runs only in the grader (nbgrader's preprocessors in ``autograder.preprocessors``), never in a
 student's kernel: the kernel gets plain-array inputs (``wire``) and returns plain-array outputs,
 and everything that knows a correct answer is here. One module per assignment, named after it
-(``judge/<assignment>.py``); ``CHECKS`` is their union over the course's assignments
+(``judge/<assignment>.py``), imported when a check of its assignment is first looked up (``find``);
+``checks()`` (and ``CHECKS``) is their union over the course's assignments
 (``autograder/assignments.py``), keyed by the check ids the test cells name.
 """
 
@@ -33,10 +34,28 @@ PACKAGE_CODE = ("GradedRunUsesYourCode", "GradedRunUsesTorchLayer", "ReadyMadeAt
 
 
 @functools.cache
+def of_assignment(assignment: str) -> dict[str, Check]:
+    """Check id -> Check of one assignment: its judge module alone is imported, on first use
+    (importing this package reads no notebook and imports no judge module)."""
+    if assignment not in assignments.names():
+        return {}
+    return {c.id: c for c in import_module(f"{__name__}.{assignment}").CHECKS}
+
+
+def find(check_id: str) -> Check | None:
+    """The check ``check_id`` names (``<assignment>.<name>``), or None."""
+    return of_assignment(check_id.split(".", 1)[0]).get(check_id)
+
+
 def checks() -> dict[str, Check]:
-    """Check id -> Check over the course's assignments, made on first use (importing this package
-    reads no notebook and imports no judge module)."""
-    return {c.id: c for name in assignments.names() for c in import_module(f"{__name__}.{name}").CHECKS}
+    """Check id -> Check over the course's assignments."""
+    return {i: c for name in assignments.names() for i, c in of_assignment(name).items()}
+
+
+def _check(check_id: str) -> Check:
+    if (check := find(check_id)) is None:
+        raise KeyError(check_id)
+    return check
 
 
 def __getattr__(name: str):
@@ -54,7 +73,7 @@ def graded_inputs(check_id: str, seed: int, drawn_ahead: Path | None = None) -> 
         kept = ahead.load(drawn_ahead, check_id, seed)
         if kept is not None:
             return kept
-    check = checks()[check_id]
+    check = _check(check_id)
     if check.runs:  # one set of inputs per run of the cell (judged by cost: Check.runs)
         return {"runs": {part: build(seed) for part, build in check.runs.items()}}
     return check.build(seed)
@@ -62,7 +81,7 @@ def graded_inputs(check_id: str, seed: int, drawn_ahead: Path | None = None) -> 
 
 def wire_bytes(check_id: str, inputs: dict) -> bytes:
     """The file the kernel reads: the kind of call, its metadata and the input arrays."""
-    check = checks()[check_id]
+    check = _check(check_id)
     meta, arrays = check.wire(inputs)
     meta = {**meta, "kind": check.kind, "task": check.task, "title": check.title}
     return wire.to_bytes(meta, wire.prefixed("in", arrays))
@@ -71,7 +90,7 @@ def wire_bytes(check_id: str, inputs: dict) -> bytes:
 def reference_file(check_id: str, targets: list[str]) -> tuple[dict, dict[str, np.ndarray]]:
     """A visible check's stored file for the student's own run: fixed inputs, expected outputs and
     the outputs of known mistakes (``autograder/make_references.py`` writes it)."""
-    check = checks()[check_id]
+    check = _check(check_id)
     if check.hidden:
         raise ValueError(f"{check_id} is hidden: its inputs are drawn at grading time")
     inputs = check.build(check.seed)
@@ -114,7 +133,7 @@ def verify(
     for callers that want ``verdict.message`` in the submission's language. ``undefined``: the object
     the test cell hands to the check when no cell of the notebook defines it (``encdec.grading.cells``):
     a check that saved nothing then says so by name."""
-    check = checks()[check_id]
+    check = _check(check_id)
     verdict = _not_defined(check, saved, undefined) or _verify(check, saved, inputs)
     if verdict.label is None:
         verdict.label = labels.PASSED if verdict.ok else labels.of(verdict.words)

@@ -168,12 +168,12 @@ def draw(folder: Path, secret: bytes, assignment: str, students: list[str]) -> d
     "pruned": n records of other judges removed}."""
     from autograder import assignments
 
-    from . import checks, graded_inputs
+    from . import graded_inputs, of_assignment
     from .seeds import check_seed
 
     counts = {"drawn": 0, "kept": 0, "not_kept": 0, "pruned": prune(folder)}
     for student in students:
-        for check_id in sorted(set(assignments.checks(assignment).values()) & set(checks())):
+        for check_id in sorted(set(assignments.checks(assignment).values()) & set(of_assignment(assignment))):
             seed = check_seed(secret, student, assignment, check_id)
             if held(folder, check_id, seed):
                 counts["kept"] += 1

@@ -31,12 +31,13 @@ class GradedExecute(SandboxedExecute):
     def preprocess_cell(self, cell, resources, index):
         from autograder import judge
 
-        ids = [i for i in check_ids(cell, resources) if i in judge.CHECKS]
-        if len(ids) == 1 and judge.CHECKS[ids[0]].runs:
-            return self._measured_runs(cell, resources, index, judge.CHECKS[ids[0]])
+        found = {i: c for i in check_ids(cell, resources) if (c := judge.find(i))}
+        ids = list(found)
+        if len(ids) == 1 and found[ids[0]].runs:
+            return self._measured_runs(cell, resources, index, found[ids[0]])
         workdir = self._kernel_folder(resources)
         # A hidden check runs under a one-time name: neither its id nor its code enters the kernel.
-        names = {i: f"check_{secrets.token_hex(8)}" if judge.CHECKS[i].hidden else i for i in ids}
+        names = {i: f"check_{secrets.token_hex(8)}" if found[i].hidden else i for i in ids}
         for check_id in ids:
             self._hand_over(workdir, names[check_id], check_id, graded_inputs(self, resources, check_id))
         source = cell.source

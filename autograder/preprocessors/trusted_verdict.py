@@ -62,7 +62,7 @@ class TrustedVerdict(NbGraderPreprocessor):
             else:
                 verdicts = []
                 for check_id in ids:
-                    if check_id not in judge.CHECKS:
+                    if judge.find(check_id) is None:
                         verdict = judge.Verdict(False, words("unknown_check", check_id=check_id), label="unknown_check")
                     else:
                         # decided from the values the kernel returned and what the grader measured
