@@ -10,9 +10,8 @@ grading architecture; ``autograder/preprocessors/`` holds the preprocessors regi
 import os
 from pathlib import Path
 
-from autograder import collected, feedback, handed_in, keep, roster
 from autograder.environment import prepare
-from autograder.state import grading_state
+from autograder.state import LEFT_BEHIND, grading_state
 
 ROOT = Path(__file__).resolve().parent
 
@@ -50,7 +49,7 @@ c.CourseDirectory.ignore = [
     ".grading",
     ".grading-in",
     "zh.yml",  # a release's translations (autograder/release.py), not a student's file
-    collected.RECORD,
+    LEFT_BEHIND,
 ]  # what collect left behind: read by the grader, not carried on
 c.TrustedGrading.secret_file = str(GRADING.secret)
 # Grades out: `nbgrader export` writes a gradebook CSV that Canvas imports (autograder/lms/canvas.py;
@@ -74,15 +73,12 @@ c.Execute.timeout = 60
 c.OverwriteCells.add_missing_cells = True
 # No grade lost by a failed run: the last good autograde and feedback of each submission are kept
 # and put back when a regrade fails, crashes or is killed (autograder/keep.py).
-c.BaseConverter.post_convert_hook = keep.after
-# The students just graded get their account's full name where the gradebook has none
-# (autograder/roster.py): the formgrader lists "None, None" for a student without one.
-c.Autograde.post_convert_hook = roster.names_hook(c.CourseDirectory, then=keep.after)
-keep.restore_unfinished(GRADING.root)  # runs a killed grader left marked
+# nbgrader imports each hook named here when it builds the converter.
+c.BaseConverter.post_convert_hook = "autograder.keep.after"
 # Every notebook handed in is graded, with a reason: one under another name than the release's, or
 # one that is no notebook, is read by the course's exporter (autograder/handed_in.py), and a mangled
 # one is matched to the release before nbgrader's own steps (MatchRelease), each repair stated.
-c.Autograde.pre_convert_hook = handed_in.renamed_hook(ROOT / "solutions")
+c.Autograde.pre_convert_hook = "autograder.handed_in.renamed"
 c.Autograde.exporter_class = "autograder.handed_in.HandedInExporter"
 c.Autograde.sanitize_preprocessors = [
     "autograder.keep.KeepLastGrade",
@@ -107,12 +103,14 @@ c.Autograde.autograde_preprocessors = [
     "autograder.preprocessors.FlagIntegrity",  # reaching into the grader: needs_manual_grade + a record
     "nbgrader.preprocessors.AssignLatePenalties",
     "nbgrader.preprocessors.CheckCellMetadata",
+    # the student just graded gets their account's full name where the gradebook has none
+    # (autograder/roster.py): the formgrader lists "None, None" for a student without one
+    "autograder.roster.NameStudent",
 ]
 # The feedback page: nbgrader's, drawn by the course's template, which escapes every string that is no
 # cell (a comment is text, whoever wrote it); a notebook whose page cannot be made gets a short page
 # and the batch goes on (autograder/feedback.py). Feedback never shows hidden test code.
-c.GenerateFeedback.exporter_class = "autograder.feedback.FeedbackExporter"
-c.FeedbackExporter.extra_template_basedirs = feedback.TEMPLATE_BASEDIRS
+c.GenerateFeedback.exporter_class = "autograder.feedback.FeedbackExporter"  # its templates: autograder/templates/
 c.GenerateFeedback.preprocessors = [
     "autograder.keep.KeepLastGrade",
     "nbgrader.preprocessors.GetGrades",

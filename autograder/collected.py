@@ -34,7 +34,9 @@ import stat
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
-RECORD = ".left-behind.json"  # in the collected folder, written by collect only (a student's is never copied)
+from autograder.state import LEFT_BEHIND
+
+RECORD = LEFT_BEHIND  # in the collected folder, written by collect only (a student's is never copied)
 TIMESTAMP = "timestamp.txt"  # nbgrader's name
 # why an entry was left behind; no_notebook: the release's blank notebook graded in place of none (exchange.py)
 KEYS = ("link", "not_regular", "not_yours", "past_limits", "unreadable", "no_notebook")

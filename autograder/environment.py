@@ -19,7 +19,9 @@ def prepare(c, grading_root: Path) -> None:
     - one OMP thread unless told otherwise: the models are tiny, one thread is fastest, and
       parallel graders do not oversubscribe the CPUs;
     - the folders of the SQLite gradebook (`c.CourseDirectory.db_url`) and of the exporters'
-      files (`c.ExportPlugin.to`, `c.CsvExportPlugin.to`), which nbgrader does not create.
+      files (`c.ExportPlugin.to`, `c.CsvExportPlugin.to`), which nbgrader does not create;
+    - the runs a killed grader left marked put back (`autograder/keep.py`), before any command
+      reads or regrades them.
     """
     make_private(grading_root)
     bin_dir = str(Path(sys.executable).parent)
@@ -34,3 +36,6 @@ def prepare(c, grading_root: Path) -> None:
     for file in files:
         if isinstance(file, str) and file:
             Path(file).parent.mkdir(parents=True, exist_ok=True)
+    from autograder.keep import restore_unfinished
+
+    restore_unfinished(grading_root)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import nbgrader
 from nbconvert.exporters import HTMLExporter
-from traitlets import Unicode
+from traitlets import Unicode, default
 
 from autograder.repairs import NOTICE_ID, notice, repairs
 from encdec.grading import language
@@ -34,6 +34,10 @@ TEMPLATE_BASEDIRS = [
 
 class FeedbackExporter(HTMLExporter):
     """nbgrader's feedback page drawn by the course's template; a short page where it cannot be made."""
+
+    @default("extra_template_basedirs")
+    def _default_extra_template_basedirs(self):
+        return list(TEMPLATE_BASEDIRS)
 
     template_file = Unicode(
         "encdec.html.j2", help="The course's feedback template (in TEMPLATE_BASEDIRS' feedback/ folder)."

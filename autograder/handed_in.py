@@ -46,6 +46,7 @@ from nbgrader.utils import compute_checksum
 
 from autograder.canonical import Refused, canonical
 from autograder.collected import left_behind
+from autograder.paths import ROOT
 from autograder.repairs import INTAKE_KEY, record, repairs
 
 
@@ -187,6 +188,11 @@ def renamed_hook(source: Path):
                     notebooks.append(str(path))  # the list nbgrader grades next (its own, given to the hook)
 
     return hook
+
+
+renamed = renamed_hook(
+    ROOT / "solutions"
+)  # the course's: ``c.Autograde.pre_convert_hook = "autograder.handed_in.renamed"``
 
 
 class HandedInExporter(NotebookExporter):

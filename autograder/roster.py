@@ -5,7 +5,7 @@ which the formgrader lists as "None, None". Here the name is the account's full 
 field of its GECOS, what ``useradd -c`` or ``chfn -f`` set), split at its last space into first
 and last name. Only students already in the gradebook get a name, and only where it holds none (a
 roster the instructor imported with ``nbgrader db student import`` is kept): nothing here creates
-a student, so no export gains a row (nbgrader hands its hooks the student id ``*`` for a batch).
+a student, so no export gains a row.
 
 A name is text the formgrader writes into its pages unescaped, a spreadsheet may read a leading
 ``-``, ``+``, ``=`` or ``@`` in an export as a formula, and a user may be allowed to change their
@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import pwd
 import unicodedata
-from pathlib import Path
+
+from nbgrader.preprocessors import NbGraderPreprocessor
 
 MAX_CHARS = 128  # nbgrader's Student.first_name and last_name: String(128)
 _PUNCTUATION = frozenset(" -.'\u2019")
@@ -61,19 +62,15 @@ def fill(gb, student_ids) -> None:
             gb.update_or_create_student(student_id, first_name=names[0], last_name=names[1])
 
 
-def names_hook(course, then=None):
-    """An ``Autograde.post_convert_hook`` that names the students whose notebooks were just graded
-    (``<step>/<student>/<assignment>/<notebook>.ipynb``) after ``then``, the hook it wraps.
-    ``course``: the configuration's ``CourseDirectory`` section, read at each call."""
+class NameStudent(NbGraderPreprocessor):
+    """A step of autograde: the student whose notebook is graded gets their account's name where
+    the gradebook holds them without one (``fill``)."""
 
-    def hook(assignment: str, student: str, notebooks: list[str]) -> None:
-        try:
-            if then is not None:
-                then(assignment=assignment, student=student, notebooks=notebooks)
-        finally:
-            from nbgrader.api import Gradebook
+    def preprocess(self, nb, resources):
+        from nbgrader.api import Gradebook
 
-            with Gradebook(course.db_url, course.course_id) as gb:
-                fill(gb, sorted({Path(p).parent.parent.name for p in notebooks}))
-
-    return hook
+        info = resources.get("nbgrader", {})
+        if info.get("student") and info.get("db_url"):
+            with Gradebook(info["db_url"]) as gb:
+                fill(gb, [info["student"]])
+        return nb, resources

@@ -17,6 +17,9 @@ from autograder.paths import ROOT as COURSE
 
 ENV = "ENCDEC_GRADING_DIR"
 DEFAULT = "grading"
+# In a collected submission folder, written by collect only (a student's is never copied): what
+# it left behind (autograder/collected.py); nbgrader ignores it (CourseDirectory.ignore).
+LEFT_BEHIND = ".left-behind.json"
 
 
 @dataclass(frozen=True)

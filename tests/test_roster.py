@@ -84,31 +84,19 @@ def test_fill_names_students_of_the_gradebook_only_and_keeps_a_roster(accounts, 
     assert names == {"ada": ("Ada", "Lovelace"), "bob": ("Robert", "Baker-Smith"), "eve": (None, None)}
 
 
-def test_the_batch_hook_names_the_graded_students_and_adds_no_row(accounts, tmp_path):
-    """nbgrader hands its hooks the student id "*" for a whole batch: the students come from the
-    graded notebooks' paths, and a gradebook's rows (so an export's) stay what they were."""
-    accounts.update({"ada": "Ada Lovelace", "bob": "Bob Baker"})
-
-    class Course:
-        db_url = f"sqlite:///{tmp_path / 'gradebook.db'}"
-        course_id = "encdec"
-
-    with Gradebook(Course.db_url) as gb:
+def test_autograde_names_the_student_it_grades_and_adds_no_row(accounts, tmp_path):
+    """The step names the student of the notebook being graded, and nobody else; a student the
+    gradebook does not hold is not created (an export's rows stay what they were)."""
+    accounts.update({"ada": "Ada Lovelace", "bob": "Bob Baker", "cy": "Cy Young"})
+    db_url = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    with Gradebook(db_url) as gb:
         for student in ("ada", "bob"):
             gb.add_student(student)
-    seen = []
-
-    def then(**kw):
-        seen.append(kw)
-        raise RuntimeError("the wrapped hook failed")
-
-    notebooks = [str(tmp_path / "autograded" / s / "warmup" / "warmup.ipynb") for s in ("ada", "bob")]
-    hook = roster.names_hook(Course, then=then)
-    with pytest.raises(RuntimeError):
-        hook(assignment="warmup", student="*", notebooks=notebooks)
-    assert seen == [{"assignment": "warmup", "student": "*", "notebooks": notebooks}]
-    with Gradebook(Course.db_url) as gb:
+    step = roster.NameStudent()
+    for student in ("ada", "cy"):
+        step.preprocess(None, {"nbgrader": {"student": student, "db_url": db_url}})
+    with Gradebook(db_url) as gb:
         assert {s.id: (s.first_name, s.last_name) for s in gb.students} == {
             "ada": ("Ada", "Lovelace"),
-            "bob": ("Bob", "Baker"),
+            "bob": (None, None),
         }
