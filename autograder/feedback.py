@@ -20,7 +20,7 @@ from pathlib import Path
 
 import nbgrader
 from nbconvert.exporters import HTMLExporter
-from traitlets import Unicode, default
+from traitlets import Unicode, default, validate
 
 from autograder.repairs import NOTICE_ID, notice, repairs
 from encdec.grading import language
@@ -38,6 +38,11 @@ class FeedbackExporter(HTMLExporter):
     @default("extra_template_basedirs")
     def _default_extra_template_basedirs(self):
         return list(TEMPLATE_BASEDIRS)
+
+    @validate("extra_template_basedirs")
+    def _course_templates_first(self, proposal):
+        """The course's folder first whatever is configured (``GenerateFeedback`` configures nbgrader's)."""
+        return [TEMPLATE_BASEDIRS[0], *(d for d in proposal["value"] if d != TEMPLATE_BASEDIRS[0])]
 
     template_file = Unicode(
         "encdec.html.j2", help="The course's feedback template (in TEMPLATE_BASEDIRS' feedback/ folder)."
