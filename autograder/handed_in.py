@@ -15,7 +15,7 @@ release with no answers, the reason recorded (``too_large``, ``too_many_values``
 
 Through two documented extension points of nbgrader's converters (``nbgrader_config.py``):
 
-- ``renamed_hook``, ``Autograde.pre_convert_hook``: every release notebook is graded, handed in
+- ``renamed`` (``renamed_hook`` for the course's ``solutions/``), ``Autograde.pre_convert_hook``: every release notebook is graded, handed in
   or not (one missing is graded as the release with no answers, record ``not_handed_in``); where
   the folder lacks a release notebook, the files handed in under other names (a browser's ``warmup (1).ipynb``, Jupyter's
   ``warmup-Copy1.ipynb``) that carry its locked cells (nbgrader's checksums) stand for it

@@ -16,7 +16,7 @@ extension points only:
   rows) and clears the mark;
 - a mark still there when its converter has stopped, or whose process is dead (a kill), is a
   failed run: ``restore`` puts the kept folder back in place and the gradebook rows as they were.
-  ``restore_unfinished`` runs on every load of the course configuration and in the driver and
+  ``restore_unfinished`` runs on every load of the course configuration (``environment.prepare``) and in the driver and
   the queue, so a kill is undone by the next command.
 
 A submission graded before anything was kept has nothing to put back: its failed regrade still
