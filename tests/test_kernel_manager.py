@@ -103,46 +103,50 @@ def test_the_kernelspec_names_the_sandbox_provisioner_and_jupyter_client_finds_i
     assert type(made) is SandboxProvisioner
 
 
+def _made(prov) -> dict:
+    """What the provisioner made for the kernel being started: its folders and its launcher."""
+    return {"scratch": prov._holder, "sockets": prov._sockdir, "relay": prov._relaydir, "process": prov.process}
+
+
+def _fails_leaving_nothing(km, tmp_path, made: dict, match: str) -> None:
+    with pytest.raises(OSError, match=match):
+        asyncio.run(km.start_kernel(cwd=str(tmp_path)))
+    folders = [made[k] for k in ("scratch", "sockets", "relay")]
+    assert None not in folders and not any(path.exists() for path in folders)
+    assert km.kernel_dir is None
+
+
 @pytest.mark.grading
 def test_a_failed_launch_leaves_no_folder_and_no_uid(tmp_path, monkeypatch):
     """The launcher cannot start (here: launch_kernel raises, after pre_launch made the kernel's
     folders): the start fails, and the scratch, socket and relay folders are gone, the uid given back."""
     from jupyter_client.provisioning import local_provisioner
 
-    made = {}
+    km, made = SandboxKernelManager(assignment="warmup"), {}
 
     def no_launch(cmd, **kwargs):
-        prov = km.provisioner
-        made.update(scratch=prov._holder, sockets=prov._sockdir, relay=prov._relaydir, slot=prov._slot)
+        made.update(_made(km.provisioner))
         raise OSError("no launcher here")
 
     monkeypatch.setattr(local_provisioner, "launch_kernel", no_launch)
-    km = SandboxKernelManager(assignment="warmup")
-    with pytest.raises(OSError, match="no launcher here"):
-        asyncio.run(km.start_kernel(cwd=str(tmp_path)))
-    assert made["scratch"] is not None and made["sockets"] is not None and made["relay"] is not None
-    assert not any(path.exists() for path in (made["scratch"], made["sockets"], made["relay"]))
-    assert km.provisioner._slot is None and km.kernel_dir is None
+    _fails_leaving_nothing(km, tmp_path, made, "no launcher here")
+    assert km.provisioner._slot is None
 
 
 @pytest.mark.grading
 def test_a_kernel_started_but_not_reached_is_killed_and_leaves_no_folder(tmp_path, monkeypatch):
     """The launch succeeded but the manager's next step failed (here: its control socket cannot be
     made): the start fails, the launcher is gone, and the kernel's folders with it."""
-    made = {}
+    km, made = SandboxKernelManager(assignment="warmup"), {}
 
     def unreachable(self):
-        prov = self.provisioner
-        made.update(scratch=prov._holder, sockets=prov._sockdir, relay=prov._relaydir, process=prov.process)
+        made.update(_made(self.provisioner))
         raise OSError("no control socket here")
 
     monkeypatch.setattr(SandboxKernelManager, "_connect_control_socket", unreachable)
-    km = SandboxKernelManager(assignment="warmup")
-    with pytest.raises(OSError, match="no control socket here"):
-        asyncio.run(km.start_kernel(cwd=str(tmp_path)))
+    _fails_leaving_nothing(km, tmp_path, made, "no control socket here")
     assert made["process"] is not None and made["process"].poll() is not None  # the launcher was killed
-    assert not any(path.exists() for path in (made["scratch"], made["sockets"], made["relay"]))
-    assert not km.has_kernel and km.kernel_dir is None
+    assert not km.has_kernel
 
 
 @pytest.mark.grading
