@@ -30,13 +30,13 @@ def make_references(root: Path) -> list[Path]:
 
     torch.set_num_threads(1)  # one thread: the same float sums on every machine we run on
     written = []
-    for assignment in sorted({check_id.split(".", 1)[0] for check_id in judge.CHECKS}):
+    for assignment in sorted({check_id.split(".", 1)[0] for check_id in judge.checks()}):
         # the exercise folder's nbgrader config: validation there reports a missing test cell
         config = root / "solutions" / assignment / "nbgrader_config.py"
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(validation.FOLDER_CONFIG)
         written.append(config)
-    for check_id, check in sorted(judge.CHECKS.items()):
+    for check_id, check in sorted(judge.checks().items()):
         if check.hidden:
             continue
         assignment = check_id.split(".", 1)[0]

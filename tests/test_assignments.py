@@ -82,7 +82,7 @@ def test_a_test_cells_check_is_the_releases_record_by_its_grade_id():
 
     record = assignments.checks("decoder_block")
     assert record["block_output_hidden"] == "decoder_block.output_hidden" and len(record) == 9
-    assert {c for a in assignments.names() for c in assignments.checks(a).values()} <= set(judge.CHECKS)
+    assert {c for a in assignments.names() for c in assignments.checks(a).values()} <= set(judge.checks())
     swapped = new_code_cell('checks.run("decoder_block.output", DecoderBlock)')
     swapped.metadata["nbgrader"] = {"grade": True, "solution": False, "grade_id": "block_output_hidden"}
     assert check_ids(swapped, {"nbgrader": {"assignment": "decoder_block"}}) == ["decoder_block.output_hidden"]

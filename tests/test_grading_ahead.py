@@ -18,7 +18,7 @@ from autograder.judge import ahead
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = 424242
-KV = [c.id for c in judge.CHECKS.values() if c.id.startswith("kv_cache.")]
+KV = [c.id for c in judge.checks().values() if c.id.startswith("kv_cache.")]
 
 
 def _wire(check_id: str, inputs: dict) -> list[bytes]:
@@ -37,7 +37,7 @@ def test_a_record_read_back_is_the_draw_bit_for_bit(check_id, drawn, tmp_path):
     assert ahead.save(tmp_path, check_id, SEED, drawn[check_id])
     kept = ahead.load(tmp_path, check_id, SEED)
     assert _wire(check_id, kept) == _wire(check_id, drawn[check_id])
-    check = judge.CHECKS[check_id]
+    check = judge.checks()[check_id]
     for mine, theirs in zip(
         (kept["runs"].values() if check.runs else [kept]),
         (drawn[check_id]["runs"].values() if check.runs else [drawn[check_id]]),
@@ -58,7 +58,7 @@ def test_a_record_is_small_beside_its_weights(drawn, tmp_path):
 
 def test_grading_reads_the_record_and_draws_nothing(drawn, tmp_path, monkeypatch):
     ahead.save(tmp_path, "kv_cache.tokens_hidden", SEED, drawn["kv_cache.tokens_hidden"])
-    check = judge.CHECKS["kv_cache.tokens_hidden"]
+    check = judge.checks()["kv_cache.tokens_hidden"]
     monkeypatch.setattr(check, "build", lambda seed: pytest.fail("drawn again"))
     got = judge.graded_inputs("kv_cache.tokens_hidden", SEED, drawn_ahead=tmp_path)
     assert _wire("kv_cache.tokens_hidden", got) == _wire("kv_cache.tokens_hidden", drawn["kv_cache.tokens_hidden"])

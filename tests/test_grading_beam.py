@@ -56,6 +56,6 @@ def test_every_draw_finishes_some_beam_early():
     from encdec.data import EOS_ID
 
     for student in STUDENTS:
-        inputs = J.CHECKS["kv_cache.beam_hidden"].build(_seed(student))
+        inputs = J.checks()["kv_cache.beam_hidden"].build(_seed(student))
         ref = KB.reference(inputs)
         assert any((torch.from_numpy(v)[..., 1:-1] == EOS_ID).any() for k, v in ref.items() if k.startswith("tokens"))

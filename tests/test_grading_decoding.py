@@ -28,7 +28,7 @@ def workdir(tmp_path):
 
 
 def test_cached_reference_decoder_matches_greedy_decode():
-    inputs = J.CHECKS["kv_cache.tokens"].build(J.CHECKS["kv_cache.tokens"].seed)
+    inputs = J.checks()["kv_cache.tokens"].build(J.checks()["kv_cache.tokens"].seed)
     ours = cached_decoder()(inputs["model"], inputs["ques"], inputs["n"])
     assert torch.equal(ours, greedy_decode(inputs["model"], inputs["ques"], inputs["n"], use_cache=True))
     assert len(new_caches(inputs["model"])) == inputs["model"].config.num_dec_layers
@@ -90,7 +90,9 @@ def test_a_crash_in_the_cache_stops_the_decoding_and_says_where(workdir):
     decode = cached_decoder(cache=WrongAxisCache)
     for check_id in ("kv_cache.encoder_once", "kv_cache.structure_hidden", "kv_cache.tokens", "kv_cache.tokens_hidden"):
         verdict, err = graded(check_id, decode, workdir)
-        assert (err is not None or J.CHECKS[check_id].runs) and not verdict.ok and verdict.credit == 0, verdict.message
+        assert (err is not None or J.checks()[check_id].runs) and not verdict.ok and verdict.credit == 0, (
+            verdict.message
+        )
     for check_id in ("kv_cache.tokens", "kv_cache.tokens_hidden"):
         verdict, _ = graded(check_id, decode, workdir)
         message = " ".join(verdict.message.split())
@@ -135,7 +137,7 @@ def test_the_recorded_step_logits_never_change_a_decoding_score(check_id, workdi
     inputs = graded_inputs(check_id, 7)
     right, _ = _run_once(check_id, cached_decoder(), workdir, inputs)
     ahead, _ = _run_once(check_id, cached_decoder(position=lambda t: t + 1), workdir, inputs)
-    ref_logits = J.loaded(J.CHECKS[check_id], right, inputs)["step_logits"]
+    ref_logits = J.loaded(J.checks()[check_id], right, inputs)["step_logits"]
     for forged in (None, np.zeros_like(ref_logits), ref_logits + 1.0):
         assert J.verify(check_id, _recorded_replaced(right, forged), inputs).ok
     for forged in (None, ref_logits):
@@ -173,7 +175,7 @@ def test_every_student_gets_a_longer_prefix_and_the_visible_one_starts_with_the_
     from encdec.data import BOS_ID, encode
 
     secret = b"a course secret for this test only"
-    visible = J.CHECKS["kv_cache.prefill"].build(J.CHECKS["kv_cache.prefill"].seed)["prefix"]
+    visible = J.checks()["kv_cache.prefill"].build(J.checks()["kv_cache.prefill"].seed)["prefix"]
     assert visible[0].tolist() == encode("BOS POSITIVE 0")
     for student in STUDENTS[:3]:
         drawn = graded_inputs(

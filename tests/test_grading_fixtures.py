@@ -150,12 +150,12 @@ def test_feedback_names_the_mistake_and_hides_hidden_tests(graded):
     html = " ".join(rows["db_bug_mlp_skipped"].feedback_html.read_text().split())
     assert "MLP was skipped" in html
     assert "expected: shape" in html and "first mismatch at index" in html
-    hidden = [c for c, check in judge.CHECKS.items() if check.hidden]
+    hidden = [c for c, check in judge.checks().items() if check.hidden]
     for name, row in rows.items():
         if row.feedback_html is None:
             continue
         text = row.feedback_html.read_text()
-        visible = [c for c, check in judge.CHECKS.items() if c.startswith(f"{row.assignment}.") and not check.hidden]
+        visible = [c for c, check in judge.checks().items() if c.startswith(f"{row.assignment}.") and not check.hidden]
         assert any(c in text for c in visible), f"{name}: no visible test is shown"
         if name != "hostile_page_markup":  # that row writes the marker in its own cells
             assert "BEGIN HIDDEN TESTS" not in text, name

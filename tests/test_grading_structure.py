@@ -194,7 +194,7 @@ def test_wrong_tokens_on_the_structure_runs_name_their_mistake(check_id, workdir
 
 def verdict_parts(check_id: str) -> list[str]:
     """Every part of the item: wrong tokens fail each run, however cheap."""
-    return [J.kv_cache.PARTS[p] for p in J.CHECKS[check_id].runs]
+    return [J.kv_cache.PARTS[p] for p in J.checks()[check_id].runs]
 
 
 def test_a_mistake_that_fits_one_run_only_is_not_named():
@@ -202,7 +202,7 @@ def test_a_mistake_that_fits_one_run_only_is_not_named():
     from autograder.judge.kv_cache import _named_by_runs
     from encdec.grading import wire
 
-    check = J.CHECKS["kv_cache.structure_hidden"]
+    check = J.checks()["kv_cache.structure_hidden"]
     runs = J.graded_inputs(check.id, 5)["runs"]
     tokens = {p: r["tokens"].numpy() for p, r in runs.items()}  # the student's: the lesson's on every run
     saved = {p: {"saved": wire.to_bytes({"status": "ok"}, {"tokens": t})} for p, t in tokens.items()}

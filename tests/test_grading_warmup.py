@@ -22,7 +22,7 @@ HIDDEN = ("shapes", "causal_mask", "causal_softmax", "padding_mask", "combined_m
 
 def _outputs(check_id: str, seed: int) -> tuple[dict, dict, dict]:
     """A hidden check's inputs, the reference and every known mistake's outputs on them."""
-    check = J.CHECKS[check_id]
+    check = J.checks()[check_id]
     inputs = J.graded_inputs(check_id, seed)
     ref = J.reference(check, inputs)
     variants = {"causal_softmax": W._softmax_variants, "sampling": S.variants}.get(
@@ -44,7 +44,7 @@ def test_every_known_mistake_changes_the_outputs_on_every_seed(name):
 
 
 def test_the_hidden_sizes_keep_the_rules_the_notebook_states():
-    visible = J.CHECKS["warmup.shapes"]
+    visible = J.checks()["warmup.shapes"]
     first = visible.build(visible.seed)["cases"][0]  # the student's own run: N != H from its first case
     assert first["N"] != first["H"] and first["Lq"] != first["H"], first
     for seed in SEEDS:
@@ -210,7 +210,7 @@ def test_the_visible_checks_draw_each_students_inputs(name):
     get different ones, and the student's own run stores the draw of the check's fixed seed."""
     from autograder.judge import reference_file
 
-    check = J.CHECKS[f"warmup.{name}"]
+    check = J.checks()[f"warmup.{name}"]
     wired = [J.wire_bytes(check.id, J.graded_inputs(check.id, seed)) for seed in (101, 202)]
     assert wired[0] != wired[1]
     meta, stored = reference_file(check.id, [])
@@ -222,7 +222,7 @@ def test_a_mistake_is_named_only_when_every_case_agrees():
     """The outputs of one known mistake on one case and of another on the other cases name neither
     (the top-p mistake that gave on one seed what a top-k mistake gives); the outputs of one mistake
     on every case name it."""
-    check = J.CHECKS["warmup.sampling_hidden"]
+    check = J.checks()["warmup.sampling_hidden"]
     inputs = J.graded_inputs(check.id, 3)
     ref, outs = J.reference(check, inputs), S.variants(J.draws.in_double(inputs))
     one = wire.case("probs", 1)  # top-k alone: the top-p mistake gives the reference there

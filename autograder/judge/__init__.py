@@ -4,7 +4,7 @@ Runs only in the grader (nbgrader's preprocessors in ``autograder.preprocessors`
 student's kernel: the kernel gets plain-array inputs (``wire``) and returns plain-array outputs,
 and everything that knows a correct answer is here. One module per assignment, named after it
 (``judge/<assignment>.py``), imported when a check of its assignment is first looked up (``find``);
-``checks()`` (and ``CHECKS``) is their union over the course's assignments
+``checks()`` is their union over the course's assignments
 (``autograder/assignments.py``), keyed by the check ids the test cells name.
 """
 
@@ -52,18 +52,6 @@ def checks() -> dict[str, Check]:
     return {i: c for name in assignments.names() for i, c in of_assignment(name).items()}
 
 
-def _check(check_id: str) -> Check:
-    if (check := find(check_id)) is None:
-        raise KeyError(check_id)
-    return check
-
-
-def __getattr__(name: str):
-    if name == "CHECKS":  # ``judge.CHECKS``: the same table, on first use
-        return checks()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def graded_inputs(check_id: str, seed: int, drawn_ahead: Path | None = None) -> dict:
     """The inputs of one check in a graded run: drawn from ``seed``, visible sizes for visible checks
     (``drawn_ahead``: the folder of the records drawn before the hand-in, ``ahead.py``, read first)."""
@@ -73,7 +61,7 @@ def graded_inputs(check_id: str, seed: int, drawn_ahead: Path | None = None) -> 
         kept = ahead.load(drawn_ahead, check_id, seed)
         if kept is not None:
             return kept
-    check = _check(check_id)
+    check = of_assignment(check_id.split(".", 1)[0])[check_id]
     if check.runs:  # one set of inputs per run of the cell (judged by cost: Check.runs)
         return {"runs": {part: build(seed) for part, build in check.runs.items()}}
     return check.build(seed)
@@ -81,7 +69,7 @@ def graded_inputs(check_id: str, seed: int, drawn_ahead: Path | None = None) -> 
 
 def wire_bytes(check_id: str, inputs: dict) -> bytes:
     """The file the kernel reads: the kind of call, its metadata and the input arrays."""
-    check = _check(check_id)
+    check = of_assignment(check_id.split(".", 1)[0])[check_id]
     meta, arrays = check.wire(inputs)
     meta = {**meta, "kind": check.kind, "task": check.task, "title": check.title}
     return wire.to_bytes(meta, wire.prefixed("in", arrays))
@@ -90,7 +78,7 @@ def wire_bytes(check_id: str, inputs: dict) -> bytes:
 def reference_file(check_id: str, targets: list[str]) -> tuple[dict, dict[str, np.ndarray]]:
     """A visible check's stored file for the student's own run: fixed inputs, expected outputs and
     the outputs of known mistakes (``autograder/make_references.py`` writes it)."""
-    check = _check(check_id)
+    check = of_assignment(check_id.split(".", 1)[0])[check_id]
     if check.hidden:
         raise ValueError(f"{check_id} is hidden: its inputs are drawn at grading time")
     inputs = check.build(check.seed)
@@ -133,7 +121,7 @@ def verify(
     for callers that want ``verdict.message`` in the submission's language. ``undefined``: the object
     the test cell hands to the check when no cell of the notebook defines it (``encdec.grading.cells``):
     a check that saved nothing then says so by name."""
-    check = _check(check_id)
+    check = of_assignment(check_id.split(".", 1)[0])[check_id]
     verdict = _not_defined(check, saved, undefined) or _verify(check, saved, inputs)
     if verdict.label is None:
         verdict.label = labels.PASSED if verdict.ok else labels.of(verdict.words)
