@@ -130,13 +130,19 @@ def remove_tree(path) -> None:
         os.close(parent)
 
 
+def _folder_or_removed(dir_fd: int, name: str, inside: bool) -> os.stat_result | None:
+    """The entry ``name`` of ``dir_fd``: its stat if it is a folder, else removed (if there) and None."""
+    st = _lstat(name, dir_fd)
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        _retry_removal(os.unlink, dir_fd, name, inside=inside)
+        return None
+    return st
+
+
 def remove_at(dir_fd: int, name: str) -> None:
     """``rm -rf`` of the entry ``name`` of the open folder ``dir_fd`` (see the module docstring)."""
-    st = _lstat(name, dir_fd)
+    st = _folder_or_removed(dir_fd, name, inside=False)
     if st is None:
-        return
-    if not stat.S_ISDIR(st.st_mode):
-        _retry_removal(os.unlink, dir_fd, name, inside=False)
         return
     dev = st.st_dev
     fd = _open_dir(dir_fd, name, st)
@@ -150,11 +156,8 @@ def remove_at(dir_fd: int, name: str) -> None:
                 frame[2] = _remove_entries(fd, dev)
             if frame[2]:
                 sub = frame[2].pop()
-                sst = _lstat(sub, fd)
+                sst = _folder_or_removed(fd, sub, inside=True)
                 if sst is None:
-                    continue
-                if not stat.S_ISDIR(sst.st_mode):
-                    _retry_removal(os.unlink, fd, sub, inside=True)
                     continue
                 child = _open_dir(fd, sub, sst)
                 here = _ident(os.fstat(fd))
