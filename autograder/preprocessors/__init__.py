@@ -9,7 +9,7 @@
 - ``MatchRelease`` (the sanitizing step, first): a mangled notebook matched to the release, each repair stated.
 - ``SafeOverwriteCells`` (the sanitizing step): deleted test cells put back in their place.
 - ``FlagIntegrity`` (after ``SaveAutoGrades``): review flags, as records beside the gradebook's rows.
-- ``HideHiddenTests`` (feedback): nbgrader's ``ClearHiddenTests`` with a placeholder, on test cells only.
+- ``HideHiddenTests`` (feedback): what ``ClearHiddenTests`` does to a release, with a placeholder, on test cells only.
 
 ``TrustedGrading`` holds the grader's settings (the course secret's file).
 """
