@@ -47,6 +47,7 @@ def find(check_id: str) -> Check | None:
     return of_assignment(check_id.split(".", 1)[0]).get(check_id)
 
 
+@functools.cache
 def checks() -> dict[str, Check]:
     """Check id -> Check over the course's assignments."""
     return {i: c for name in assignments.names() for i, c in of_assignment(name).items()}
