@@ -60,8 +60,11 @@ def make_course(dest: Path) -> Path:
     shutil.copytree(ROOT / "solutions", dest / "solutions")
     shutil.copytree(ROOT / "autograder", dest / "autograder", ignore=shutil.ignore_patterns("__pycache__", "hostile"))
     (dest / "tmp").mkdir()  # the kernels' scratch and socket folders: checked for leftovers
-    with open(dest / "nbgrader_config.py", "a") as f:  # short limits keep the run to minutes
-        f.write("\nc.SandboxedExecute.timeout = 20\nc.SandboxedExecute.interrupt_grace = 8\n")
+    # short limits keep the run to minutes (the course's cell limit is 60 s); 40 s, not 20: the memory
+    # fixtures' cells wait for the cgroup's OOM kill, 7 s on an idle 2-core machine, 11 s busy, and
+    # past 20 s in a loaded fresh-clone run (children_memory was stopped before it could report)
+    with open(dest / "nbgrader_config.py", "a") as f:
+        f.write("\nc.SandboxedExecute.timeout = 40\nc.SandboxedExecute.interrupt_grace = 8\n")
         f.write(f"c.SandboxKernelManager.temp_dir = {str(dest / 'tmp')!r}\n")
     return dest
 
