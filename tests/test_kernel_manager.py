@@ -38,7 +38,6 @@ class FakeKernel(SandboxKernelClient):
         self.shell, self.iopub = Channel(), Channel()
         self.asked: list[str] = []
         self.lost, self.alive, self.answers = lost, alive, answers
-        self.handled: dict | None = None
 
     shell_channel = property(lambda self: self.shell)
     iopub_channel = property(lambda self: self.iopub)
@@ -48,17 +47,18 @@ class FakeKernel(SandboxKernelClient):
         self.asked.append(msg_id)
         if self.answers:
             self.shell.queue.append(
-                {"msg_type": "kernel_info_reply", "parent_header": {"msg_id": msg_id}, "content": {}}
+                {
+                    "msg_type": "kernel_info_reply",
+                    "parent_header": {"msg_id": msg_id},
+                    "content": {"protocol_version": "4.1"},
+                }
             )
             if len(self.asked) > self.lost:
                 self.iopub.queue += [status(msg_id, "busy"), status(msg_id, "idle")]
         return msg_id
 
-    async def _async_is_alive(self):
+    async def is_alive(self):
         return self.alive
-
-    def _handle_kernel_info_reply(self, msg):
-        self.handled = msg
 
 
 def test_ready_on_the_idle_after_its_answer_and_reads_no_further():
@@ -67,7 +67,7 @@ def test_ready_on_the_idle_after_its_answer_and_reads_no_further():
     asyncio.run(kc.wait_for_ready(timeout=5))
     kc.iopub.queue.append({"msg_type": "stream", "parent_header": {}, "content": {}})
     assert kc.asked == ["ki-0"]
-    assert kc.handled["parent_header"]["msg_id"] == "ki-0"
+    assert kc.session.adapt_version == 4  # the reply's protocol version, spoken from then on
     assert len(kc.iopub.queue) == 1  # nothing after the idle was read: no flush that waits for silence
 
 
@@ -75,7 +75,7 @@ def test_a_lost_idle_asks_again_and_the_next_answer_tells():
     kc = FakeKernel(lost=2)
     asyncio.run(kc.wait_for_ready(timeout=5))
     assert kc.asked == ["ki-0", "ki-1", "ki-2"]
-    assert kc.handled is not None
+    assert kc.session.adapt_version == 4
 
 
 def test_a_dead_kernel_is_an_error_not_a_wait():

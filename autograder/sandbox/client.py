@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from queue import Empty
 
+from jupyter_client import protocol_version_info
 from jupyter_client.asynchronous import AsyncKernelClient
 
 RESEND = 1.0  # seconds without a reply on shell before asking again
@@ -31,12 +32,18 @@ class SandboxKernelClient(AsyncKernelClient):
                 reply = None
             answered = reply is not None and reply["parent_header"].get("msg_id") in asked
             if answered and await self._idle_after(asked, deadline=time.monotonic() + IDLE_WAIT):
-                self._handle_kernel_info_reply(reply)
+                self._adapt(reply)
                 return
-            if not await self._async_is_alive():
+            if not await self.is_alive():
                 raise RuntimeError("Kernel died before replying to kernel_info")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"Kernel didn't respond in {timeout:g} seconds")
+
+    def _adapt(self, reply: dict) -> None:
+        """Speak the kernel's protocol version, as jupyter_client's own wait does with its reply."""
+        major = str(reply["content"].get("protocol_version", "")).split(".")[0]
+        if major.isdigit() and int(major) != protocol_version_info[0]:
+            self.session.adapt_version = int(major)
 
     async def _idle_after(self, asked: set[str], deadline: float) -> bool:
         """Whether IOPub says idle after one of the requests `asked` before `deadline`."""
