@@ -107,7 +107,7 @@ def _record(path: str) -> dict:
     parts = name.rsplit("+", 3)
     record = {"username": parts[0], "filename": name, "timestamp": datetime.min}
     try:
-        record["timestamp"] = parse_utc(parts[2])
+        parse_utc(parts[2])
         record["timestamp"] = datetime.fromtimestamp(os.lstat(path).st_ctime, UTC).replace(tzinfo=None)
     except (IndexError, ValueError, OverflowError):
         record["undated"] = True

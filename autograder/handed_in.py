@@ -190,9 +190,8 @@ def renamed_hook(source: Path):
     return hook
 
 
-renamed = renamed_hook(
-    ROOT / "solutions"
-)  # the course's: ``c.Autograde.pre_convert_hook = "autograder.handed_in.renamed"``
+# the course's own: ``c.Autograde.pre_convert_hook = "autograder.handed_in.renamed"``
+renamed = renamed_hook(ROOT / "solutions")
 
 
 class HandedInExporter(NotebookExporter):

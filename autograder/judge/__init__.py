@@ -42,9 +42,13 @@ def of_assignment(assignment: str) -> dict[str, Check]:
     return {c.id: c for c in import_module(f"{__name__}.{assignment}").CHECKS}
 
 
+def _of_check(check_id: str) -> dict[str, Check]:
+    return of_assignment(check_id.split(".", 1)[0])  # a check id is ``<assignment>.<name>``
+
+
 def find(check_id: str) -> Check | None:
-    """The check ``check_id`` names (``<assignment>.<name>``), or None."""
-    return of_assignment(check_id.split(".", 1)[0]).get(check_id)
+    """The check ``check_id`` names, or None."""
+    return _of_check(check_id).get(check_id)
 
 
 @functools.cache
@@ -62,7 +66,7 @@ def graded_inputs(check_id: str, seed: int, drawn_ahead: Path | None = None) -> 
         kept = ahead.load(drawn_ahead, check_id, seed)
         if kept is not None:
             return kept
-    check = of_assignment(check_id.split(".", 1)[0])[check_id]
+    check = _of_check(check_id)[check_id]
     if check.runs:  # one set of inputs per run of the cell (judged by cost: Check.runs)
         return {"runs": {part: build(seed) for part, build in check.runs.items()}}
     return check.build(seed)
@@ -70,7 +74,7 @@ def graded_inputs(check_id: str, seed: int, drawn_ahead: Path | None = None) -> 
 
 def wire_bytes(check_id: str, inputs: dict) -> bytes:
     """The file the kernel reads: the kind of call, its metadata and the input arrays."""
-    check = of_assignment(check_id.split(".", 1)[0])[check_id]
+    check = _of_check(check_id)[check_id]
     meta, arrays = check.wire(inputs)
     meta = {**meta, "kind": check.kind, "task": check.task, "title": check.title}
     return wire.to_bytes(meta, wire.prefixed("in", arrays))
@@ -79,7 +83,7 @@ def wire_bytes(check_id: str, inputs: dict) -> bytes:
 def reference_file(check_id: str, targets: list[str]) -> tuple[dict, dict[str, np.ndarray]]:
     """A visible check's stored file for the student's own run: fixed inputs, expected outputs and
     the outputs of known mistakes (``autograder/make_references.py`` writes it)."""
-    check = of_assignment(check_id.split(".", 1)[0])[check_id]
+    check = _of_check(check_id)[check_id]
     if check.hidden:
         raise ValueError(f"{check_id} is hidden: its inputs are drawn at grading time")
     inputs = check.build(check.seed)
@@ -122,7 +126,7 @@ def verify(
     for callers that want ``verdict.message`` in the submission's language. ``undefined``: the object
     the test cell hands to the check when no cell of the notebook defines it (``encdec.grading.cells``):
     a check that saved nothing then says so by name."""
-    check = of_assignment(check_id.split(".", 1)[0])[check_id]
+    check = _of_check(check_id)[check_id]
     verdict = _not_defined(check, saved, undefined) or _verify(check, saved, inputs)
     if verdict.label is None:
         verdict.label = labels.PASSED if verdict.ok else labels.of(verdict.words)
