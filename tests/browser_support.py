@@ -10,6 +10,7 @@ import math
 import os
 import shutil
 import threading
+import time
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
@@ -158,7 +159,6 @@ def jupyterlab(root_dir: Path, timeout_s: float = 60.0):
     import socket
     import subprocess
     import sys
-    import time
     import urllib.request
 
     with socket.socket() as s:
@@ -311,8 +311,38 @@ class Opened:
         self.page = self.context.new_page()
         watch_page(self.page, self.log)
         self.requests = []  # every request the page completed, in order (their sizes: request.sizes())
-        self.page.on("requestfinished", lambda request: self.requests.append(request))  # noqa: PLW0108 (Playwright wraps a Python function, not a builtin method)
+        self.in_flight: set = set()  # HTTP requests started and not yet finished or failed
+        self._last_change = time.monotonic()
+        self.page.on("request", self._started)
+        self.page.on("requestfinished", self._finished)
+        self.page.on("requestfailed", self._ended)
         self.page.goto(url, wait_until="load")
+
+    def _started(self, request) -> None:
+        if urlparse(request.url).scheme in {"http", "https"}:
+            self.in_flight.add(request)
+            self._last_change = time.monotonic()
+
+    def _finished(self, request) -> None:
+        self.requests.append(request)
+        self._ended(request)
+
+    def _ended(self, request) -> None:
+        if request in self.in_flight:
+            self.in_flight.discard(request)
+            self._last_change = time.monotonic()
+
+    def network_quiet(self, quiet_ms: int = 500, timeout_ms: int = 30000) -> None:
+        """Wait until no HTTP request the page reported has been in flight for ``quiet_ms``; a timeout
+        names the requests still in flight. Playwright's "networkidle" tracks requests inside the
+        browser and says nothing of which one kept it waiting: it once waited out its 30 s in a loaded
+        CI run on a page whose requests here all finish within a second of its load."""
+        deadline = time.monotonic() + timeout_ms / 1000
+        while self.in_flight or time.monotonic() - self._last_change < quiet_ms / 1000:
+            if time.monotonic() > deadline:
+                waiting = sorted(r.url for r in self.in_flight)
+                raise AssertionError(f"{self.page.url}: requests still in flight after {timeout_ms} ms: {waiting}")
+            self.page.wait_for_timeout(50)  # Playwright delivers the page's events while it waits
 
     def widgets_rendered(self, timeout_ms: int = 20000) -> int:
         """Wait until every widget view on the page has rendered; return how many there are."""

@@ -44,7 +44,7 @@ def _open(chromium, url, dark=False) -> Opened:
     """A page opened offline (browser_support.Opened), its widgets drawn, as the reader finds it."""
     opened = Opened(chromium, url, dark=dark)
     opened.widgets_rendered()
-    opened.page.wait_for_load_state("networkidle")
+    opened.network_quiet()
     return opened
 
 
