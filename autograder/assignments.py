@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.paths import ROOT
+from autograder import ROOT
 
 SOLUTIONS = ROOT / "solutions"
 

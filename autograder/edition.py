@@ -35,7 +35,7 @@ import re
 import sys
 from pathlib import Path
 
-from autograder.paths import ROOT as REPO
+from autograder import ROOT as REPO
 
 from . import torch_edition
 from .assignments import names as assignment_names

@@ -23,8 +23,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder import ROOT
 from autograder import assignments as course
-from autograder.paths import ROOT
 from autograder.state import ENV as GRADING_DIR_ENV
 from autograder.state import GradingState
 

@@ -44,9 +44,9 @@ import nbformat
 from nbconvert.exporters import NotebookExporter
 from nbgrader.utils import compute_checksum
 
+from autograder import ROOT
 from autograder.canonical import Refused, canonical
 from autograder.collected import left_behind
-from autograder.paths import ROOT
 from autograder.repairs import INTAKE_KEY, record, repairs
 
 

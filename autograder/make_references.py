@@ -18,7 +18,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from autograder.paths import ROOT
+from autograder import ROOT
 
 
 def make_references(root: Path) -> list[Path]:

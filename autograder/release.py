@@ -27,8 +27,8 @@ from pathlib import Path
 
 import yaml
 
+from autograder import ROOT
 from autograder import assignments as course
-from autograder.paths import ROOT
 from encdec.grading import language, wire
 
 SOLUTIONS = ROOT / "solutions"

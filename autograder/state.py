@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.paths import ROOT as COURSE
+from autograder import ROOT as COURSE
 
 ENV = "ENCDEC_GRADING_DIR"
 DEFAULT = "grading"

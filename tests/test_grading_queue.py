@@ -281,7 +281,7 @@ def test_the_unit_stops_where_the_writer_starts():
     """The gradebook is written once, by the writer: the unit runs the course's autograde steps up to
     nbgrader's SaveAutoGrades (into a throwaway gradebook it only reads the assignment from), the
     writer runs the rest; none is left out or run twice."""
-    from autograder.paths import ROOT
+    from autograder import ROOT
     from autograder.taskqueue.course import FIRST_WRITER_STEP, autograde_steps, load_config
 
     config = load_config(ROOT)

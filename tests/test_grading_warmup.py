@@ -103,8 +103,7 @@ def _test_cells() -> list[tuple[str, str, str, float]]:
 
     import nbformat
 
-    from autograder import assignments
-    from autograder.paths import ROOT
+    from autograder import ROOT, assignments
 
     (warmup,) = [a for a in assignments.find() if a.name == "warmup"]
     out = []
@@ -160,7 +159,7 @@ def test_own_run_names_the_mistake_in_the_releases_language(lang, tmp_path):
     import re
     import shutil
 
-    from autograder.paths import ROOT
+    from autograder import ROOT
     from encdec.grading import checks
     from encdec.grading.misconceptions import MISCONCEPTIONS
     from encdec.grading.misconceptions_zh import MISCONCEPTIONS_ZH

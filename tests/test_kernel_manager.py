@@ -1,4 +1,4 @@
-"""The grader's kernel manager on jupyter_client's public hooks: its client (autograder/sandbox/client.py),
+"""The grader's kernel manager on jupyter_client's public hooks: its client (autograder/sandbox/kernel.py),
 ready on the kernel's answer with no fixed wait after it, and still ready when IOPub missed the first
 answer's idle status; its provisioner (autograder/sandbox/provisioner.py), named by the kernelspec and
 found through the entry point, which leaves nothing behind when a launch fails."""
@@ -9,8 +9,7 @@ from queue import Empty
 import pytest
 from jupyter_client.provisioning import KernelProvisionerFactory
 
-from autograder.sandbox.client import SandboxKernelClient
-from autograder.sandbox.kernel import SandboxKernelManager
+from autograder.sandbox.kernel import SandboxKernelClient, SandboxKernelManager
 from autograder.sandbox.provisioner import SandboxProvisioner
 
 

@@ -26,8 +26,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from autograder import edition, release
-from autograder.paths import ROOT
+from autograder import ROOT, edition, release
 from autograder.state import grading_state
 from encdec.grading import language
 

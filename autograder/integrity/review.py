@@ -11,7 +11,7 @@ from __future__ import annotations
 from nbgrader.api import Gradebook, MissingEntry
 from sqlalchemy import Column, Integer, MetaData, String, Table, Text, delete, insert, inspect, select
 
-from autograder.paths import ROOT
+from autograder import ROOT
 from encdec.grading import language
 
 from .scan import Flag

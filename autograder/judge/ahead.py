@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     the grader's user: the roster's inputs drawn now (default: every student of the gradebook)."""
     import argparse
 
-    from autograder.preprocessors.trusted_grading import TrustedGrading
+    from autograder.preprocessors import TrustedGrading
     from autograder.taskqueue.course import coursedir_for, load_config
 
     parser = argparse.ArgumentParser(prog="python -m autograder.judge.ahead", description=__doc__.split("\n\n")[0])

@@ -31,7 +31,7 @@ _WHERE = {
     "MatchRelease": "match_release",
     "SafeOverwriteCells": "safe_overwrite_cells",
     "SanitizeOutputs": "sanitize_outputs",
-    "TrustedGrading": "trusted_grading",
+    "TrustedGrading": "_shared",
     "TrustedVerdict": "trusted_verdict",
     "submission_language": "trusted_verdict",
     "verdict_outputs": "trusted_verdict",

@@ -8,15 +8,27 @@ from pathlib import Path
 
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
+from traitlets import Unicode
+from traitlets.config import LoggingConfigurable
 
 from autograder import assignments
 from autograder.sandbox import safefs
+from autograder.state import grading_state
 from encdec.grading import wire
-
-from .trusted_grading import TrustedGrading
 
 INPUTS_KEY, OUTPUTS_KEY = "encdec_inputs", "encdec_outputs"  # in resources["nbgrader"]
 VERDICT_KEY = "encdec_verdict"  # in a graded cell's metadata: what each check concluded (labels)
+
+
+class TrustedGrading(LoggingConfigurable):
+    """The grader's own settings (``c.TrustedGrading.*`` in ``nbgrader_config.py``): where the course
+    secret lives, outside the sandbox, never in the repository."""
+
+    secret_file = Unicode(
+        str(grading_state().secret),
+        help="File holding the course secret that seeds the graded runs' inputs (made on first use). "
+        "Keep it to regrade reproducibly; it must not be readable by students.",
+    ).tag(config=True)
 
 
 def recorded_verdicts(cell) -> list[dict] | None:

@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from autograder.paths import ROOT
+from autograder import ROOT
 from autograder.state import grading_state
 
 from . import write_report

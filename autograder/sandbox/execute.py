@@ -24,7 +24,7 @@ from nbformat.notebooknode import NotebookNode
 from nbgrader.preprocessors import Execute
 from traitlets import Integer, List, Unicode, default
 
-from autograder.paths import ROOT
+from autograder import ROOT
 from autograder.privacy import refuse_open
 from autograder.state import grading_state
 from encdec.grading import language

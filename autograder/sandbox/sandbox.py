@@ -56,10 +56,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import cgroups, mounts, safefs, seccomp
+from . import SandboxUnavailable, cgroups, mounts, safefs, seccomp
 from .policy import Limits, Policy, kernel_environment
 from .uids import UID_BASE, UID_SLOTS, UidSlot, privileged  # noqa: F401 (the sandbox's names)
-from .unavailable import SandboxUnavailable
 
 __all__ = [
     "Limits",

@@ -35,7 +35,7 @@ import os
 import platform
 import tempfile
 
-from .unavailable import SandboxUnavailable
+from . import SandboxUnavailable
 
 CLONE_NEWUSER = 0x10000000
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2

@@ -8,7 +8,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from .unavailable import SandboxUnavailable
+from . import SandboxUnavailable
 
 UID_BASE = 2_000_000
 UID_SLOTS = 256
