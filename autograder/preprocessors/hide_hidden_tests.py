@@ -10,6 +10,8 @@ never shown."""
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
 from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor
@@ -24,6 +26,12 @@ class HideHiddenTests(NbGraderPreprocessor):
         "# (hidden test: its code is not shown)", help="The line left where a hidden test region was."
     ).tag(config=True)
 
+    @cached_property
+    def _markers(self) -> tuple[str, str]:
+        """The hidden-test markers, read once from ``ClearHiddenTests``' configuration."""
+        stock = ClearHiddenTests(config=self.config)
+        return stock.begin_test_delimeter, stock.end_test_delimeter
+
     def preprocess(self, nb: NotebookNode, resources: dict):
         nb.metadata.pop("celltoolbar", None)
         return super().preprocess(nb, resources)
@@ -31,8 +39,7 @@ class HideHiddenTests(NbGraderPreprocessor):
     def preprocess_cell(self, cell: NotebookNode, resources: dict, index: int):
         if cell.cell_type != "code" or not utils.is_grade(cell) or utils.is_solution(cell):
             return cell, resources
-        stock = ClearHiddenTests(config=self.config)
-        begin, end = stock.begin_test_delimeter, stock.end_test_delimeter
+        begin, end = self._markers
         lines, inside, hidden, paired = [], False, False, True
         for line in cell.source.split("\n"):
             if begin in line:
